@@ -1,0 +1,278 @@
+//! The command-line interface: a thin adapter over the library. Every flag is declared here
+//! (clap derive); every command calls the same library functions the MCP server calls.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+use serde_json::{Map, Value};
+
+use crate::library::{GetPromptsRequest, LibraryOptions, PromptLibrary, options_from_flags};
+use crate::registry::{PromptCategory, Severity};
+use crate::render::Clock;
+
+/// promptd: prompt-template registry, renderer and MCP server.
+#[derive(Debug, Parser)]
+#[command(name = "promptd", version, about, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub common: CommonArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags shared by every command (and by `serve`).
+#[derive(Debug, Clone, Args)]
+pub struct CommonArgs {
+    /// Extra prompt folder; repeatable. A later folder shadows an earlier one by prompt name
+    /// (after PROMPTD_PROMPTS; built-ins lowest).
+    #[arg(long = "prompts", value_name = "DIR", global = true)]
+    pub prompts: Vec<PathBuf>,
+    /// Config file (default: PROMPTD_CONFIG, else ./.ado-mcp-config.json if present).
+    #[arg(long, value_name = "FILE", global = true)]
+    pub config: Option<PathBuf>,
+    /// Freeze the clock for computed dates: RFC 3339 or YYYY-MM-DD (default: PROMPTD_NOW, else now).
+    #[arg(long, value_name = "TIME", global = true)]
+    pub now: Option<String>,
+}
+
+impl CommonArgs {
+    /// Library options for these flags.
+    pub fn library_options(&self) -> Result<LibraryOptions> {
+        let clock = Clock::from_option(self.now.as_deref()).context("--now / PROMPTD_NOW")?;
+        Ok(options_from_flags(
+            &self.prompts,
+            self.config.as_deref(),
+            clock,
+        ))
+    }
+
+    /// Opens the prompt library for these flags.
+    pub fn open_library(&self) -> Result<PromptLibrary> {
+        Ok(PromptLibrary::open(self.library_options()?)?)
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List prompts: names, titles and argument summaries.
+    List(ListArgs),
+    /// Render a prompt with arguments.
+    Get(GetArgs),
+    /// Lint every prompt (exit 1 on any error, 0 with only warnings).
+    Check,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print the wit-get-prompts listing envelope as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Prompt name.
+    pub name: String,
+    /// Argument as key=value (repeatable); values are coerced to the declared type.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+    /// Arguments as a JSON object; --arg values override it.
+    #[arg(long = "args-json", value_name = "JSON")]
+    pub args_json: Option<String>,
+    /// Metadata only: do not render.
+    #[arg(long)]
+    pub no_content: bool,
+    /// Print the wit-get-prompts envelope as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the CLI; the binary's `main` is just this.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Logs go to stderr only: stdout is reserved for command output and MCP frames.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+/// Dispatches a parsed command line; returns the exit code.
+pub fn run(cli: Cli) -> Result<u8> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match cli.command {
+        Command::List(args) => list(&cli.common, &args, &mut out),
+        Command::Get(args) => get(&cli.common, &args, &mut out),
+        Command::Check => check(&cli.common, &mut out),
+    }
+}
+
+fn print_json(out: &mut dyn Write, v: &impl serde::Serialize) -> Result<()> {
+    serde_json::to_writer_pretty(&mut *out, v)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn list(common: &CommonArgs, args: &ListArgs, out: &mut dyn Write) -> Result<u8> {
+    let lib = common.open_library()?;
+    if args.json {
+        let resp = lib.get_prompts(&GetPromptsRequest {
+            include_content: false,
+            include_system: true,
+            ..Default::default()
+        });
+        print_json(out, &resp)?;
+        return Ok(0);
+    }
+    let snap = lib.snapshot();
+    let width = snap
+        .registry
+        .prompts()
+        .map(|p| p.name.len())
+        .max()
+        .unwrap_or(4);
+    for p in snap.registry.prompts() {
+        let args: Vec<String> = p
+            .arguments
+            .iter()
+            .map(|a| {
+                let mut s = a.name.clone();
+                if let Some(t) = a.declared_type() {
+                    s.push(':');
+                    s.push_str(t.as_str());
+                }
+                if let Some(d) = &a.default {
+                    s.push('=');
+                    s.push_str(&crate::registry::display_value(d));
+                } else if !a.required {
+                    s.push('?');
+                }
+                s
+            })
+            .collect();
+        let tag = match p.category {
+            PromptCategory::System => " [system]",
+            PromptCategory::User => "",
+        };
+        writeln!(
+            out,
+            "{:width$}  {}{tag}",
+            p.name,
+            p.title
+                .as_deref()
+                .or(p.description.as_deref())
+                .unwrap_or(""),
+        )?;
+        if !args.is_empty() {
+            writeln!(out, "{:width$}  args: {}", "", args.join(", "))?;
+        }
+    }
+    for d in snap.registry.diagnostics() {
+        eprintln!("{d}");
+    }
+    Ok(0)
+}
+
+/// Parses `--args-json` and `--arg k=v` into one map (`--arg` wins).
+pub fn parse_cli_args(args: &[String], json: Option<&str>) -> Result<Map<String, Value>> {
+    let mut map = match json {
+        Some(j) => {
+            match serde_json::from_str::<Value>(j).context("--args-json is not valid JSON")? {
+                Value::Object(m) => m,
+                other => bail!("--args-json must be a JSON object, got {other}"),
+            }
+        }
+        None => Map::new(),
+    };
+    for a in args {
+        let Some((k, v)) = a.split_once('=') else {
+            bail!("--arg `{a}`: expected KEY=VALUE");
+        };
+        if k.trim().is_empty() {
+            bail!("--arg `{a}`: empty key");
+        }
+        map.insert(k.trim().to_string(), Value::String(v.to_string()));
+    }
+    Ok(map)
+}
+
+fn get(common: &CommonArgs, args: &GetArgs, out: &mut dyn Write) -> Result<u8> {
+    let lib = common.open_library()?;
+    let map = parse_cli_args(&args.args, args.args_json.as_deref())?;
+    let req = GetPromptsRequest {
+        prompt_name: Some(args.name.clone()),
+        include_content: !args.no_content,
+        args: Some(map),
+        ..Default::default()
+    };
+    let resp = lib.get_prompts(&req);
+    if args.json {
+        print_json(out, &resp)?;
+        return Ok(if resp.success && resp.errors.is_empty() {
+            0
+        } else {
+            1
+        });
+    }
+    for w in &resp.warnings {
+        eprintln!("warning: {w}");
+    }
+    if !resp.success || !resp.errors.is_empty() {
+        for e in &resp.errors {
+            eprintln!("error: {e}");
+        }
+        return Ok(1);
+    }
+    let prompt = &resp.data["prompt"];
+    if args.no_content {
+        print_json(out, prompt)?;
+    } else {
+        let text = prompt["content"].as_str().unwrap_or_default();
+        write!(out, "{text}")?;
+        if !text.ends_with('\n') {
+            writeln!(out)?;
+        }
+    }
+    Ok(0)
+}
+
+fn check(common: &CommonArgs, out: &mut dyn Write) -> Result<u8> {
+    let lib = common.open_library()?;
+    let snap = lib.snapshot();
+    for w in &snap.config.warnings {
+        writeln!(out, "{w}")?;
+    }
+    let diags = crate::lint::check(&snap);
+    for d in &diags {
+        writeln!(out, "{d}")?;
+    }
+    let errors = diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count();
+    let warnings = diags.len() - errors + snap.config.warnings.len();
+    writeln!(
+        out,
+        "checked {} prompts: {errors} error(s), {warnings} warning(s)",
+        snap.registry.len()
+    )?;
+    Ok(u8::from(errors > 0))
+}

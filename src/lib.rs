@@ -1,0 +1,19 @@
+//! promptd: a prompt-template registry, renderer and MCP server.
+//!
+//! Prompts are Markdown files with YAML frontmatter. The [`registry`] loads them from ordered
+//! roots (built-ins lowest, user folders shadowing by name), the [`render`] module fills them
+//! with layered variables (computed < config < defaults < user arguments) and reports where
+//! every value came from, and [`library`] is the single entry point the CLI and the MCP server
+//! share, including the `wit-get-prompts` contract.
+//!
+//! Design principle: *stages produce variables, templates render them*. Higher-level features
+//! (enhance, compose) are ordinary registry templates fed by stage outputs, so users can
+//! override them by shadowing.
+
+pub mod cli;
+pub mod config;
+pub mod library;
+pub mod lint;
+pub mod registry;
+pub mod render;
+pub mod tokens;

@@ -1,0 +1,407 @@
+//! The one library entry point the CLI and the MCP server share: a [`PromptLibrary`] holds the
+//! current snapshot (registry + renderer + config), swaps it atomically on reload, and answers
+//! the `wit-get-prompts` contract ([`GetPromptsRequest`] → [`GetPromptsResponse`]).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwap;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::config::{ConfigError, ProjectConfig};
+use crate::registry::{
+    ArgType, PromptCategory, PromptSource, PromptTemplate, Registry, standard_roots,
+};
+use crate::render::{Clock, RenderError, RenderedPrompt, Renderer, VariableSource};
+
+/// The name of the listing/getting tool, as MCP clients see it.
+pub const TOOL_NAME: &str = "wit-get-prompts";
+
+/// Everything a library needs to find prompts and config.
+#[derive(Debug, Clone, Default)]
+pub struct LibraryOptions {
+    /// Extra prompt folders (`--prompts`), lowest precedence first.
+    pub prompt_dirs: Vec<PathBuf>,
+    /// Explicit config file (`--config`).
+    pub config_path: Option<PathBuf>,
+    /// Where to look for `.ado-mcp-config.json` when no path is given.
+    pub cwd: PathBuf,
+    pub clock: Clock,
+}
+
+/// One consistent view: prompts, the renderer over them, and the config.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub registry: Arc<Registry>,
+    pub renderer: Renderer,
+    pub config: Arc<ProjectConfig>,
+    /// Metadata-only listings, built once per snapshot: [user prompts, all prompts].
+    listings: [OnceLock<Arc<Value>>; 2],
+}
+
+impl Snapshot {
+    pub fn new(registry: Registry, config: Arc<ProjectConfig>) -> Snapshot {
+        let registry = Arc::new(registry);
+        Snapshot {
+            renderer: Renderer::new(registry.clone()),
+            registry,
+            config,
+            listings: Default::default(),
+        }
+    }
+
+    /// The metadata-only listing `{prompts, totalCount}`, cached: the snapshot never changes.
+    fn metadata_listing(&self, include_system: bool) -> Arc<Value> {
+        self.listings[usize::from(include_system)]
+            .get_or_init(|| {
+                let prompts: Vec<PromptSummary> = self
+                    .registry
+                    .prompts()
+                    .filter(|t| include_system || t.category == PromptCategory::User)
+                    .map(|t| PromptSummary::of(t))
+                    .collect();
+                {
+                    let total = prompts.len();
+                    Arc::new(json!({ "prompts": prompts, "totalCount": total }))
+                }
+            })
+            .clone()
+    }
+}
+
+/// What a reload changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReloadOutcome {
+    /// The set of prompts, a prompt's content, or the config changed.
+    pub changed: bool,
+    /// Problems found while reloading (the last good versions stay served).
+    pub problems: Vec<String>,
+}
+
+/// The shared prompt service.
+#[derive(Debug)]
+pub struct PromptLibrary {
+    options: LibraryOptions,
+    roots: Vec<Arc<dyn PromptSource>>,
+    current: ArcSwap<Snapshot>,
+}
+
+impl PromptLibrary {
+    /// Loads prompts and config. A broken config file is an error; broken prompt files are
+    /// diagnostics on the registry.
+    pub fn open(options: LibraryOptions) -> Result<PromptLibrary, ConfigError> {
+        let roots = standard_roots(&options.prompt_dirs);
+        Self::open_with_roots(options, roots)
+    }
+
+    /// Like [`open`](Self::open) with explicit roots (tests, embedders).
+    pub fn open_with_roots(
+        options: LibraryOptions,
+        roots: Vec<Arc<dyn PromptSource>>,
+    ) -> Result<PromptLibrary, ConfigError> {
+        let config = ProjectConfig::discover(options.config_path.as_deref(), &options.cwd)?;
+        let registry = Registry::load(roots.clone());
+        for d in registry.diagnostics() {
+            tracing::warn!("{d}");
+        }
+        Ok(PromptLibrary {
+            current: ArcSwap::from_pointee(Snapshot::new(registry, Arc::new(config))),
+            options,
+            roots,
+        })
+    }
+
+    /// The current snapshot (cheap; hold it for a consistent view).
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// The clock used for computed variables.
+    pub fn clock(&self) -> &Clock {
+        &self.options.clock
+    }
+
+    /// The roots in precedence order (lowest first).
+    pub fn roots(&self) -> &[Arc<dyn PromptSource>] {
+        &self.roots
+    }
+
+    /// The config file being used, if any, else where it would be.
+    pub fn config_path(&self) -> PathBuf {
+        self.options
+            .config_path
+            .clone()
+            .or_else(|| std::env::var_os("PROMPTD_CONFIG").map(PathBuf::from))
+            .unwrap_or_else(|| self.options.cwd.join(crate::config::CONFIG_FILE_NAME))
+    }
+
+    /// Re-reads prompts (only changed files are re-parsed) and config, swapping atomically.
+    /// Broken files and a broken config keep their last good versions.
+    pub fn reload(&self) -> ReloadOutcome {
+        let old = self.snapshot();
+        let mut problems = Vec::new();
+        let config =
+            match ProjectConfig::discover(self.options.config_path.as_deref(), &self.options.cwd) {
+                Ok(c) => Arc::new(c),
+                Err(e) => {
+                    problems.push(format!("{e} (keeping the last good config)"));
+                    old.config.clone()
+                }
+            };
+        let registry = Registry::load_with_previous(self.roots.clone(), Some(&old.registry));
+        problems.extend(registry.diagnostics().iter().map(ToString::to_string));
+        let config_changed = config.raw != old.config.raw;
+        let changed = config_changed || !registry.same_prompts(&old.registry);
+        if changed || registry.diagnostics() != old.registry.diagnostics() {
+            self.current
+                .store(Arc::new(Snapshot::new(registry, config)));
+        }
+        ReloadOutcome { changed, problems }
+    }
+
+    /// Renders one prompt with user arguments.
+    pub fn render(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<RenderedPrompt, RenderError> {
+        let snap = self.snapshot();
+        snap.renderer
+            .render(name, args, &snap.config, &self.options.clock)
+    }
+
+    /// The `wit-get-prompts` contract.
+    pub fn get_prompts(&self, req: &GetPromptsRequest) -> GetPromptsResponse {
+        get_prompts(&self.snapshot(), &self.options.clock, req)
+    }
+}
+
+/// Input of `wit-get-prompts`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetPromptsRequest {
+    /// Name of one prompt to return. Omit (and omit promptNames) to list every prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_name: Option<String>,
+    /// Names of several prompts to return in one call (batch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_names: Option<Vec<String>>,
+    /// Render and include the filled prompt text (default true). False returns metadata only.
+    #[serde(default = "default_true")]
+    pub include_content: bool,
+    /// Template arguments (name -> value). Strings are coerced to each argument's declared type.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Map<String, Value>>,
+    /// Also list system prompts (internal templates of promptd's stages). Default false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub include_system: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// The envelope every `wit-get-prompts` call returns.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct GetPromptsResponse {
+    /// False when a requested prompt does not exist.
+    pub success: bool,
+    /// `{prompt}` for one prompt, `{prompts, totalCount}` for a listing or batch, null if not found.
+    #[schemars(with = "Value")]
+    pub data: Arc<Value>,
+    pub errors: Vec<String>,
+    pub warnings: Vec<String>,
+    pub metadata: Map<String, Value>,
+}
+
+/// One argument as listed to clients.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArgumentSummary {
+    pub name: String,
+    pub description: Option<String>,
+    pub required: bool,
+    #[serde(rename = "type")]
+    pub arg_type: Option<ArgType>,
+    pub default: Option<Value>,
+}
+
+/// One prompt as listed to clients.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptSummary {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub category: PromptCategory,
+    pub arguments: Vec<ArgumentSummary>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_args_used: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<BTreeMap<String, VariableSource>>,
+    #[serde(rename = "version_hash")]
+    pub version_hash: String,
+}
+
+impl PromptSummary {
+    /// Metadata only.
+    pub fn of(t: &PromptTemplate) -> PromptSummary {
+        PromptSummary {
+            name: t.name.clone(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            category: t.category,
+            arguments: t
+                .arguments
+                .iter()
+                .map(|a| ArgumentSummary {
+                    name: a.name.clone(),
+                    description: a.description.clone(),
+                    required: a.required,
+                    arg_type: a.declared_type(),
+                    default: a.default.clone(),
+                })
+                .collect(),
+            content: None,
+            template_args_used: None,
+            provenance: None,
+            version_hash: t.version_hash.clone(),
+        }
+    }
+
+    fn with_render(mut self, r: RenderedPrompt) -> PromptSummary {
+        self.content = Some(r.text);
+        self.template_args_used = Some(r.template_args_used);
+        self.provenance = Some(r.provenance);
+        self
+    }
+}
+
+/// The not-found message, exactly as agents expect it.
+pub fn not_found_message(name: &str) -> String {
+    format!(
+        "Prompt '{name}' not found. Use {TOOL_NAME} without promptName to see available prompts."
+    )
+}
+
+/// Answers a `wit-get-prompts` request against one snapshot.
+pub fn get_prompts(snap: &Snapshot, clock: &Clock, req: &GetPromptsRequest) -> GetPromptsResponse {
+    let args = req.args.clone().unwrap_or_default();
+    let args_provided = !args.is_empty();
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let mut metadata = Map::new();
+    metadata.insert("tool".into(), json!(TOOL_NAME));
+
+    let render = |t: &PromptTemplate| snap.renderer.render(&t.name, &args, &snap.config, clock);
+
+    if let Some(name) = &req.prompt_name {
+        metadata.insert("promptName".into(), json!(name));
+        let Some(t) = snap.registry.get(name) else {
+            metadata.insert("found".into(), json!(false));
+            return GetPromptsResponse {
+                success: false,
+                data: Arc::new(Value::Null),
+                errors: vec![not_found_message(name)],
+                warnings,
+                metadata,
+            };
+        };
+        let mut summary = PromptSummary::of(t);
+        if req.include_content {
+            match render(t) {
+                Ok(r) => {
+                    warnings.extend(r.warnings.iter().cloned());
+                    summary = summary.with_render(r);
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        metadata.insert("contentIncluded".into(), json!(summary.content.is_some()));
+        metadata.insert("templateArgsProvided".into(), json!(args_provided));
+        return GetPromptsResponse {
+            success: true,
+            data: Arc::new(json!({ "prompt": summary })),
+            errors,
+            warnings,
+            metadata,
+        };
+    }
+
+    if req.prompt_names.is_none() && !req.include_content {
+        let data = snap.metadata_listing(req.include_system);
+        let total = data["totalCount"].clone();
+        metadata.insert("totalPrompts".into(), total);
+        metadata.insert("contentIncluded".into(), json!(false));
+        metadata.insert("templateArgsProvided".into(), json!(args_provided));
+        return GetPromptsResponse {
+            success: true,
+            data,
+            errors,
+            warnings,
+            metadata,
+        };
+    }
+    let (selected, batch): (Vec<&Arc<PromptTemplate>>, bool) = match &req.prompt_names {
+        Some(names) => {
+            let mut found = Vec::new();
+            for n in names {
+                match snap.registry.get(n) {
+                    Some(t) => found.push(t),
+                    None => errors.push(not_found_message(n)),
+                }
+            }
+            (found, true)
+        }
+        None => (
+            snap.registry
+                .prompts()
+                .filter(|t| req.include_system || t.category == PromptCategory::User)
+                .collect(),
+            false,
+        ),
+    };
+    let mut prompts = Vec::with_capacity(selected.len());
+    for t in selected {
+        let mut summary = PromptSummary::of(t);
+        if req.include_content {
+            match render(t) {
+                Ok(r) => summary = summary.with_render(r),
+                Err(e) => warnings.push(format!("{}: {e}", t.name)),
+            }
+        }
+        prompts.push(summary);
+    }
+    let total = prompts.len();
+    if batch {
+        metadata.insert("promptNames".into(), json!(req.prompt_names));
+    }
+    metadata.insert("totalPrompts".into(), json!(total));
+    metadata.insert("contentIncluded".into(), json!(req.include_content));
+    metadata.insert("templateArgsProvided".into(), json!(args_provided));
+    GetPromptsResponse {
+        success: errors.is_empty(),
+        data: Arc::new(json!({ "prompts": prompts, "totalCount": total })),
+        errors,
+        warnings,
+        metadata,
+    }
+}
+
+/// Builds library options from the common CLI/server flags.
+pub fn options_from_flags(
+    prompt_dirs: &[PathBuf],
+    config: Option<&Path>,
+    clock: Clock,
+) -> LibraryOptions {
+    LibraryOptions {
+        prompt_dirs: prompt_dirs.to_vec(),
+        config_path: config.map(Path::to_path_buf),
+        cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+        clock,
+    }
+}

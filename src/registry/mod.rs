@@ -1,0 +1,333 @@
+//! The prompt registry: every prompt file of every root, parsed, shadowed by name and versioned.
+//!
+//! A [`Registry`] is an immutable snapshot. Roots are ordered lowest first (built-ins, then
+//! `PROMPTD_PROMPTS`, then `--prompts` folders): a later root shadows an earlier one by prompt
+//! name. Within one root two files with the same name are an error naming both paths. A file
+//! that fails to parse is reported as a [`Diagnostic`] and left out, except on reload, where the
+//! last good version of that file stays served. Rendering lives in `render`; this module only
+//! knows files, names and frontmatter.
+
+pub mod source;
+pub mod template;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+pub use source::{BuiltinSource, DirSource, PromptSource, SourceError, SourceFile};
+pub use template::{
+    ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
+    display_value, parse_prompt_file, split_frontmatter,
+};
+
+/// How bad a diagnostic is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+/// A compiler-style finding about one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+    /// A stable short code (`yaml`, `name-collision`, `undefined-variable`, ...).
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sev = match self.severity {
+            Severity::Warning => "warning",
+            Severity::Error => "error",
+        };
+        write!(
+            f,
+            "{}:{}:{}: {sev}[{}]: {}",
+            self.path, self.line, self.column, self.code, self.message
+        )
+    }
+}
+
+/// A prompt hidden by a same-named prompt of a later root.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shadowing {
+    pub name: String,
+    pub hidden: String,
+    pub by: String,
+}
+
+/// What the registry remembers of one file between reloads.
+#[derive(Debug, Clone)]
+struct FileState {
+    hash: String,
+    /// The last version that parsed, if any.
+    good: Option<Arc<PromptTemplate>>,
+}
+
+/// An immutable snapshot of all prompts.
+#[derive(Debug)]
+pub struct Registry {
+    roots: Vec<Arc<dyn PromptSource>>,
+    prompts: BTreeMap<String, Arc<PromptTemplate>>,
+    diagnostics: Vec<Diagnostic>,
+    shadowed: Vec<Shadowing>,
+    files: HashMap<String, FileState>,
+}
+
+impl Registry {
+    /// Loads every root (lowest precedence first).
+    pub fn load(roots: Vec<Arc<dyn PromptSource>>) -> Registry {
+        Self::load_with_previous(roots, None)
+    }
+
+    /// Loads every root, re-parsing only files whose content changed since `previous`; a file
+    /// that no longer parses keeps its last good version from `previous`.
+    pub fn load_with_previous(
+        roots: Vec<Arc<dyn PromptSource>>,
+        previous: Option<&Registry>,
+    ) -> Registry {
+        let mut diagnostics = Vec::new();
+        let mut files = HashMap::new();
+        let mut prompts: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
+        let mut shadowed = Vec::new();
+        for root in &roots {
+            let listed = match root.list() {
+                Ok(l) => l,
+                Err(e) => {
+                    diagnostics.push(Diagnostic {
+                        severity: Severity::Error,
+                        path: root.describe(),
+                        line: 1,
+                        column: 1,
+                        code: "root",
+                        message: format!("cannot read prompt root: {e}"),
+                    });
+                    continue;
+                }
+            };
+            let mut in_root: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
+            for file in listed {
+                let Some(tpl) =
+                    load_file(root.as_ref(), &file, previous, &mut files, &mut diagnostics)
+                else {
+                    continue;
+                };
+                if let Some(first) = in_root.get(&tpl.name) {
+                    diagnostics.push(Diagnostic {
+                        severity: Severity::Error,
+                        path: tpl.path.clone(),
+                        line: 1,
+                        column: 1,
+                        code: "name-collision",
+                        message: format!(
+                            "prompt name `{}` is used by both {} and {} in the same root; {} is ignored",
+                            tpl.name, first.path, tpl.path, tpl.path
+                        ),
+                    });
+                    continue;
+                }
+                in_root.insert(tpl.name.clone(), tpl);
+            }
+            for (name, tpl) in in_root {
+                if let Some(hidden) = prompts.insert(name.clone(), tpl.clone()) {
+                    shadowed.push(Shadowing {
+                        name,
+                        hidden: hidden.path.clone(),
+                        by: tpl.path.clone(),
+                    });
+                }
+            }
+        }
+        Registry {
+            roots,
+            prompts,
+            diagnostics,
+            shadowed,
+            files,
+        }
+    }
+
+    /// The roots, lowest precedence first.
+    pub fn roots(&self) -> &[Arc<dyn PromptSource>] {
+        &self.roots
+    }
+
+    /// All prompts in name order.
+    pub fn prompts(&self) -> impl Iterator<Item = &Arc<PromptTemplate>> {
+        self.prompts.values()
+    }
+
+    /// The number of prompts served.
+    pub fn len(&self) -> usize {
+        self.prompts.len()
+    }
+
+    /// Whether no prompt is served.
+    pub fn is_empty(&self) -> bool {
+        self.prompts.is_empty()
+    }
+
+    /// A prompt by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<PromptTemplate>> {
+        self.prompts.get(name)
+    }
+
+    /// Load problems (parse errors, collisions, unreadable roots).
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// Prompts hidden by later roots.
+    pub fn shadowed(&self) -> &[Shadowing] {
+        &self.shadowed
+    }
+
+    /// Resolves an include target: a prompt name, else a root-relative file (highest root
+    /// first, `.md` optional). Returns the prompt's message path, body and body start line.
+    pub fn resolve_include(&self, name: &str) -> Result<Option<IncludedFile>, SourceError> {
+        if let Some(p) = self.prompts.get(name) {
+            return Ok(Some(IncludedFile {
+                path: p.path.clone(),
+                body: p.body.clone(),
+                body_line: p.body_line,
+            }));
+        }
+        for root in self.roots.iter().rev() {
+            source::check_relative(name, &root.describe())?;
+            let candidates = if name.ends_with(".md") {
+                vec![name.to_string()]
+            } else {
+                vec![name.to_string(), format!("{name}.md")]
+            };
+            for rel in candidates {
+                if let Some(text) = root.read(&rel)? {
+                    let display = root.display_path(&rel);
+                    let (_, body, body_line) =
+                        split_frontmatter(&text, &display).map_err(|e| SourceError::Io {
+                            path: display.clone(),
+                            source: std::io::Error::other(e.message),
+                        })?;
+                    return Ok(Some(IncludedFile {
+                        path: display,
+                        body: body.to_string(),
+                        body_line,
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `other` serves exactly the same prompts (names, metadata and content hashes):
+    /// hot reload uses this to skip `list_changed` on a no-op save.
+    pub fn same_prompts(&self, other: &Registry) -> bool {
+        self.prompts.len() == other.prompts.len()
+            && self
+                .prompts
+                .iter()
+                .zip(other.prompts.iter())
+                .all(|((a, pa), (b, pb))| {
+                    a == b && pa.version_hash == pb.version_hash && pa.path == pb.path
+                })
+    }
+}
+
+/// A file pulled in by `{% include %}`.
+#[derive(Debug, Clone)]
+pub struct IncludedFile {
+    pub path: String,
+    pub body: String,
+    pub body_line: usize,
+}
+
+fn load_file(
+    root: &dyn PromptSource,
+    file: &SourceFile,
+    previous: Option<&Registry>,
+    files: &mut HashMap<String, FileState>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<Arc<PromptTemplate>> {
+    let text = match root.read(&file.rel_path) {
+        Ok(Some(t)) => t,
+        Ok(None) => return None,
+        Err(e) => {
+            diagnostics.push(Diagnostic {
+                severity: Severity::Error,
+                path: file.display_path.clone(),
+                line: 1,
+                column: 1,
+                code: "read",
+                message: e.to_string(),
+            });
+            return None;
+        }
+    };
+    let hash = content_hash(text.as_bytes());
+    let prev = previous.and_then(|p| p.files.get(&file.display_path));
+    if let Some(prev) = prev
+        && prev.hash == hash
+        && let Some(good) = &prev.good
+    {
+        files.insert(file.display_path.clone(), prev.clone());
+        return Some(good.clone());
+    }
+    match parse_prompt_file(&text, &file.display_path, &file.rel_path, file.category) {
+        Ok(tpl) => {
+            let tpl = Arc::new(tpl);
+            files.insert(
+                file.display_path.clone(),
+                FileState {
+                    hash,
+                    good: Some(tpl.clone()),
+                },
+            );
+            Some(tpl)
+        }
+        Err(e) => {
+            let kept = prev.and_then(|p| p.good.clone());
+            let suffix = if kept.is_some() {
+                " (keeping the last good version)"
+            } else {
+                ""
+            };
+            diagnostics.push(Diagnostic {
+                severity: Severity::Error,
+                path: e.path,
+                line: e.line,
+                column: e.column,
+                code: "frontmatter",
+                message: format!("{}{suffix}", e.message),
+            });
+            files.insert(
+                file.display_path.clone(),
+                FileState {
+                    hash,
+                    good: kept.clone(),
+                },
+            );
+            kept
+        }
+    }
+}
+
+/// The standard root list: built-ins, then each `PROMPTD_PROMPTS` entry, then each `--prompts`.
+pub fn standard_roots(extra: &[std::path::PathBuf]) -> Vec<Arc<dyn PromptSource>> {
+    let mut roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
+    if let Some(env) = std::env::var_os("PROMPTD_PROMPTS") {
+        for p in std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()) {
+            roots.push(Arc::new(DirSource::new(p)));
+        }
+    }
+    for p in extra {
+        roots.push(Arc::new(DirSource::new(p.clone())));
+    }
+    roots
+}

@@ -1,0 +1,234 @@
+//! Where prompt files come from: a small trait with a folder implementation and the built-in
+//! prompts compiled into the binary. A git checkout or an HTTP store would be another impl.
+
+use std::path::{Component, Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+
+use super::template::PromptCategory;
+
+/// The prompts shipped with promptd (`prompts/` in the repository), compiled in so the binary
+/// works from any directory.
+static BUILTIN: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/prompts");
+
+/// One prompt file offered by a source.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Path relative to the root, with `/` separators (`review.md`, `system/x.md`).
+    pub rel_path: String,
+    /// Path for messages: absolute on disk, `builtin:prompts/...` for built-ins.
+    pub display_path: String,
+    pub category: PromptCategory,
+}
+
+/// Errors reading a source.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("`{name}` escapes its prompt root {root}")]
+    Escapes { name: String, root: String },
+}
+
+/// A root of prompt files: `*.md` are user prompts, `system/*.md` system prompts.
+pub trait PromptSource: Send + Sync + std::fmt::Debug {
+    /// A short description for messages (the folder path, or `builtin`).
+    fn describe(&self) -> String;
+    /// The folder on disk, if any (watched for hot reload).
+    fn dir(&self) -> Option<&Path>;
+    /// Every prompt file of the root, sorted by path.
+    fn list(&self) -> Result<Vec<SourceFile>, SourceError>;
+    /// Reads a file by root-relative path; `Ok(None)` when it does not exist. Paths that escape
+    /// the root are rejected.
+    fn read(&self, rel_path: &str) -> Result<Option<String>, SourceError>;
+    /// The message path of a root-relative file.
+    fn display_path(&self, rel_path: &str) -> String;
+}
+
+/// Rejects absolute paths and `..` so that a name or include never leaves its root.
+pub fn check_relative(name: &str, root: &str) -> Result<(), SourceError> {
+    let p = Path::new(name);
+    let escapes = p.is_absolute()
+        || name.starts_with('/')
+        || name.starts_with('\\')
+        || name.contains(':')
+        || p.components().any(|c| {
+            matches!(
+                c,
+                Component::ParentDir | Component::RootDir | Component::Prefix(_)
+            )
+        });
+    if escapes {
+        Err(SourceError::Escapes {
+            name: name.to_string(),
+            root: root.to_string(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+/// A folder on disk.
+#[derive(Debug, Clone)]
+pub struct DirSource {
+    root: PathBuf,
+}
+
+impl DirSource {
+    pub fn new(root: impl Into<PathBuf>) -> DirSource {
+        let root = root.into();
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        DirSource { root }
+    }
+
+    fn scan(
+        &self,
+        sub: &str,
+        category: PromptCategory,
+        out: &mut Vec<SourceFile>,
+    ) -> Result<(), SourceError> {
+        let dir = if sub.is_empty() {
+            self.root.clone()
+        } else {
+            self.root.join(sub)
+        };
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !sub.is_empty() => return Ok(()),
+            Err(source) => {
+                return Err(SourceError::Io {
+                    path: dir.display().to_string(),
+                    source,
+                });
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_md = path.extension().is_some_and(|e| e == "md");
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            if !is_md || hidden || !path.is_file() {
+                continue;
+            }
+            let file = entry.file_name().to_string_lossy().into_owned();
+            let rel_path = if sub.is_empty() {
+                file
+            } else {
+                format!("{sub}/{file}")
+            };
+            out.push(SourceFile {
+                display_path: path.display().to_string(),
+                rel_path,
+                category,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl PromptSource for DirSource {
+    fn describe(&self) -> String {
+        self.root.display().to_string()
+    }
+
+    fn dir(&self) -> Option<&Path> {
+        Some(&self.root)
+    }
+
+    fn list(&self) -> Result<Vec<SourceFile>, SourceError> {
+        let mut out = Vec::new();
+        self.scan("", PromptCategory::User, &mut out)?;
+        self.scan("system", PromptCategory::System, &mut out)?;
+        out.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        Ok(out)
+    }
+
+    fn read(&self, rel_path: &str) -> Result<Option<String>, SourceError> {
+        check_relative(rel_path, &self.describe())?;
+        let path = self.root.join(rel_path);
+        // Symlinks inside the root could still point outside it.
+        if let Ok(real) = std::fs::canonicalize(&path)
+            && !real.starts_with(&self.root)
+        {
+            return Err(SourceError::Escapes {
+                name: rel_path.to_string(),
+                root: self.describe(),
+            });
+        }
+        match std::fs::read_to_string(&path) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(SourceError::Io {
+                path: path.display().to_string(),
+                source,
+            }),
+        }
+    }
+
+    fn display_path(&self, rel_path: &str) -> String {
+        self.root.join(rel_path).display().to_string()
+    }
+}
+
+/// The built-in prompts compiled into the binary.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuiltinSource;
+
+impl PromptSource for BuiltinSource {
+    fn describe(&self) -> String {
+        "builtin".into()
+    }
+
+    fn dir(&self) -> Option<&Path> {
+        None
+    }
+
+    fn list(&self) -> Result<Vec<SourceFile>, SourceError> {
+        let mut out = Vec::new();
+        for (dir, category) in [
+            (Some(&BUILTIN), PromptCategory::User),
+            (BUILTIN.get_dir("system"), PromptCategory::System),
+        ] {
+            for f in dir.into_iter().flat_map(|d| d.files()) {
+                let rel = f.path().to_string_lossy().replace('\\', "/");
+                if rel.ends_with(".md") {
+                    out.push(SourceFile {
+                        display_path: self.display_path(&rel),
+                        rel_path: rel,
+                        category,
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        Ok(out)
+    }
+
+    fn read(&self, rel_path: &str) -> Result<Option<String>, SourceError> {
+        check_relative(rel_path, "builtin")?;
+        Ok(BUILTIN
+            .get_file(rel_path)
+            .and_then(|f| f.contents_utf8())
+            .map(str::to_string))
+    }
+
+    fn display_path(&self, rel_path: &str) -> String {
+        format!("builtin:prompts/{rel_path}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_checks() {
+        assert!(check_relative("a/b.md", "r").is_ok());
+        assert!(check_relative("../b.md", "r").is_err());
+        assert!(check_relative("/etc/passwd", "r").is_err());
+        assert!(check_relative("a/../../b", "r").is_err());
+    }
+}

@@ -1,0 +1,666 @@
+//! One prompt file: frontmatter parsing (YAML, via saphyr) into a [`PromptTemplate`].
+//!
+//! Real prompt files come in two argument shapes (a map keyed by name, or a list of items with
+//! `name:`), sometimes with folded descriptions, and with versions such as `2.0` that must stay
+//! `2.0`. We therefore load YAML without early scalar resolution and resolve scalars ourselves,
+//! keeping the source text of `version`, and we keep node positions so that every error names the
+//! file line at fault.
+
+use std::borrow::Cow;
+
+use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData, YamlLoader};
+use serde::Serialize;
+use serde_json::{Map, Number, Value};
+use sha2::{Digest, Sha256};
+
+/// Whether a prompt is offered to users or used internally by a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptCategory {
+    User,
+    System,
+}
+
+/// The template language a prompt declares with `engine:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// minijinja (Jinja2 syntax).
+    Jinja,
+    /// Plain `{{ key }}` substitution; everything else is left verbatim.
+    Plain,
+}
+
+/// The JSON type an argument declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ArgType {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Array,
+    Object,
+}
+
+impl ArgType {
+    fn parse(s: &str) -> Option<ArgType> {
+        Some(match s {
+            "string" => ArgType::String,
+            "number" => ArgType::Number,
+            "integer" => ArgType::Integer,
+            "boolean" => ArgType::Boolean,
+            "array" => ArgType::Array,
+            "object" => ArgType::Object,
+            _ => return None,
+        })
+    }
+
+    /// The JSON Schema name of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgType::String => "string",
+            ArgType::Number => "number",
+            ArgType::Integer => "integer",
+            ArgType::Boolean => "boolean",
+            ArgType::Array => "array",
+            ArgType::Object => "object",
+        }
+    }
+}
+
+/// One declared argument of a prompt.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgumentSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub required: bool,
+    pub default: Option<Value>,
+    #[serde(rename = "type")]
+    pub arg_type: Option<ArgType>,
+    #[serde(rename = "enum")]
+    pub enum_values: Option<Vec<Value>>,
+    pub examples: Vec<Value>,
+    pub pattern: Option<String>,
+    pub minimum: Option<Value>,
+    pub maximum: Option<Value>,
+    /// A full JSON Schema given under `schema:`; overrides the fields above for validation.
+    pub schema: Option<Value>,
+    /// 1-based line of the argument in the prompt file.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+impl ArgumentSpec {
+    /// The declared type, from `type:` or from `schema.type`.
+    pub fn declared_type(&self) -> Option<ArgType> {
+        self.arg_type.or_else(|| {
+            self.schema
+                .as_ref()
+                .and_then(|s| s.get("type"))
+                .and_then(Value::as_str)
+                .and_then(ArgType::parse)
+        })
+    }
+
+    /// The JSON Schema that supplied values must satisfy.
+    pub fn json_schema(&self) -> Value {
+        if let Some(schema) = &self.schema {
+            return schema.clone();
+        }
+        let mut s = Map::new();
+        if let Some(t) = self.arg_type {
+            s.insert("type".into(), Value::String(t.as_str().into()));
+        }
+        if let Some(e) = &self.enum_values {
+            s.insert("enum".into(), Value::Array(e.clone()));
+        }
+        if let Some(p) = &self.pattern {
+            s.insert("pattern".into(), Value::String(p.clone()));
+        }
+        if let Some(m) = &self.minimum {
+            s.insert("minimum".into(), m.clone());
+        }
+        if let Some(m) = &self.maximum {
+            s.insert("maximum".into(), m.clone());
+        }
+        Value::Object(s)
+    }
+
+    /// Values a client may offer when completing this argument.
+    pub fn suggested_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let enums = self.enum_values.clone().or_else(|| {
+            self.schema
+                .as_ref()
+                .and_then(|s| s.get("enum"))
+                .and_then(Value::as_array)
+                .cloned()
+        });
+        for v in enums.iter().flatten().chain(self.examples.iter()) {
+            let s = display_value(v);
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        if out.is_empty() && self.declared_type() == Some(ArgType::Boolean) {
+            out = vec!["true".into(), "false".into()];
+        }
+        out
+    }
+}
+
+/// A parsed prompt file.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptTemplate {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub version: Option<String>,
+    pub arguments: Vec<ArgumentSpec>,
+    /// The engine declared in frontmatter, if any.
+    pub engine: Option<Engine>,
+    pub category: PromptCategory,
+    /// Split the rendered text into one message per `<!-- role: … -->` section.
+    pub roles: bool,
+    /// Every other frontmatter key.
+    pub metadata: Map<String, Value>,
+    /// The template text after the frontmatter.
+    #[serde(skip)]
+    pub body: String,
+    /// 1-based line of the file where `body` starts.
+    #[serde(skip)]
+    pub body_line: usize,
+    /// Where the file came from, for messages (`/abs/path.md` or `builtin:prompts/x.md`).
+    pub path: String,
+    /// Path relative to its root (`review.md`, `system/enhance_prompt.md`).
+    #[serde(skip)]
+    pub rel_path: String,
+    /// Content hash of the whole file.
+    pub version_hash: String,
+    /// Non-fatal notes found while parsing (unknown argument fields, ...): (line, message).
+    #[serde(skip)]
+    pub parse_warnings: Vec<(usize, String)>,
+}
+
+/// A problem with one prompt file, at a position when known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}:{line}:{column}: {message}")]
+pub struct PromptFileError {
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// The first 16 hex digits of the SHA-256 of `bytes`.
+pub fn content_hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// How a value appears in rendered text: strings raw, everything else as JSON.
+pub fn display_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Splits `---` frontmatter from the body. Returns (yaml, yaml_first_line, body, body_line).
+pub fn split_frontmatter<'a>(
+    text: &'a str,
+    path: &str,
+) -> Result<(Option<&'a str>, &'a str, usize), PromptFileError> {
+    let mut lines = text.split_inclusive('\n');
+    let Some(first) = lines.next() else {
+        return Ok((None, text, 1));
+    };
+    if first.trim_end() != "---" {
+        return Ok((None, text, 1));
+    }
+    let yaml_start = first.len();
+    let mut offset = yaml_start;
+    let mut line_no = 1;
+    for line in lines {
+        line_no += 1;
+        let trimmed = line.trim_end();
+        if trimmed == "---" || trimmed == "..." {
+            let yaml = &text[yaml_start..offset];
+            let body = &text[offset + line.len()..];
+            return Ok((Some(yaml), body, line_no + 1));
+        }
+        offset += line.len();
+    }
+    Err(PromptFileError {
+        path: path.to_string(),
+        line: 1,
+        column: 1,
+        message: "frontmatter opened with `---` is never closed".into(),
+    })
+}
+
+/// Parses a whole prompt file.
+pub fn parse_prompt_file(
+    text: &str,
+    path: &str,
+    rel_path: &str,
+    category: PromptCategory,
+) -> Result<PromptTemplate, PromptFileError> {
+    let version_hash = content_hash(text.as_bytes());
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let (yaml, body, body_line) = split_frontmatter(text, path)?;
+    let stem = rel_path
+        .rsplit('/')
+        .next()
+        .unwrap_or(rel_path)
+        .trim_end_matches(".md")
+        .to_string();
+    let mut tpl = PromptTemplate {
+        name: stem,
+        title: None,
+        description: None,
+        version: None,
+        arguments: Vec::new(),
+        engine: None,
+        category,
+        roles: false,
+        metadata: Map::new(),
+        body: body.to_string(),
+        body_line,
+        path: path.to_string(),
+        rel_path: rel_path.to_string(),
+        version_hash,
+        parse_warnings: Vec::new(),
+    };
+    if let Some(yaml) = yaml {
+        let fm = Frontmatter { path, line_base: 1 };
+        fm.apply(yaml, &mut tpl)?;
+    }
+    validate_name(&tpl.name).map_err(|message| PromptFileError {
+        path: path.to_string(),
+        line: 1,
+        column: 1,
+        message,
+    })?;
+    Ok(tpl)
+}
+
+/// Prompt names are single path segments of safe characters: they become MCP names and
+/// include targets, so a name must never be able to point outside its root.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid prompt name `{name}`: use letters, digits, `_`, `-` and `.` only (no path separators)"
+        ))
+    }
+}
+
+struct Frontmatter<'p> {
+    path: &'p str,
+    /// File line of the opening `---`.
+    line_base: usize,
+}
+
+impl Frontmatter<'_> {
+    fn err(&self, node: Option<&MarkedYaml>, message: impl Into<String>) -> PromptFileError {
+        let (line, column) = node
+            .map(|n| (n.span.start.line(), n.span.start.col() + 1))
+            .unwrap_or((1, 0));
+        PromptFileError {
+            path: self.path.to_string(),
+            line: self.line_base + line,
+            column: column.max(1),
+            message: message.into(),
+        }
+    }
+
+    fn line_of(&self, node: &MarkedYaml) -> usize {
+        self.line_base + node.span.start.line()
+    }
+
+    fn apply(&self, yaml: &str, tpl: &mut PromptTemplate) -> Result<(), PromptFileError> {
+        let mut parser = saphyr_parser::Parser::new_from_str(yaml);
+        let mut loader: YamlLoader<'_, MarkedYaml<'_>> = YamlLoader::default();
+        loader.early_parse(false);
+        let scan = parser.load(&mut loader, false);
+        let scan = scan.err().or_else(|| loader.error().cloned());
+        if let Some(e) = scan {
+            let m = e.marker();
+            return Err(PromptFileError {
+                path: self.path.to_string(),
+                line: self.line_base + m.line(),
+                column: m.col() + 1,
+                message: format!("invalid YAML frontmatter: {}", e.info()),
+            });
+        }
+        let docs = loader.into_documents();
+        let Some(root) = docs.into_iter().next() else {
+            return Ok(());
+        };
+        let map = match &root.data {
+            YamlData::Mapping(m) => m,
+            YamlData::Representation(s, ..) if s.is_empty() => return Ok(()),
+            YamlData::Value(Scalar::Null) => return Ok(()),
+            _ => return Err(self.err(Some(&root), "frontmatter must be a YAML mapping")),
+        };
+        for (k, v) in map {
+            let key = scalar_text(k).ok_or_else(|| self.err(Some(k), "keys must be strings"))?;
+            match key.as_ref() {
+                "name" => tpl.name = self.string_field(v, "name")?,
+                "title" => tpl.title = Some(self.string_field(v, "title")?),
+                "description" => tpl.description = Some(self.string_field(v, "description")?),
+                "version" => {
+                    tpl.version = match &v.data {
+                        YamlData::Representation(s, ..) => Some(s.to_string()),
+                        _ => Some(display_value(&to_json(v))),
+                    }
+                }
+                "engine" => {
+                    tpl.engine = Some(match self.string_field(v, "engine")?.as_str() {
+                        "jinja" | "minijinja" | "jinja2" => Engine::Jinja,
+                        "plain" => Engine::Plain,
+                        other => {
+                            return Err(self.err(
+                                Some(v),
+                                format!("unknown engine `{other}` (expected `jinja` or `plain`)"),
+                            ));
+                        }
+                    })
+                }
+                "roles" => {
+                    tpl.roles = match to_json(v) {
+                        Value::Bool(b) => b,
+                        Value::String(s) if s == "true" => true,
+                        Value::String(s) if s == "false" => false,
+                        _ => return Err(self.err(Some(v), "`roles` must be true or false")),
+                    }
+                }
+                "arguments" => tpl.arguments = self.arguments(v, tpl)?,
+                other => {
+                    tpl.metadata.insert(other.to_string(), to_json(v));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn string_field(&self, v: &MarkedYaml, field: &str) -> Result<String, PromptFileError> {
+        match to_json(v) {
+            Value::String(s) => Ok(s),
+            Value::Number(n) => Ok(n.to_string()),
+            Value::Bool(b) => Ok(b.to_string()),
+            _ => Err(self.err(Some(v), format!("`{field}` must be a string"))),
+        }
+    }
+
+    fn arguments(
+        &self,
+        v: &MarkedYaml,
+        tpl: &mut PromptTemplate,
+    ) -> Result<Vec<ArgumentSpec>, PromptFileError> {
+        let mut out: Vec<ArgumentSpec> = Vec::new();
+        match &v.data {
+            YamlData::Mapping(map) => {
+                for (k, spec) in map {
+                    let name = scalar_text(k)
+                        .ok_or_else(|| self.err(Some(k), "argument names must be strings"))?
+                        .into_owned();
+                    let fields = match &spec.data {
+                        YamlData::Mapping(m) => Some(m),
+                        YamlData::Value(Scalar::Null) => None,
+                        YamlData::Representation(s, ScalarStyle::Plain, _)
+                            if s.is_empty() || s == "~" || s == "null" =>
+                        {
+                            None
+                        }
+                        _ => {
+                            return Err(self.err(
+                                Some(spec),
+                                format!("argument `{name}` must be a mapping of fields"),
+                            ));
+                        }
+                    };
+                    out.push(self.argument(name, fields, self.line_of(k), tpl)?);
+                }
+            }
+            YamlData::Sequence(items) => {
+                for item in items {
+                    let YamlData::Mapping(m) = &item.data else {
+                        return Err(self.err(
+                            Some(item),
+                            "each item of `arguments` must be a mapping with a `name`",
+                        ));
+                    };
+                    let name = m
+                        .iter()
+                        .find(|(k, _)| scalar_text(k).as_deref() == Some("name"))
+                        .map(|(_, n)| to_json(n))
+                        .and_then(|n| n.as_str().map(str::to_string))
+                        .ok_or_else(|| self.err(Some(item), "argument item has no `name`"))?;
+                    out.push(self.argument(name, Some(m), self.line_of(item), tpl)?);
+                }
+            }
+            YamlData::Value(Scalar::Null) => {}
+            YamlData::Representation(s, ScalarStyle::Plain, _) if s.is_empty() || s == "~" => {}
+            _ => {
+                return Err(self.err(
+                    Some(v),
+                    "`arguments` must be a mapping (name: {type, ...}) or a list of items with `name`",
+                ));
+            }
+        }
+        for (i, a) in out.iter().enumerate() {
+            if let Some(prev) = out[..i].iter().find(|p| p.name == a.name) {
+                return Err(PromptFileError {
+                    path: self.path.to_string(),
+                    line: a.line,
+                    column: 1,
+                    message: format!(
+                        "argument `{}` is declared twice (first at line {})",
+                        a.name, prev.line
+                    ),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn argument(
+        &self,
+        name: String,
+        fields: Option<&saphyr::AnnotatedMapping<'_, MarkedYaml<'_>>>,
+        line: usize,
+        tpl: &mut PromptTemplate,
+    ) -> Result<ArgumentSpec, PromptFileError> {
+        let mut spec = ArgumentSpec {
+            name,
+            description: None,
+            required: false,
+            default: None,
+            arg_type: None,
+            enum_values: None,
+            examples: Vec::new(),
+            pattern: None,
+            minimum: None,
+            maximum: None,
+            schema: None,
+            line,
+        };
+        for (k, v) in fields.into_iter().flatten() {
+            let key = scalar_text(k).unwrap_or(Cow::Borrowed(""));
+            let value = to_json(v);
+            let bad = |what: &str| {
+                self.err(
+                    Some(v),
+                    format!("argument `{}`: `{key}` must be {what}", spec.name),
+                )
+            };
+            match key.as_ref() {
+                "name" => {}
+                "description" => spec.description = Some(display_value(&value)),
+                "type" => {
+                    let t = value.as_str().ok_or_else(|| bad("a string"))?;
+                    spec.arg_type = Some(ArgType::parse(t).ok_or_else(|| {
+                        self.err(
+                            Some(v),
+                            format!(
+                                "argument `{}`: unknown type `{t}` (expected string, number, integer, boolean, array or object)",
+                                spec.name
+                            ),
+                        )
+                    })?);
+                }
+                "required" => {
+                    spec.required = match value {
+                        Value::Bool(b) => b,
+                        Value::String(s) if s == "true" => true,
+                        Value::String(s) if s == "false" => false,
+                        _ => return Err(bad("true or false")),
+                    }
+                }
+                "default" => spec.default = Some(value),
+                "enum" => match value {
+                    Value::Array(a) => spec.enum_values = Some(a),
+                    _ => return Err(bad("a list")),
+                },
+                "examples" | "example" => match value {
+                    Value::Array(a) => spec.examples = a,
+                    Value::Null => {}
+                    other => spec.examples = vec![other],
+                },
+                "pattern" => {
+                    let p = value.as_str().ok_or_else(|| bad("a string"))?;
+                    spec.pattern = Some(p.to_string());
+                }
+                "minimum" | "min" => {
+                    if !value.is_number() {
+                        return Err(bad("a number"));
+                    }
+                    spec.minimum = Some(value);
+                }
+                "maximum" | "max" => {
+                    if !value.is_number() {
+                        return Err(bad("a number"));
+                    }
+                    spec.maximum = Some(value);
+                }
+                "schema" => {
+                    if !value.is_object() && !value.is_boolean() {
+                        return Err(bad("a JSON Schema object"));
+                    }
+                    spec.schema = Some(value);
+                }
+                other => tpl.parse_warnings.push((
+                    self.line_of(k),
+                    format!("argument `{}`: unknown field `{other}` ignored", spec.name),
+                )),
+            }
+        }
+        Ok(spec)
+    }
+}
+
+fn scalar_text<'a>(node: &'a MarkedYaml<'_>) -> Option<Cow<'a, str>> {
+    match &node.data {
+        YamlData::Representation(s, ..) => Some(Cow::Borrowed(s.as_ref())),
+        YamlData::Value(Scalar::String(s)) => Some(Cow::Borrowed(s.as_ref())),
+        YamlData::Value(Scalar::Integer(i)) => Some(Cow::Owned(i.to_string())),
+        YamlData::Value(Scalar::Boolean(b)) => Some(Cow::Owned(b.to_string())),
+        _ => None,
+    }
+}
+
+/// Converts a YAML node to JSON, resolving plain scalars with YAML 1.2 core-schema rules.
+pub fn to_json(node: &MarkedYaml<'_>) -> Value {
+    match &node.data {
+        YamlData::Representation(s, style, tag) => {
+            let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
+            if *style != ScalarStyle::Plain || is_str_tag {
+                Value::String(s.to_string())
+            } else {
+                scalar_to_json(Scalar::parse_from_cow(Cow::Borrowed(s.as_ref())))
+            }
+        }
+        YamlData::Value(s) => scalar_to_json(s.clone()),
+        YamlData::Sequence(items) => Value::Array(items.iter().map(to_json).collect()),
+        YamlData::Mapping(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                let key = scalar_text(k).map_or_else(|| to_json(k).to_string(), Cow::into_owned);
+                out.insert(key, to_json(v));
+            }
+            Value::Object(out)
+        }
+        YamlData::Tagged(_, inner) => to_json(inner),
+        YamlData::Alias(_) | YamlData::BadValue => Value::Null,
+    }
+}
+
+fn scalar_to_json(s: Scalar<'_>) -> Value {
+    match s {
+        Scalar::Null => Value::Null,
+        Scalar::Boolean(b) => Value::Bool(b),
+        Scalar::Integer(i) => Value::Number(i.into()),
+        Scalar::FloatingPoint(f) => {
+            Number::from_f64(f.into_inner()).map_or(Value::Null, Value::Number)
+        }
+        Scalar::String(s) => Value::String(s.into_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<PromptTemplate, PromptFileError> {
+        parse_prompt_file(text, "p.md", "p.md", PromptCategory::User)
+    }
+
+    #[test]
+    fn version_keeps_its_source_text() {
+        let t = parse("---\nversion: 2.0\n---\nbody").unwrap();
+        assert_eq!(t.version.as_deref(), Some("2.0"));
+        assert_eq!(t.body, "body");
+        assert_eq!(t.body_line, 4);
+    }
+
+    #[test]
+    fn folded_description() {
+        let t = parse("---\ndescription: >-\n  one\n  two\n---\n").unwrap();
+        assert_eq!(t.description.as_deref(), Some("one two"));
+    }
+
+    #[test]
+    fn yaml_error_has_file_line() {
+        let e = parse("---\nname: x\nargs: [unclosed\n---\n").unwrap_err();
+        assert_eq!(e.path, "p.md");
+        assert!(e.line >= 3, "{e}");
+        assert!(e.message.starts_with("invalid YAML"), "{e}");
+    }
+
+    #[test]
+    fn quoted_numbers_stay_strings() {
+        let t =
+            parse("---\narguments:\n  a: {default: \"30\"}\n  b: {default: 30}\n---\n").unwrap();
+        assert_eq!(t.arguments[0].default, Some(Value::String("30".into())));
+        assert_eq!(t.arguments[1].default, Some(Value::from(30)));
+    }
+
+    #[test]
+    fn names_cannot_escape() {
+        assert!(parse("---\nname: ../etc/passwd\n---\n").is_err());
+        assert!(validate_name("code-review_2.v1").is_ok());
+    }
+}

@@ -1,0 +1,126 @@
+//! The injectable clock behind the computed date variables, and the date range it yields.
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, Utc};
+use serde_json::{Map, Value};
+
+/// Default length of the analysis period, in days.
+pub const DEFAULT_PERIOD_DAYS: i64 = 90;
+
+/// Names of the computed variables (the period has two names).
+pub const COMPUTED_VARIABLES: &[&str] = &[
+    "today",
+    "start_date",
+    "end_date",
+    "start_date_iso",
+    "end_date_iso",
+    "quarter",
+    "analysis_period_days",
+    "lookback_days",
+];
+
+/// Where "now" comes from: the system clock, or a fixed instant (`--now`, `PROMPTD_NOW`, tests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Clock {
+    fixed: Option<DateTime<Utc>>,
+}
+
+/// A `--now` value that is neither RFC 3339 nor a date.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid time `{value}`: expected RFC 3339 (2026-01-15T12:00:00Z) or a date (2026-01-15)")]
+pub struct ClockError {
+    pub value: String,
+}
+
+impl Clock {
+    /// The real clock.
+    pub fn system() -> Clock {
+        Clock { fixed: None }
+    }
+
+    /// A frozen clock.
+    pub fn fixed(at: DateTime<Utc>) -> Clock {
+        Clock { fixed: Some(at) }
+    }
+
+    /// Parses `2026-01-15T12:00:00Z` (any offset) or `2026-01-15` (midnight UTC).
+    pub fn parse(value: &str) -> Result<Clock, ClockError> {
+        let v = value.trim();
+        if let Ok(dt) = DateTime::parse_from_rfc3339(v) {
+            return Ok(Clock::fixed(dt.with_timezone(&Utc)));
+        }
+        if let Ok(d) = NaiveDate::parse_from_str(v, "%Y-%m-%d") {
+            return Ok(Clock::fixed(d.and_time(NaiveTime::MIN).and_utc()));
+        }
+        Err(ClockError {
+            value: value.to_string(),
+        })
+    }
+
+    /// `--now` if given, else `PROMPTD_NOW`, else the system clock.
+    pub fn from_option(now: Option<&str>) -> Result<Clock, ClockError> {
+        match now {
+            Some(v) => Clock::parse(v),
+            None => match std::env::var("PROMPTD_NOW") {
+                Ok(v) if !v.trim().is_empty() => Clock::parse(&v),
+                _ => Ok(Clock::system()),
+            },
+        }
+    }
+
+    /// The current instant.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.fixed.unwrap_or_else(Utc::now)
+    }
+
+    /// Whether this clock is frozen.
+    pub fn is_fixed(&self) -> bool {
+        self.fixed.is_some()
+    }
+}
+
+/// The computed variables for a period ending today.
+pub fn computed_variables(now: DateTime<Utc>, period_days: i64) -> Map<String, Value> {
+    let today = now.date_naive();
+    let start = today - Duration::days(period_days);
+    let fmt = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
+    let mut m = Map::new();
+    m.insert("today".into(), Value::String(fmt(today)));
+    m.insert("start_date".into(), Value::String(fmt(start)));
+    m.insert("end_date".into(), Value::String(fmt(today)));
+    m.insert(
+        "start_date_iso".into(),
+        Value::String(format!("{}T00:00:00Z", fmt(start))),
+    );
+    m.insert(
+        "end_date_iso".into(),
+        Value::String(format!("{}T23:59:59Z", fmt(today))),
+    );
+    m.insert(
+        "quarter".into(),
+        Value::String(format!("Q{}", (today.month() - 1) / 3 + 1)),
+    );
+    m.insert("analysis_period_days".into(), Value::from(period_days));
+    m.insert("lookback_days".into(), Value::from(period_days));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_and_quarter() {
+        let now = Clock::parse("2026-01-15T12:00:00Z").unwrap().now();
+        let v = computed_variables(now, 30);
+        assert_eq!(v["today"], "2026-01-15");
+        assert_eq!(v["start_date"], "2025-12-16");
+        assert_eq!(v["quarter"], "Q1");
+        assert_eq!(v["start_date_iso"], "2025-12-16T00:00:00Z");
+    }
+
+    #[test]
+    fn parses_plain_dates_and_rejects_garbage() {
+        assert!(Clock::parse("2026-11-22").unwrap().is_fixed());
+        assert!(Clock::parse("yesterday").is_err());
+    }
+}

@@ -1,0 +1,861 @@
+//! Rendering: layered variables with provenance, argument coercion and validation, minijinja
+//! with fuel and recursion limits, and the plain-substitution fallback.
+//!
+//! Variables are layered lowest first: *computed* (dates from an injectable [`Clock`]) <
+//! *config* (`.ado-mcp-config.json`) < *frontmatter defaults* (which may reference the lower
+//! layers) < *user arguments* (coerced to the declared type, then validated against the
+//! argument's JSON Schema). Every value keeps its type, and the result reports which variables
+//! the template used and where each came from.
+//!
+//! A [`Renderer`] is built over one immutable registry snapshot. It compiles templates lazily
+//! (minijinja caches them) and caches per prompt the engine decision, the variables the template
+//! reads, and the compiled argument validators.
+
+pub mod clock;
+pub mod plain;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, LazyLock, OnceLock};
+
+use minijinja::value::Serde;
+use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value as JinjaValue};
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+pub use clock::{Clock, ClockError, computed_variables};
+
+use crate::config::ProjectConfig;
+use crate::registry::{ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, display_value};
+
+/// Instruction budget of one render: enough for any honest prompt, finite for a hostile one.
+pub const FUEL: u64 = 2_000_000;
+/// Maximum include / macro / block nesting.
+pub const RECURSION_LIMIT: usize = 64;
+
+/// The layer a variable's value came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VariableSource {
+    Computed,
+    Config,
+    Default,
+    User,
+}
+
+/// One chat message of a rendered prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PromptMessage {
+    pub role: String,
+    pub text: String,
+}
+
+/// The result of rendering a prompt.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RenderedPrompt {
+    pub name: String,
+    pub text: String,
+    /// One user message, or one per `<!-- role: … -->` section when the prompt declares roles.
+    pub messages: Vec<PromptMessage>,
+    pub engine: Engine,
+    /// Every variable the template used that had a value, sorted.
+    pub template_args_used: Vec<String>,
+    /// Variable → layer, for every variable used by the template or supplied by the caller.
+    pub provenance: BTreeMap<String, VariableSource>,
+    /// The final values of `template_args_used`.
+    #[serde(skip)]
+    pub values: Map<String, Value>,
+    pub warnings: Vec<String>,
+}
+
+/// Why a prompt could not be rendered. Each message names the prompt, argument or file line.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RenderError {
+    #[error("unknown prompt `{name}`")]
+    UnknownPrompt { name: String },
+    #[error("prompt `{prompt}`: missing required argument(s): {}", names.join(", "))]
+    MissingArguments { prompt: String, names: Vec<String> },
+    #[error("prompt `{prompt}`: argument `{argument}`: {message}")]
+    InvalidArgument {
+        prompt: String,
+        argument: String,
+        message: String,
+    },
+    #[error("{path}:{line}: argument `{argument}` has an invalid JSON Schema: {message}")]
+    InvalidSchema {
+        path: String,
+        line: usize,
+        argument: String,
+        message: String,
+    },
+    #[error("{path}:{line}: {message}")]
+    Template {
+        prompt: String,
+        path: String,
+        line: usize,
+        message: String,
+    },
+    #[error("prompt `{prompt}`: include cycle: {}", chain.join(" -> "))]
+    IncludeCycle { prompt: String, chain: Vec<String> },
+}
+
+impl RenderError {
+    /// Whether the caller is at fault (bad name or argument) rather than the prompt file.
+    pub fn is_caller_error(&self) -> bool {
+        matches!(
+            self,
+            RenderError::UnknownPrompt { .. }
+                | RenderError::MissingArguments { .. }
+                | RenderError::InvalidArgument { .. }
+        )
+    }
+}
+
+/// What a template is, decided once per snapshot.
+#[derive(Debug, Clone)]
+pub struct Analysis {
+    pub engine: Engine,
+    /// Why a prompt without `engine:` fell back to plain substitution (the Jinja syntax error).
+    pub fallback_reason: Option<String>,
+    /// A Jinja syntax error of a prompt that declares `engine: jinja`.
+    pub syntax_error: Option<RenderError>,
+    /// Variables the template (and what it includes) reads.
+    pub variables: BTreeSet<String>,
+    /// Plain placeholders that are not variable names and are always left verbatim.
+    pub verbatim: Vec<String>,
+    /// Static `{% include %}` targets.
+    pub includes: Vec<String>,
+    /// An include cycle reachable from this prompt.
+    pub include_cycle: Option<Vec<String>>,
+}
+
+/// Variable name → the layer its value came from.
+pub type Provenance = BTreeMap<String, VariableSource>;
+
+type Validators = Result<Arc<Vec<(String, jsonschema::Validator)>>, RenderError>;
+
+/// Renders prompts of one registry snapshot.
+pub struct Renderer {
+    registry: Arc<Registry>,
+    env: Environment<'static>,
+    analyses: HashMap<String, OnceLock<Analysis>>,
+    validators: HashMap<String, OnceLock<Validators>>,
+    globals: BTreeSet<String>,
+}
+
+impl std::fmt::Debug for Renderer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Renderer")
+            .field("prompts", &self.registry.len())
+            .finish()
+    }
+}
+
+static INCLUDE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"\{%[-+]?\s*(?:include|import|extends|from)\s+["']([^"']+)["']"#)
+        .expect("include regex")
+});
+
+impl Renderer {
+    /// Builds a renderer over a registry snapshot. Cheap: nothing is compiled until used.
+    pub fn new(registry: Arc<Registry>) -> Renderer {
+        let mut env = Environment::new();
+        env.set_fuel(Some(FUEL));
+        env.set_recursion_limit(RECURSION_LIMIT);
+        env.set_undefined_behavior(UndefinedBehavior::Chainable);
+        // Values keep their JSON spelling in prompt text: `false`, not Python's `False`; a null
+        // prints as nothing, like an undefined value.
+        env.set_formatter(|out, state, value| {
+            if value.kind() == minijinja::value::ValueKind::Bool {
+                let b = value.is_true();
+                return out
+                    .write_str(if b { "true" } else { "false" })
+                    .map_err(minijinja::Error::from);
+            }
+            let value = if value.is_none() {
+                &JinjaValue::UNDEFINED
+            } else {
+                value
+            };
+            minijinja::escape_formatter(out, state, value)
+        });
+        // Prompt text is whitespace-sensitive: keep the file's final newline, and let block tags
+        // (`{% if %}` on a line of its own) vanish without leaving blank lines.
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .keep_trailing_newline(true)
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .build()
+                .expect("default delimiters are valid"),
+        );
+        let loader_registry = registry.clone();
+        env.set_loader(move |name| match loader_registry.resolve_include(name) {
+            Ok(found) => Ok(found.map(|f| f.body)),
+            Err(e) => Err(minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                e.to_string(),
+            )),
+        });
+        let globals = env.globals().map(|(k, _)| k.to_string()).collect();
+        let analyses = registry
+            .prompts()
+            .map(|p| (p.name.clone(), OnceLock::new()))
+            .collect();
+        let validators = registry
+            .prompts()
+            .map(|p| (p.name.clone(), OnceLock::new()))
+            .collect();
+        Renderer {
+            registry,
+            env,
+            analyses,
+            validators,
+            globals,
+        }
+    }
+
+    /// The snapshot this renderer serves.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The cached analysis of a prompt.
+    pub fn analysis(&self, name: &str) -> Option<&Analysis> {
+        let prompt = self.registry.get(name)?;
+        Some(
+            self.analyses
+                .get(name)?
+                .get_or_init(|| self.analyze(prompt)),
+        )
+    }
+
+    fn analyze(&self, prompt: &PromptTemplate) -> Analysis {
+        let includes: Vec<String> = INCLUDE
+            .captures_iter(&prompt.body)
+            .map(|c| c[1].to_string())
+            .collect();
+        let mut analysis = Analysis {
+            engine: Engine::Jinja,
+            fallback_reason: None,
+            syntax_error: None,
+            variables: BTreeSet::new(),
+            verbatim: Vec::new(),
+            includes,
+            include_cycle: None,
+        };
+        let plain = |analysis: &mut Analysis| {
+            analysis.engine = Engine::Plain;
+            analysis.includes.clear();
+            for key in plain::placeholders(&prompt.body) {
+                if plain::is_identifier(&key) {
+                    analysis.variables.insert(key);
+                } else {
+                    analysis.verbatim.push(key);
+                }
+            }
+        };
+        if prompt.engine == Some(Engine::Plain) {
+            plain(&mut analysis);
+            return analysis;
+        }
+        match self.env.get_template(&prompt.name) {
+            Ok(t) => {
+                analysis.variables = self.template_variables(&t);
+                analysis.include_cycle = self.find_cycle(&prompt.name);
+                let mut seen = BTreeSet::from([prompt.name.clone()]);
+                self.collect_included_variables(
+                    &analysis.includes,
+                    &mut seen,
+                    &mut analysis.variables,
+                );
+            }
+            Err(e) => {
+                let line = e
+                    .line()
+                    .map_or(prompt.body_line, |l| l + prompt.body_line - 1);
+                let message = jinja_message(&e);
+                if prompt.engine == Some(Engine::Jinja) {
+                    analysis.syntax_error = Some(RenderError::Template {
+                        prompt: prompt.name.clone(),
+                        path: prompt.path.clone(),
+                        line,
+                        message,
+                    });
+                } else {
+                    analysis.fallback_reason = Some(format!("line {line}: {message}"));
+                    plain(&mut analysis);
+                }
+            }
+        }
+        analysis
+    }
+
+    fn template_variables(&self, t: &minijinja::Template<'_, '_>) -> BTreeSet<String> {
+        t.undeclared_variables(false)
+            .into_iter()
+            .filter(|v| !self.globals.contains(v))
+            .collect()
+    }
+
+    fn collect_included_variables(
+        &self,
+        includes: &[String],
+        seen: &mut BTreeSet<String>,
+        out: &mut BTreeSet<String>,
+    ) {
+        for inc in includes {
+            if !seen.insert(inc.clone()) {
+                continue;
+            }
+            if let Ok(t) = self.env.get_template(inc) {
+                out.extend(self.template_variables(&t));
+                let nested: Vec<String> = INCLUDE
+                    .captures_iter(t.source())
+                    .map(|c| c[1].to_string())
+                    .collect();
+                self.collect_included_variables(&nested, seen, out);
+            }
+        }
+    }
+
+    /// Depth-first search over static include targets for a path back to a visited file.
+    fn find_cycle(&self, start: &str) -> Option<Vec<String>> {
+        fn visit(
+            r: &Registry,
+            name: &str,
+            stack: &mut Vec<String>,
+            done: &mut BTreeSet<String>,
+        ) -> Option<Vec<String>> {
+            if let Some(pos) = stack.iter().position(|s| s == name) {
+                let mut chain = stack[pos..].to_vec();
+                chain.push(name.to_string());
+                return Some(chain);
+            }
+            if done.contains(name) {
+                return None;
+            }
+            let body = r.resolve_include(name).ok().flatten()?.body;
+            stack.push(name.to_string());
+            for c in INCLUDE.captures_iter(&body) {
+                if let Some(chain) = visit(r, &c[1], stack, done) {
+                    return Some(chain);
+                }
+            }
+            stack.pop();
+            done.insert(name.to_string());
+            None
+        }
+        visit(&self.registry, start, &mut Vec::new(), &mut BTreeSet::new())
+    }
+
+    fn validators(&self, prompt: &PromptTemplate) -> Validators {
+        let cell = self
+            .validators
+            .get(&prompt.name)
+            .expect("validators exist for every prompt of the snapshot");
+        cell.get_or_init(|| {
+            let mut out = Vec::new();
+            for arg in &prompt.arguments {
+                let schema = arg.json_schema();
+                let v =
+                    jsonschema::validator_for(&schema).map_err(|e| RenderError::InvalidSchema {
+                        path: prompt.path.clone(),
+                        line: arg.line,
+                        argument: arg.name.clone(),
+                        message: e.to_string(),
+                    })?;
+                out.push((arg.name.clone(), v));
+            }
+            Ok(Arc::new(out))
+        })
+        .clone()
+    }
+
+    /// Checks that every argument schema of a prompt compiles (used by `check`).
+    pub fn check_schemas(&self, name: &str) -> Result<(), RenderError> {
+        let prompt = self.prompt(name)?;
+        self.validators(prompt).map(|_| ())
+    }
+
+    fn prompt(&self, name: &str) -> Result<&Arc<PromptTemplate>, RenderError> {
+        self.registry
+            .get(name)
+            .ok_or_else(|| RenderError::UnknownPrompt {
+                name: name.to_string(),
+            })
+    }
+
+    /// Coerces user-supplied values to their declared types and validates them.
+    pub fn coerce_arguments(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+    ) -> Result<Map<String, Value>, RenderError> {
+        let validators = self.validators(prompt)?;
+        let mut out = Map::new();
+        for (key, raw) in args {
+            let spec = prompt.arguments.iter().find(|a| &a.name == key);
+            let Some(spec) = spec else {
+                out.insert(key.clone(), raw.clone());
+                continue;
+            };
+            // MCP clients send "" for fields the user left blank: that is "not supplied"
+            // unless the argument is a string without a default.
+            if raw.as_str() == Some("")
+                && (spec.default.is_some()
+                    || !matches!(spec.declared_type(), None | Some(ArgType::String)))
+            {
+                continue;
+            }
+            let value = match spec.declared_type() {
+                Some(t) => coerce(raw, t).map_err(|message| RenderError::InvalidArgument {
+                    prompt: prompt.name.clone(),
+                    argument: key.clone(),
+                    message,
+                })?,
+                None => raw.clone(),
+            };
+            if let Some((_, validator)) = validators.iter().find(|(n, _)| n == key)
+                && let Err(e) = validator.validate(&value)
+            {
+                return Err(RenderError::InvalidArgument {
+                    prompt: prompt.name.clone(),
+                    argument: key.clone(),
+                    message: format!("{e} (violates `{}`)", e.kind().keyword()),
+                });
+            }
+            out.insert(key.clone(), value);
+        }
+        Ok(out)
+    }
+
+    /// Renders a prompt with the four variable layers.
+    pub fn render(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        config: &ProjectConfig,
+        clock: &Clock,
+    ) -> Result<RenderedPrompt, RenderError> {
+        let prompt = self.prompt(name)?;
+        let analysis = self.analysis(name).expect("prompt exists");
+        if let Some(e) = &analysis.syntax_error {
+            return Err(e.clone());
+        }
+        if let Some(chain) = &analysis.include_cycle {
+            return Err(RenderError::IncludeCycle {
+                prompt: name.to_string(),
+                chain: chain.clone(),
+            });
+        }
+        let user = self.coerce_arguments(prompt, args)?;
+        let mut warnings = Vec::new();
+        let (vars, provenance) = self.layer(prompt, &user, config, clock, &mut warnings)?;
+
+        let missing: Vec<String> = prompt
+            .arguments
+            .iter()
+            .filter(|a| a.required && !vars.contains_key(&a.name))
+            .map(|a| a.name.clone())
+            .collect();
+        if !missing.is_empty() {
+            return Err(RenderError::MissingArguments {
+                prompt: name.to_string(),
+                names: missing,
+            });
+        }
+
+        let (text, used) = match analysis.engine {
+            Engine::Jinja => {
+                let t = self
+                    .env
+                    .get_template(name)
+                    .map_err(|e| self.template_error(prompt, &e))?;
+                let text = t
+                    .render(JinjaValue::from(Serde(&vars)))
+                    .map_err(|e| self.template_error(prompt, &e))?;
+                let used: Vec<String> = analysis
+                    .variables
+                    .iter()
+                    .filter(|v| vars.contains_key(*v))
+                    .cloned()
+                    .collect();
+                (text, used)
+            }
+            Engine::Plain => {
+                let (text, mut used) =
+                    plain::substitute(&prompt.body, |k| vars.get(k).map(display_value));
+                used.sort();
+                if !analysis.verbatim.is_empty() {
+                    warnings.push(format!(
+                        "left verbatim (not variables): {}",
+                        analysis
+                            .verbatim
+                            .iter()
+                            .map(|k| format!("{{{{{k}}}}}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                (text, used)
+            }
+        };
+
+        for v in &analysis.variables {
+            let declared = prompt.arguments.iter().any(|a| &a.name == v);
+            if !vars.contains_key(v) && !declared {
+                warnings.push(format!(
+                    "variable `{v}` is used by the template but no layer defines it"
+                ));
+            }
+        }
+        for k in user.keys() {
+            let declared = prompt.arguments.iter().any(|a| &a.name == k);
+            if !declared
+                && !analysis.variables.contains(k)
+                && !clock::COMPUTED_VARIABLES.contains(&k.as_str())
+            {
+                warnings.push(format!(
+                    "argument `{k}` is neither declared nor used by prompt `{name}`"
+                ));
+            }
+        }
+        // Report where each value that mattered came from: what the template used, and what
+        // the caller supplied.
+        let provenance = provenance
+            .into_iter()
+            .filter(|(k, _)| used.contains(k) || user.contains_key(k))
+            .collect();
+        let values = used
+            .iter()
+            .filter_map(|k| vars.get(k).map(|v| (k.clone(), v.clone())))
+            .collect();
+        let messages = split_roles(&text, prompt.roles);
+        Ok(RenderedPrompt {
+            name: name.to_string(),
+            text,
+            messages,
+            engine: analysis.engine,
+            template_args_used: used,
+            provenance,
+            values,
+            warnings,
+        })
+    }
+
+    /// Builds the render context, lowest layer first, with provenance.
+    fn layer(
+        &self,
+        prompt: &PromptTemplate,
+        user: &Map<String, Value>,
+        config: &ProjectConfig,
+        clock: &Clock,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Map<String, Value>, Provenance), RenderError> {
+        let period = self.period(prompt, user, config)?;
+        let mut vars = computed_variables(clock.now(), period.0);
+        let mut provenance: BTreeMap<String, VariableSource> = vars
+            .keys()
+            .map(|k| (k.clone(), VariableSource::Computed))
+            .collect();
+        for (k, v) in &config.variables {
+            vars.insert(k.clone(), v.clone());
+            provenance.insert(k.clone(), VariableSource::Config);
+        }
+        // Defaults see only the lower layers; a default the caller overrides is not evaluated.
+        let defaults: Vec<(String, Value)> = prompt
+            .arguments
+            .iter()
+            .filter(|a| !user.contains_key(&a.name))
+            .filter_map(|a| {
+                let d = a.default.as_ref()?;
+                Some((
+                    a.name.clone(),
+                    self.resolve_default(prompt, a, d, &vars, warnings),
+                ))
+            })
+            .collect();
+        for (name, value) in defaults {
+            vars.insert(name.clone(), value);
+            provenance.insert(name, VariableSource::Default);
+        }
+        for (k, v) in user {
+            vars.insert(k.clone(), v.clone());
+            provenance.insert(k.clone(), VariableSource::User);
+        }
+        // Both names of the period carry the value the range was computed from.
+        for alias in ["analysis_period_days", "lookback_days"] {
+            vars.insert(alias.into(), Value::from(period.0));
+            provenance.insert(alias.into(), period.1);
+        }
+        Ok((vars, provenance))
+    }
+
+    /// The analysis period in days and the layer it came from (user > default > config).
+    fn period(
+        &self,
+        prompt: &PromptTemplate,
+        user: &Map<String, Value>,
+        config: &ProjectConfig,
+    ) -> Result<(i64, VariableSource), RenderError> {
+        let names = ["analysis_period_days", "lookback_days"];
+        let from_defaults: Map<String, Value> = prompt
+            .arguments
+            .iter()
+            .filter(|a| names.contains(&a.name.as_str()))
+            .filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d)))
+            .collect();
+        let layers = [
+            (user, VariableSource::User),
+            (&from_defaults, VariableSource::Default),
+            (&config.variables, VariableSource::Config),
+        ];
+        for (layer, source) in layers {
+            for n in names {
+                if let Some(v) = layer.get(n) {
+                    let days = coerce(v, ArgType::Integer)
+                        .ok()
+                        .and_then(|v| v.as_i64())
+                        .filter(|d| (0..=36_600).contains(d))
+                        .ok_or_else(|| RenderError::InvalidArgument {
+                            prompt: prompt.name.clone(),
+                            argument: n.to_string(),
+                            message: format!(
+                                "expected a whole number of days between 0 and 36600, got {v}"
+                            ),
+                        })?;
+                    return Ok((days, source));
+                }
+            }
+        }
+        Ok((clock::DEFAULT_PERIOD_DAYS, VariableSource::Computed))
+    }
+
+    /// A default may be a template over the lower layers (`"{{project}}\\Team"`).
+    fn resolve_default(
+        &self,
+        prompt: &PromptTemplate,
+        arg: &ArgumentSpec,
+        default: &Value,
+        lower: &Map<String, Value>,
+        warnings: &mut Vec<String>,
+    ) -> Value {
+        let Value::String(s) = default else {
+            return default.clone();
+        };
+        if !s.contains("{{") && !s.contains("{%") {
+            return match arg.declared_type() {
+                Some(t) => coerce(default, t).unwrap_or_else(|_| default.clone()),
+                None => default.clone(),
+            };
+        }
+        let rendered = match self.env.render_str(s, JinjaValue::from(Serde(lower))) {
+            Ok(r) => r,
+            Err(_) => plain::substitute(s, |k| lower.get(k).map(display_value)).0,
+        };
+        for key in plain::placeholders(s) {
+            if plain::is_identifier(&key) && !lower.contains_key(&key) {
+                warnings.push(format!(
+                    "default of argument `{}` of prompt `{}` references `{key}`, which no lower layer defines",
+                    arg.name, prompt.name
+                ));
+            }
+        }
+        let value = Value::String(rendered);
+        match arg.declared_type() {
+            Some(t) if t != ArgType::String => coerce(&value, t).unwrap_or(value),
+            _ => value,
+        }
+    }
+
+    fn template_error(&self, prompt: &PromptTemplate, e: &minijinja::Error) -> RenderError {
+        // Errors inside an included file name that file and its own line.
+        let (path, line) = match e.name() {
+            Some(n) if n != prompt.name => match self.registry.resolve_include(n) {
+                Ok(Some(inc)) => (
+                    inc.path,
+                    e.line().map_or(inc.body_line, |l| l + inc.body_line - 1),
+                ),
+                _ => (prompt.path.clone(), prompt.body_line),
+            },
+            _ => (
+                prompt.path.clone(),
+                e.line()
+                    .map_or(prompt.body_line, |l| l + prompt.body_line - 1),
+            ),
+        };
+        RenderError::Template {
+            prompt: prompt.name.clone(),
+            path,
+            line,
+            message: jinja_message(e),
+        }
+    }
+}
+
+/// A minijinja error as one line, without its own position suffix.
+fn jinja_message(e: &minijinja::Error) -> String {
+    match e.kind() {
+        ErrorKind::OutOfFuel => format!(
+            "template ran out of fuel (more than {FUEL} instructions): a loop that never ends or is far too large"
+        ),
+        _ => {
+            let kind = e.kind().to_string();
+            match e.detail() {
+                Some(d) => format!("{kind}: {d}"),
+                None => kind,
+            }
+        }
+    }
+}
+
+/// Converts a supplied value to the declared type (MCP sends every argument as a string).
+pub fn coerce(value: &Value, ty: ArgType) -> Result<Value, String> {
+    let got = || format!("got {value}");
+    match (ty, value) {
+        (ArgType::String, Value::String(_)) => Ok(value.clone()),
+        (ArgType::String, Value::Number(_) | Value::Bool(_)) => {
+            Ok(Value::String(value.to_string()))
+        }
+        (ArgType::Integer, Value::Number(n)) => n
+            .as_i64()
+            .map(Value::from)
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0)
+                    .map(|f| Value::from(f as i64))
+            })
+            .ok_or_else(|| format!("expected an integer, {}", got())),
+        (ArgType::Integer, Value::String(s)) => s
+            .trim()
+            .parse::<i64>()
+            .map(Value::from)
+            .map_err(|_| format!("expected an integer, {}", got())),
+        (ArgType::Number, Value::Number(_)) => Ok(value.clone()),
+        (ArgType::Number, Value::String(s)) if s.trim().parse::<i64>().is_ok() => {
+            Ok(Value::from(s.trim().parse::<i64>().expect("checked")))
+        }
+        (ArgType::Number, Value::String(s)) => s
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|f| f.is_finite())
+            .and_then(serde_json::Number::from_f64)
+            .map(Value::Number)
+            .ok_or_else(|| format!("expected a number, {}", got())),
+        (ArgType::Boolean, Value::Bool(_)) => Ok(value.clone()),
+        (ArgType::Boolean, Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" | "on" => Ok(Value::Bool(true)),
+            "false" | "no" | "0" | "off" => Ok(Value::Bool(false)),
+            _ => Err(format!("expected true or false, {}", got())),
+        },
+        (ArgType::Array, Value::Array(_)) | (ArgType::Object, Value::Object(_)) => {
+            Ok(value.clone())
+        }
+        (ArgType::Array, Value::String(s)) => {
+            let t = s.trim();
+            if t.starts_with('[') {
+                match serde_json::from_str::<Value>(t) {
+                    Ok(v @ Value::Array(_)) => Ok(v),
+                    _ => Err(format!("expected a JSON array, {}", got())),
+                }
+            } else if t.is_empty() {
+                Ok(Value::Array(Vec::new()))
+            } else {
+                Ok(Value::Array(
+                    t.split(',')
+                        .map(|p| Value::String(p.trim().to_string()))
+                        .collect(),
+                ))
+            }
+        }
+        (ArgType::Object, Value::String(s)) => match serde_json::from_str::<Value>(s.trim()) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            _ => Err(format!("expected a JSON object, {}", got())),
+        },
+        (t, _) => Err(format!("expected {} {}, {}", article(t), t.as_str(), got())),
+    }
+}
+
+fn article(t: ArgType) -> &'static str {
+    match t {
+        ArgType::Integer | ArgType::Array | ArgType::Object => "an",
+        _ => "a",
+    }
+}
+
+static ROLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)^[ \t]*<!--\s*role:\s*(user|assistant)\s*-->[ \t]*\r?$").expect("role regex")
+});
+
+/// Splits rendered text into messages at `<!-- role: user|assistant -->` lines.
+pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
+    if !roles {
+        return vec![PromptMessage {
+            role: "user".into(),
+            text: text.to_string(),
+        }];
+    }
+    let mut out = Vec::new();
+    let mut role = "user".to_string();
+    let mut start = 0;
+    for c in ROLE.captures_iter(text) {
+        let m = c.get(0).expect("match");
+        let chunk = text[start..m.start()].trim();
+        if !chunk.is_empty() {
+            out.push(PromptMessage {
+                role: role.clone(),
+                text: chunk.to_string(),
+            });
+        }
+        role = c[1].to_string();
+        start = m.end();
+    }
+    let chunk = text[start..].trim();
+    if !chunk.is_empty() || out.is_empty() {
+        out.push(PromptMessage {
+            role,
+            text: chunk.to_string(),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn coercion() {
+        assert_eq!(
+            coerce(&"30".into(), ArgType::Integer).unwrap(),
+            Value::from(30)
+        );
+        assert_eq!(
+            coerce(&"no".into(), ArgType::Boolean).unwrap(),
+            Value::Bool(false)
+        );
+        assert_eq!(
+            coerce(&"a, b".into(), ArgType::Array).unwrap(),
+            serde_json::json!(["a", "b"])
+        );
+        assert!(
+            coerce(&"x".into(), ArgType::Integer)
+                .unwrap_err()
+                .contains("integer")
+        );
+    }
+
+    #[test]
+    fn roles_split() {
+        let m = split_roles(
+            "intro\n<!-- role: assistant -->\nok\n<!-- role: user -->\nnext",
+            true,
+        );
+        assert_eq!(m.len(), 3);
+        assert_eq!(m[1].role, "assistant");
+        assert_eq!(m[2].text, "next");
+    }
+}

@@ -1,0 +1,135 @@
+//! The real `promptd` binary: list, get and check, with exit codes and streams.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn promptd(args: &[&str]) -> Output {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    Command::new(env!("CARGO_BIN_EXE_promptd"))
+        .args(args)
+        .env_remove("PROMPTD_PROMPTS")
+        .env_remove("PROMPTD_CONFIG")
+        .env_remove("PROMPTD_NOW")
+        .current_dir(fixtures)
+        .output()
+        .expect("run promptd")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn get_renders_plain_text_with_coerced_arguments() {
+    let o = promptd(&[
+        "--prompts",
+        "library/prompts",
+        "get",
+        "greet",
+        "--arg",
+        "who=Ada",
+        "--arg",
+        "times=2",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout(&o), "Hello Ada! Hello Ada! \n");
+}
+
+#[test]
+fn get_json_prints_the_envelope() {
+    let o = promptd(&[
+        "--prompts",
+        "library/prompts",
+        "--now",
+        "2026-01-15",
+        "get",
+        "greet",
+        "--args-json",
+        r#"{"who": "Bo", "times": 1}"#,
+        "--json",
+    ]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["success"], true);
+    assert_eq!(v["data"]["prompt"]["provenance"]["times"], "user");
+    assert_eq!(
+        v["data"]["prompt"]["templateArgsUsed"],
+        serde_json::json!(["times", "who"])
+    );
+}
+
+#[test]
+fn get_errors_exit_1_with_a_clear_message() {
+    let o = promptd(&[
+        "--prompts",
+        "library/prompts",
+        "get",
+        "greet",
+        "--arg",
+        "times=many",
+        "--arg",
+        "who=x",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(o.stdout.is_empty());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("argument `times`: expected an integer, got \"many\""),
+        "{err}"
+    );
+
+    let o = promptd(&["get", "no_such_prompt"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("Prompt 'no_such_prompt' not found"));
+
+    let o = promptd(&["get", "code_review", "--arg", "oops"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--arg `oops`: expected KEY=VALUE"));
+}
+
+#[test]
+fn list_shows_builtins_and_user_prompts() {
+    let o = promptd(&["--prompts", "library/prompts", "list"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    for name in ["code_review", "commit_message", "greet", "enhance_prompt"] {
+        assert!(out.contains(name), "{name} missing from:\n{out}");
+    }
+    let o = promptd(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["data"]["totalCount"].as_u64().unwrap() >= 8);
+    assert_eq!(v["metadata"]["contentIncluded"], false);
+}
+
+#[test]
+fn check_exit_codes() {
+    let o = promptd(&["check"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("0 error(s), 0 warning(s)"));
+
+    let o = promptd(&["--prompts", "check/warnings", "check"]);
+    assert_eq!(o.status.code(), Some(0), "warnings only: exit 0");
+    assert!(stdout(&o).contains("warning[plain-fallback]"));
+
+    let o = promptd(&["--prompts", "check/errors", "check"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stdout(&o).contains("error[include-cycle]"));
+}
+
+#[test]
+fn malformed_config_names_file_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join(".ado-mcp-config.json");
+    std::fs::write(
+        &cfg,
+        "{\n  \"project\": \"x\"\n  \"organization\": \"y\"\n}",
+    )
+    .unwrap();
+    let o = promptd(&["--config", cfg.to_str().unwrap(), "list"]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("{}:3:3: malformed JSON", cfg.display())),
+        "{err}"
+    );
+}

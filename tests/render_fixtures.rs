@@ -1,0 +1,74 @@
+//! Glob-driven render snapshots: each folder under `tests/fixtures/render/` holds prompt
+//! folders and a `case.json` listing renders; the snapshot is every render's text, variables and
+//! provenance, or its error message.
+
+mod common;
+
+use std::fmt::Write;
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+fn run_case(case_file: &Path) -> String {
+    let dir = case_file.parent().unwrap();
+    let case: Value = serde_json::from_str(&std::fs::read_to_string(case_file).unwrap()).unwrap();
+    let roots: Vec<_> = case["roots"]
+        .as_array()
+        .map(|a| a.iter().map(|r| dir.join(r.as_str().unwrap())).collect())
+        .unwrap_or_else(|| vec![dir.join("prompts")]);
+    let config = case.get("config").map(|c| {
+        let path = std::env::temp_dir().join(format!(
+            "promptd-case-{}.json",
+            dir.file_name().unwrap().to_string_lossy()
+        ));
+        std::fs::write(&path, serde_json::to_string_pretty(c).unwrap()).unwrap();
+        path
+    });
+    let builtins = case["builtins"].as_bool().unwrap_or(false);
+    let mut out = String::new();
+    for render in case["renders"].as_array().expect("renders") {
+        let now = render["now"].as_str().unwrap_or("2026-01-15T12:00:00Z");
+        let lib = common::library(&roots, builtins, config.as_deref(), now);
+        let name = render["prompt"].as_str().unwrap();
+        let args: Map<String, Value> = render["args"].as_object().cloned().unwrap_or_default();
+        writeln!(out, "### {name} {}", Value::Object(args.clone())).unwrap();
+        match lib.render(name, &args) {
+            Ok(r) => {
+                writeln!(out, "engine: {:?}", r.engine).unwrap();
+                writeln!(out, "templateArgsUsed: {}", r.template_args_used.join(", ")).unwrap();
+                let prov: Vec<String> = r
+                    .provenance
+                    .iter()
+                    .filter(|(k, _)| r.template_args_used.contains(k))
+                    .map(|(k, v)| format!("{k}={v:?}"))
+                    .collect();
+                writeln!(out, "provenance: {}", prov.join(", ")).unwrap();
+                for w in &r.warnings {
+                    writeln!(out, "warning: {w}").unwrap();
+                }
+                if r.messages.len() > 1 {
+                    for m in &r.messages {
+                        writeln!(out, "--- message ({}) ---\n{}", m.role, m.text).unwrap();
+                    }
+                } else {
+                    writeln!(out, "--- text ---\n{}", r.text).unwrap();
+                }
+            }
+            Err(e) => writeln!(out, "error: {e}").unwrap(),
+        }
+        for sh in lib.snapshot().registry.shadowed() {
+            writeln!(out, "shadowed: {} at {} by {}", sh.name, sh.hidden, sh.by).unwrap();
+        }
+        for d in lib.snapshot().registry.diagnostics() {
+            writeln!(out, "diagnostic: {d}").unwrap();
+        }
+    }
+    common::redact(&out, dir)
+}
+
+#[test]
+fn render_fixtures() {
+    insta::glob!("fixtures/render/*/case.json", |path| {
+        insta::assert_snapshot!(run_case(path));
+    });
+}
