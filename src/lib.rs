@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod guard;
 pub mod library;
 pub mod lint;
 pub mod registry;

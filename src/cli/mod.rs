@@ -1,6 +1,8 @@
 //! The command-line interface: a thin adapter over the library. Every flag is declared here
 //! (clap derive); every command calls the same library functions the MCP server calls.
 
+pub mod scan;
+
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,6 +65,8 @@ pub enum Command {
     Get(GetArgs),
     /// Lint every prompt (exit 1 on any error, 0 with only warnings).
     Check,
+    /// Scan files or standard input for secrets (exit 0 clean, 1 secrets, 2 scanner error).
+    Scan(scan::ScanArgs),
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +126,10 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::List(args) => list(&cli.common, &args, &mut out),
         Command::Get(args) => get(&cli.common, &args, &mut out),
         Command::Check => check(&cli.common, &mut out),
+        Command::Scan(args) => {
+            let code = scan::run_scan(&args, &mut std::io::stdin().lock(), &mut out);
+            Ok(u8::try_from(code).unwrap_or(2))
+        }
     }
 }
 
