@@ -11,6 +11,7 @@
 //! override them by shadowing.
 
 pub mod cli;
+pub mod compose;
 pub mod config;
 pub mod guard;
 pub mod library;

@@ -582,6 +582,19 @@ fn scalar_text<'a>(node: &'a MarkedYaml<'_>) -> Option<Cow<'a, str>> {
     }
 }
 
+/// Parses one YAML document into JSON (YAML 1.2 core schema); empty input is `null`. Other
+/// modules' frontmatter (project rules) goes through here so the crate has one YAML parser.
+pub fn yaml_to_json(yaml: &str) -> Result<Value, String> {
+    let mut parser = saphyr_parser::Parser::new_from_str(yaml);
+    let mut loader: YamlLoader<'_, MarkedYaml<'_>> = YamlLoader::default();
+    loader.early_parse(false);
+    let scan = parser.load(&mut loader, false);
+    if let Some(e) = scan.err().or_else(|| loader.error().cloned()) {
+        return Err(e.to_string());
+    }
+    Ok(loader.into_documents().first().map_or(Value::Null, to_json))
+}
+
 /// Converts a YAML node to JSON, resolving plain scalars with YAML 1.2 core-schema rules.
 pub fn to_json(node: &MarkedYaml<'_>) -> Value {
     match &node.data {

@@ -1,0 +1,176 @@
+//! The docs stage: retrieved chunks (or whole `--doc` files) rendered under
+//! `### Source: path:start-end` headers and fitted into a token budget.
+//!
+//! Only docs are ever cut to fit. Chunks are ranked by score (highest first; ties keep the order
+//! they were given in, so `--doc` files stay in command-line order) and kept as the longest
+//! run of top-ranked chunks whose rendered block fits the budget: the lowest-ranked chunk is
+//! always the first dropped, and a higher-ranked chunk is never dropped while a lower-ranked one
+//! is kept. The budget is measured on the whole rendered block with the real tokenizer, so the
+//! reported count is exact, not a sum of estimates. A chunk is never cut inside.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::ComposeError;
+use crate::tokens::count_tokens;
+
+/// One piece of documentation offered to the composer.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DocChunk {
+    /// Path as shown in the `### Source:` header (workspace-relative when possible).
+    pub path: String,
+    /// First line of the chunk, 1-based.
+    pub start_line: usize,
+    /// Last line of the chunk, inclusive.
+    pub end_line: usize,
+    pub text: String,
+    /// Retrieval score; higher ranks first.
+    pub score: f32,
+}
+
+impl DocChunk {
+    /// A whole file as one chunk (the `--doc` case), scored 1.0. `path` is resolved against
+    /// `workspace_root` when relative, and shown relative to it when inside it.
+    pub fn from_file(workspace_root: &Path, path: &Path) -> Result<Self, ComposeError> {
+        let full = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            workspace_root.join(path)
+        };
+        let text = std::fs::read_to_string(&full).map_err(|source| ComposeError::DocFile {
+            path: full.clone(),
+            source,
+        })?;
+        let shown = full
+            .strip_prefix(workspace_root)
+            .unwrap_or(&full)
+            .to_string_lossy()
+            .replace('\\', "/");
+        Ok(Self {
+            path: shown,
+            start_line: 1,
+            end_line: text.lines().count().max(1),
+            text,
+            score: 1.0,
+        })
+    }
+
+    /// The chunk as it appears in the docs block.
+    pub fn render(&self) -> String {
+        let mut piece = format!(
+            "### Source: {}:{}-{}\n{}",
+            self.path, self.start_line, self.end_line, self.text
+        );
+        if !piece.ends_with('\n') {
+            piece.push('\n');
+        }
+        piece
+    }
+}
+
+/// A chunk in the docs ledger: which one, its rank and what it cost.
+#[derive(Serialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DocLedgerEntry {
+    pub path: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub score: f32,
+    /// 1-based rank after sorting by score.
+    pub rank: usize,
+    /// Tokens of the chunk rendered alone (header included).
+    pub tokens: usize,
+}
+
+/// The docs stage's output.
+#[derive(Serialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DocsBlock {
+    /// Included chunks, best first, separated by a blank line; empty when none fit.
+    pub text: String,
+    /// Tokens of `text`; never above the budget.
+    pub tokens: usize,
+    pub included: Vec<DocLedgerEntry>,
+    pub dropped: Vec<DocLedgerEntry>,
+}
+
+/// Ranks `chunks` and keeps the top-ranked run that fits `budget` tokens.
+pub fn fit_docs(chunks: &[DocChunk], budget: usize) -> DocsBlock {
+    let mut ranked: Vec<&DocChunk> = chunks.iter().collect();
+    // Stable sort: equal scores keep their input order.
+    ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+
+    let mut block = DocsBlock::default();
+    let mut full = false;
+    for (index, chunk) in ranked.into_iter().enumerate() {
+        let piece = chunk.render();
+        let entry = DocLedgerEntry {
+            path: chunk.path.clone(),
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            score: chunk.score,
+            rank: index + 1,
+            tokens: count_tokens(&piece),
+        };
+        if !full {
+            let candidate = if block.text.is_empty() {
+                piece
+            } else {
+                format!("{}\n{}", block.text, piece)
+            };
+            let tokens = count_tokens(&candidate);
+            if tokens <= budget {
+                block.text = candidate;
+                block.tokens = tokens;
+                block.included.push(entry);
+                continue;
+            }
+            // Once a chunk does not fit, everything ranked below it goes too, so a lower-ranked
+            // chunk never displaces a higher-ranked one.
+            full = true;
+        }
+        block.dropped.push(entry);
+    }
+    block
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(path: &str, score: f32, text: &str) -> DocChunk {
+        DocChunk {
+            path: path.into(),
+            start_line: 1,
+            end_line: 1,
+            text: text.into(),
+            score,
+        }
+    }
+
+    #[test]
+    fn drops_lowest_ranked_first_and_never_a_higher_one() {
+        let chunks = [
+            chunk("low.md", 0.1, "tiny"),
+            chunk("high.md", 0.9, "high ranked text"),
+            chunk("mid.md", 0.5, &"mid ranked words ".repeat(40)),
+        ];
+        let fitted = fit_docs(&chunks, 40);
+        let kept: Vec<_> = fitted.included.iter().map(|e| e.path.as_str()).collect();
+        let dropped: Vec<_> = fitted.dropped.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(kept, ["high.md"]);
+        // `low.md` would fit on its own, but keeping it while dropping `mid.md` would break rank.
+        assert_eq!(dropped, ["mid.md", "low.md"]);
+        assert!(fitted.tokens <= 40);
+        assert_eq!(fitted.tokens, count_tokens(&fitted.text));
+    }
+
+    #[test]
+    fn zero_budget_keeps_nothing() {
+        let fitted = fit_docs(&[chunk("a.md", 1.0, "x")], 0);
+        assert!(fitted.text.is_empty());
+        assert_eq!(fitted.dropped.len(), 1);
+    }
+}

@@ -1,0 +1,249 @@
+//! Composer stages over fixture workspaces: every `tests/fixtures/compose/<case>/case.yaml` is a
+//! workspace root plus the request to compose in it. Each case snapshots the composed text and
+//! the ledger (or the error text for `err_*` cases), and checks the invariants the snapshots
+//! cannot show: the prefix is a contiguous part of the text, identical for another query and
+//! another current file; applied rules appear whole; docs stay within their budget; the draft
+//! `compose_frame.md` template renders the same text as `render_default_frame`.
+
+use std::path::{Path, PathBuf};
+
+use promptd::compose::{
+    BlockTokens, ComposeLedger, ComposeRequest, ComposedPrompt, DEFAULT_DOCS_BUDGET, DocChunk,
+    ToolDefinition, compose_stages, render_default_frame,
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    query: String,
+    /// Another query: the prefix must not change.
+    second_query: Option<String>,
+    current_file: Option<String>,
+    /// Another current file: the prefix must not change either.
+    other_file: Option<String>,
+    #[serde(default)]
+    system: String,
+    docs_budget: Option<usize>,
+    #[serde(default)]
+    docs: Vec<CaseChunk>,
+    /// Files given whole, like `--doc`.
+    #[serde(default)]
+    doc_files: Vec<String>,
+    #[serde(default)]
+    server_tools: Vec<CaseTool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseChunk {
+    path: String,
+    start_line: usize,
+    end_line: usize,
+    score: f32,
+    /// When absent, the lines are read from `path` in the workspace.
+    text: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseTool {
+    name: String,
+    description: String,
+    input_schema: serde_json::Value,
+}
+
+/// What the ledger snapshot shows (serialized as is, so `f32` scores print as written).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LedgerSnapshot<'a> {
+    prefix_start: usize,
+    prefix_bytes: usize,
+    prefix_tokens: usize,
+    tokens_per_block: &'a BlockTokens,
+    ledger: &'a ComposeLedger,
+}
+
+fn request(case: &Case, root: &Path, query: &str, current_file: Option<&str>) -> ComposeRequest {
+    let mut docs: Vec<DocChunk> = case
+        .docs
+        .iter()
+        .map(|chunk| {
+            let text = chunk.text.clone().unwrap_or_else(|| {
+                let file = std::fs::read_to_string(root.join(&chunk.path)).unwrap();
+                let lines: Vec<&str> = file.lines().collect();
+                lines[chunk.start_line - 1..chunk.end_line].join("\n") + "\n"
+            });
+            DocChunk {
+                path: chunk.path.clone(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                text,
+                score: chunk.score,
+            }
+        })
+        .collect();
+    for file in &case.doc_files {
+        docs.push(DocChunk::from_file(root, Path::new(file)).unwrap());
+    }
+    ComposeRequest {
+        query: query.to_string(),
+        workspace_root: root.to_path_buf(),
+        current_file: current_file.map(PathBuf::from),
+        docs,
+        docs_budget: case.docs_budget.unwrap_or(DEFAULT_DOCS_BUDGET),
+        server_tools: case
+            .server_tools
+            .iter()
+            .map(|t| ToolDefinition::server(&t.name, &t.description, t.input_schema.clone()))
+            .collect(),
+    }
+}
+
+/// Renders the request through the real registry templates (`compose_system` shadowed by the
+/// case's system prompt, the built-in `compose_frame`), as `promptd compose` does.
+fn render_frame_template(request: &ComposeRequest, system_prompt: &str) -> String {
+    use promptd::library::{LibraryOptions, PromptLibrary};
+    use promptd::registry::{BuiltinSource, DirSource, PromptSource};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("system")).unwrap();
+    std::fs::write(
+        dir.path().join("system/compose_system.md"),
+        format!("---\nengine: plain\n---\n{system_prompt}"),
+    )
+    .unwrap();
+    let roots: Vec<Arc<dyn PromptSource>> = vec![
+        Arc::new(BuiltinSource),
+        Arc::new(DirSource::new(dir.path())),
+    ];
+    let options = LibraryOptions {
+        cwd: dir.path().to_path_buf(),
+        ..Default::default()
+    };
+    let lib = PromptLibrary::open_with_roots(options, roots).unwrap();
+    let composed = promptd::compose::compose_prompt(&lib, request, None).unwrap();
+    assert!(composed.warnings.is_empty(), "{:?}", composed.warnings);
+    composed.text
+}
+
+fn compose(case: &Case, root: &Path, query: &str, current_file: Option<&str>) -> ComposedPrompt {
+    let request = request(case, root, query, current_file);
+    let stages = compose_stages(&request).unwrap();
+    assert!(
+        stages.tokens.docs <= request.docs_budget,
+        "docs over budget"
+    );
+    let composed = render_default_frame(&stages, query, &case.system);
+    assert_eq!(
+        render_frame_template(&request, &case.system),
+        composed.text,
+        "the compose_frame template and the reference frame differ"
+    );
+    let at = composed.prefix_start;
+    assert_eq!(
+        &composed.text[at..at + composed.prefix.len()],
+        composed.prefix,
+        "prefix is not a contiguous part of the text"
+    );
+    assert_eq!(
+        composed.prefix.len()
+            + composed.remainder().len()
+            + promptd::compose::BLOCK_SEPARATOR.len(),
+        composed.text.len(),
+        "prefix + remainder must carry the whole text"
+    );
+    for rule in &stages.rules.applied {
+        assert!(
+            composed.text.contains(rule.text.trim_end()),
+            "rule {} is not included whole",
+            rule.path
+        );
+        if rule.always_on {
+            assert!(
+                composed.prefix.contains(rule.text.trim_end()),
+                "always-on rule {} is outside the prefix",
+                rule.path
+            );
+        }
+    }
+    composed
+}
+
+#[test]
+fn compose_fixtures() {
+    insta::glob!("fixtures/compose/*/case.yaml", |path| {
+        let yaml = std::fs::read_to_string(path).unwrap();
+        let case: Case =
+            serde_json::from_value(promptd::registry::yaml_to_json(&yaml).unwrap()).unwrap();
+        // Relative to the crate root (cargo's working directory for tests) so error texts that
+        // name the root stay the same on every machine.
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = path.parent().unwrap().strip_prefix(manifest).unwrap();
+
+        let request = request(&case, root, &case.query, case.current_file.as_deref());
+        if let Err(err) = compose_stages(&request) {
+            insta::assert_snapshot!("error", err.to_string());
+            return;
+        }
+
+        let composed = compose(&case, root, &case.query, case.current_file.as_deref());
+        let second_query = case
+            .second_query
+            .as_deref()
+            .unwrap_or("A different question entirely");
+        let again = compose(&case, root, second_query, case.current_file.as_deref());
+        assert_eq!(
+            again.prefix.as_bytes(),
+            composed.prefix.as_bytes(),
+            "prefix changed with the query"
+        );
+        if let Some(other) = &case.other_file {
+            let elsewhere = compose(&case, root, &case.query, Some(other));
+            assert_eq!(
+                elsewhere.prefix.as_bytes(),
+                composed.prefix.as_bytes(),
+                "prefix changed with the current file"
+            );
+        }
+
+        insta::assert_snapshot!("text", composed.text);
+        insta::assert_yaml_snapshot!(
+            "ledger",
+            LedgerSnapshot {
+                prefix_start: composed.prefix_start,
+                prefix_bytes: composed.prefix.len(),
+                prefix_tokens: composed.prefix_tokens,
+                tokens_per_block: &composed.tokens_per_block,
+                ledger: &composed.ledger,
+            }
+        );
+    });
+}
+
+#[test]
+fn missing_workspace_root_is_an_error_naming_it() {
+    let request = ComposeRequest::new("q", "tests/fixtures/compose/no_such_workspace");
+    let err = compose_stages(&request).unwrap_err().to_string();
+    assert!(
+        err.starts_with("workspace root tests/fixtures/compose/no_such_workspace: "),
+        "{err}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn rule_symlinked_outside_the_workspace_is_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let workspace = scratch.path().join("workspace");
+    let outside = scratch.path().join("outside.md");
+    std::fs::create_dir(&workspace).unwrap();
+    std::fs::write(&outside, "not a rule of this workspace").unwrap();
+    std::os::unix::fs::symlink(&outside, workspace.join("AGENTS.md")).unwrap();
+    let report = promptd::compose::discover_rules(&workspace, None).unwrap();
+    assert!(report.applied.is_empty());
+    assert_eq!(
+        report.ledger[0].reason,
+        "links outside the workspace root, refused"
+    );
+}
