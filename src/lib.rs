@@ -13,9 +13,11 @@
 pub mod cli;
 pub mod compose;
 pub mod config;
+pub mod enhance;
 pub mod guard;
 pub mod library;
 pub mod lint;
+pub mod llm;
 pub mod registry;
 pub mod render;
 pub mod tokens;

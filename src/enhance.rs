@@ -1,0 +1,396 @@
+//! enhance_prompt: rewrite a developer's request into an execution-ready prompt, grounded in
+//! their repository.
+//!
+//! The pipeline is: validate → scan the prompt (guard) → retrieve context (active file as primary
+//! target, the rest reference only) → scan the retrieved context → render the registry template
+//! `enhance_prompt` with the stage outputs as variables → LLM → result. The rewrite itself is an
+//! ordinary registry template, so a user folder can shadow it.
+//!
+//! Failure semantics: a secret in the prompt or the context, or a scanner failure, **blocks** —
+//! no request reaches the LLM; the result names the rule ids and locations (redacted). An LLM
+//! that is not configured, fails, times out or answers garbage yields the **original** prompt
+//! with a warning saying why.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::guard::{Guard, ScanInput, SecretFinding};
+use crate::library::PromptLibrary;
+use crate::llm::ChatClient;
+use crate::tokens::count_tokens;
+
+/// Registry name of the rewrite template.
+pub const TEMPLATE: &str = "enhance_prompt";
+
+/// What the caller asks for.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnhanceRequest {
+    /// The developer's request, verbatim.
+    pub prompt: String,
+    /// The exact file with editor focus (absolute, or relative to workingDirectory): the primary
+    /// target. "this file" / "here" mean it. Never a documentation file (README, AGENTS.md…)
+    /// unless the user is editing it. Omit only for requests with no file target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_file: Option<PathBuf>,
+    /// Absolute path of the target repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<PathBuf>,
+}
+
+/// Outcome of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EnhanceStatus {
+    /// The LLM rewrote the prompt.
+    Enhanced,
+    /// The original prompt is returned (LLM not configured or failed); see warnings.
+    Original,
+    /// A secret or a scanner failure stopped the request before anything was sent.
+    Blocked,
+}
+
+/// What was retrieved, in numbers.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextSummary {
+    pub active_file: Option<String>,
+    pub chunks: usize,
+    pub tokens: usize,
+}
+
+/// The result, as structured content and text.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnhanceResult {
+    pub status: EnhanceStatus,
+    pub enhanced_prompt: String,
+    pub warnings: Vec<String>,
+    #[schemars(with = "Vec<Value>")]
+    pub findings: Vec<SecretFinding>,
+    pub context: ContextSummary,
+}
+
+/// Errors that are the caller's fault (bad fields); everything else is a result status.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum EnhanceError {
+    #[error("`{field}`: {message}")]
+    InvalidField {
+        field: &'static str,
+        message: String,
+    },
+}
+
+/// One retrieved piece of the repository, as scanned and counted.
+#[derive(Debug, Clone)]
+pub struct ContextChunk {
+    /// Repository-relative path.
+    pub path: String,
+    pub start_line: usize,
+    pub text: String,
+}
+
+/// The retrieval stage's output for one request.
+#[derive(Debug, Clone, Default)]
+pub struct RetrievedContext {
+    /// The sections handed to the template (`=== ACTIVE FILE (PRIMARY TARGET) ===`, then
+    /// `=== REFERENCE CONTEXT (for patterns/conventions only) ===`).
+    pub formatted: String,
+    pub chunks: Vec<ContextChunk>,
+    pub warnings: Vec<String>,
+}
+
+/// The retrieval stage, as enhance sees it.
+pub trait ContextRetriever: Send + Sync {
+    /// Retrieves context for `query` in `repo` (canonical), with `active_file` (canonical,
+    /// inside `repo`) as the primary target.
+    fn retrieve(
+        &self,
+        repo: &Path,
+        query: &str,
+        active_file: Option<&Path>,
+    ) -> Result<RetrievedContext, String>;
+}
+
+/// A request whose paths were checked.
+#[derive(Debug, Clone)]
+pub struct ValidatedRequest {
+    pub prompt: String,
+    /// Canonical repository root.
+    pub repo: PathBuf,
+    /// Canonical active file, inside `repo`.
+    pub active_file: Option<PathBuf>,
+    /// The active file relative to `repo`, for the template.
+    pub active_file_rel: Option<String>,
+}
+
+/// Checks the request: the repository must exist and be a directory, the active file must
+/// resolve (symlinks followed) inside it.
+pub fn validate(
+    req: &EnhanceRequest,
+    default_dir: &Path,
+) -> Result<ValidatedRequest, EnhanceError> {
+    if req.prompt.trim().is_empty() {
+        return Err(EnhanceError::InvalidField {
+            field: "prompt",
+            message: "must not be empty".into(),
+        });
+    }
+    let dir = req.working_directory.as_deref().unwrap_or(default_dir);
+    let repo = std::fs::canonicalize(dir).map_err(|e| EnhanceError::InvalidField {
+        field: "workingDirectory",
+        message: format!("{}: {e}", dir.display()),
+    })?;
+    if !repo.is_dir() {
+        return Err(EnhanceError::InvalidField {
+            field: "workingDirectory",
+            message: format!("{} is not a directory", dir.display()),
+        });
+    }
+    let (active_file, active_file_rel) = match &req.active_file {
+        None => (None, None),
+        Some(f) => {
+            let joined = if f.is_absolute() {
+                f.clone()
+            } else {
+                repo.join(f)
+            };
+            let real = std::fs::canonicalize(&joined).map_err(|e| EnhanceError::InvalidField {
+                field: "activeFile",
+                message: format!("{}: {e}", joined.display()),
+            })?;
+            let rel = real
+                .strip_prefix(&repo)
+                .map_err(|_| EnhanceError::InvalidField {
+                    field: "activeFile",
+                    message: format!(
+                        "{} resolves outside the working directory {}",
+                        f.display(),
+                        repo.display()
+                    ),
+                })?;
+            if !real.is_file() {
+                return Err(EnhanceError::InvalidField {
+                    field: "activeFile",
+                    message: format!("{} is not a file", f.display()),
+                });
+            }
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            (Some(real), Some(rel))
+        }
+    };
+    Ok(ValidatedRequest {
+        prompt: req.prompt.clone(),
+        repo,
+        active_file,
+        active_file_rel,
+    })
+}
+
+/// The enhance stage with its collaborators.
+pub struct Enhancer {
+    pub library: Arc<PromptLibrary>,
+    pub guard: Arc<Guard>,
+    pub retriever: Arc<dyn ContextRetriever>,
+    /// `None`: the LLM is not configured.
+    pub llm: Option<ChatClient>,
+}
+
+impl Enhancer {
+    /// Runs the pipeline on a validated request. `warnings` carries notes from the caller (e.g.
+    /// "no workingDirectory given").
+    pub async fn enhance(
+        &self,
+        req: &ValidatedRequest,
+        mut warnings: Vec<String>,
+    ) -> EnhanceResult {
+        let original = |status, warnings, findings, context| EnhanceResult {
+            status,
+            enhanced_prompt: req.prompt.clone(),
+            warnings,
+            findings,
+            context,
+        };
+
+        // 1. The prompt itself.
+        match self
+            .guard
+            .scan(&[ScanInput::new("prompt", req.prompt.as_str())])
+        {
+            Err(e) => {
+                warnings.push(format!(
+                    "secret scan of the prompt failed: {e}; nothing was sent"
+                ));
+                return original(
+                    EnhanceStatus::Blocked,
+                    warnings,
+                    Vec::new(),
+                    ContextSummary::default(),
+                );
+            }
+            Ok(report) if !report.is_clean() => {
+                warnings.push(blocked_message("prompt", &report.findings));
+                return original(
+                    EnhanceStatus::Blocked,
+                    warnings,
+                    report.findings,
+                    ContextSummary::default(),
+                );
+            }
+            Ok(_) => {}
+        }
+
+        // 2. Retrieval: a failure degrades to no context, it does not block.
+        let context =
+            match self
+                .retriever
+                .retrieve(&req.repo, &req.prompt, req.active_file.as_deref())
+            {
+                Ok(c) => c,
+                Err(e) => {
+                    warnings.push(format!(
+                        "repository retrieval failed: {e}; continuing without context"
+                    ));
+                    RetrievedContext::default()
+                }
+            };
+        warnings.extend(context.warnings.iter().cloned());
+        let summary = ContextSummary {
+            active_file: req.active_file_rel.clone(),
+            chunks: context.chunks.len(),
+            tokens: count_tokens(&context.formatted),
+        };
+
+        // 3. Render the rewrite template with the stage outputs.
+        let mut args = Map::new();
+        args.insert("user_prompt".into(), Value::String(req.prompt.clone()));
+        if let Some(rel) = &req.active_file_rel {
+            args.insert("active_file".into(), Value::String(rel.clone()));
+        }
+        if !context.formatted.trim().is_empty() {
+            args.insert("context".into(), Value::String(context.formatted.clone()));
+        }
+        if let Some(name) = req.repo.file_name() {
+            args.insert(
+                "repository".into(),
+                Value::String(name.to_string_lossy().into_owned()),
+            );
+        }
+        let system = match self.library.render(TEMPLATE, &args) {
+            Ok(r) => {
+                warnings.extend(r.warnings);
+                r.text
+            }
+            Err(e) => {
+                warnings.push(format!("rewrite template `{TEMPLATE}` failed: {e}"));
+                return original(EnhanceStatus::Original, warnings, Vec::new(), summary);
+            }
+        };
+
+        // 4. The retrieved context, chunk by chunk for precise locations, then the whole system
+        //    message as the last gate: nothing leaves unless it is clean.
+        let mut inputs: Vec<ScanInput<'_>> = context
+            .chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                ScanInput::new(
+                    format!("context:{}:{}#{i}", c.path, c.start_line),
+                    c.text.as_str(),
+                )
+                .with_path(c.path.clone())
+            })
+            .collect();
+        inputs.push(ScanInput::new("context", system.as_str()));
+        match self.guard.scan(&inputs) {
+            Err(e) => {
+                warnings.push(format!(
+                    "secret scan of the context failed: {e}; nothing was sent"
+                ));
+                return original(EnhanceStatus::Blocked, warnings, Vec::new(), summary);
+            }
+            Ok(report) if !report.is_clean() => {
+                let mut findings: Vec<SecretFinding> = report
+                    .findings
+                    .iter()
+                    .filter(|f| f.label != "context")
+                    .cloned()
+                    .map(|mut f| {
+                        // Drop the batch index: `context:<path>:<line>`.
+                        if let Some((label, _)) = f.label.rsplit_once('#') {
+                            f.label = label.to_string();
+                        }
+                        f
+                    })
+                    .collect();
+                if findings.is_empty() {
+                    findings = report.findings.clone();
+                }
+                warnings.push(blocked_message("retrieved context", &findings));
+                return original(EnhanceStatus::Blocked, warnings, findings, summary);
+            }
+            Ok(_) => {}
+        }
+
+        // 5. The LLM.
+        let Some(llm) = &self.llm else {
+            warnings.push(
+                "LLM not configured (set LLM_BASE_URL and LLM_MODEL): returning the original prompt"
+                    .into(),
+            );
+            return original(EnhanceStatus::Original, warnings, Vec::new(), summary);
+        };
+        match llm.complete(&system, &req.prompt).await {
+            Ok(text) => EnhanceResult {
+                status: EnhanceStatus::Enhanced,
+                enhanced_prompt: text.trim().to_string(),
+                warnings,
+                findings: Vec::new(),
+                context: summary,
+            },
+            Err(e) => {
+                warnings.push(format!("{e}: returning the original prompt"));
+                original(EnhanceStatus::Original, warnings, Vec::new(), summary)
+            }
+        }
+    }
+}
+
+fn blocked_message(what: &str, findings: &[SecretFinding]) -> String {
+    let list: Vec<String> = findings
+        .iter()
+        .map(|f| format!("{} at {}:{}", f.rule_id, f.label, f.line))
+        .collect();
+    format!(
+        "blocked: possible secret(s) in the {what} ({}); nothing was sent to the LLM",
+        list.join(", ")
+    )
+}
+
+/// The result as text, for CLI output and MCP text content.
+pub fn result_text(r: &EnhanceResult) -> String {
+    let mut out = String::new();
+    match r.status {
+        EnhanceStatus::Blocked => {
+            out.push_str("BLOCKED: nothing was sent to the LLM.\n");
+            for f in &r.findings {
+                out.push_str(&format!(
+                    "- {} ({}) at {} line {}: {}\n",
+                    f.rule_id, f.description, f.label, f.line, f.redacted
+                ));
+            }
+        }
+        _ => {
+            out.push_str(&r.enhanced_prompt);
+            out.push('\n');
+        }
+    }
+    for w in &r.warnings {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    out
+}
