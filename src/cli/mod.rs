@@ -1,6 +1,7 @@
 //! The command-line interface: a thin adapter over the library. Every flag is declared here
 //! (clap derive); every command calls the same library functions the MCP server calls.
 
+pub mod rag;
 pub mod scan;
 
 use std::io::{IsTerminal, Write};
@@ -67,6 +68,10 @@ pub enum Command {
     Check,
     /// Scan files or standard input for secrets (exit 0 clean, 1 secrets, 2 scanner error).
     Scan(scan::ScanArgs),
+    /// Build or refresh the retrieval index of a repository.
+    Index(rag::IndexArgs),
+    /// Print the repository context retrieved for a prompt.
+    Context(rag::ContextArgs),
 }
 
 #[derive(Debug, Args)]
@@ -126,11 +131,26 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::List(args) => list(&cli.common, &args, &mut out),
         Command::Get(args) => get(&cli.common, &args, &mut out),
         Command::Check => check(&cli.common, &mut out),
+        Command::Index(args) => {
+            let config = rag_config(&cli.common)?;
+            Ok(u8::try_from(rag::run_index(&args, config, &mut out)?).unwrap_or(1))
+        }
+        Command::Context(args) => {
+            let config = rag_config(&cli.common)?;
+            Ok(u8::try_from(rag::run_context(&args, config, &mut out)?).unwrap_or(1))
+        }
         Command::Scan(args) => {
             let code = scan::run_scan(&args, &mut std::io::stdin().lock(), &mut out);
             Ok(u8::try_from(code).unwrap_or(2))
         }
     }
+}
+
+/// Retrieval settings: the config file's `rag` section (flags override it per command).
+pub fn rag_config(common: &CommonArgs) -> Result<crate::rag::RagConfig> {
+    let cwd = std::env::current_dir()?;
+    let project = crate::config::ProjectConfig::discover(common.config.as_deref(), &cwd)?;
+    project.section_as("rag").map_err(anyhow::Error::msg)
 }
 
 fn print_json(out: &mut dyn Write, v: &impl serde::Serialize) -> Result<()> {

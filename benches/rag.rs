@@ -1,0 +1,322 @@
+//! Retrieval speed on real trees: full lexical index of a copy of `~/.cargo/registry/src`
+//! (files/s), re-index after one changed file, query latency (p50) lexical-only and with cached
+//! vectors, and background embedding throughput (chunks/s). One-shot numbers are printed
+//! first; criterion then measures the repeatable operations.
+//!
+//! `cargo bench --bench rag` (needs `scripts/setup-model` for the vector parts; set
+//! `RAG_BENCH_QUICK=1` to skip the criterion groups).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use promptd::rag::{Fusion, RagConfig, RetrievalMode, RetrievalQuery, Retriever};
+
+const QUERIES: &[&str] = &[
+    "parse command line arguments with subcommands",
+    "retry an http request with exponential backoff",
+    "phrase query scorer positions",
+    "serialize a struct to json with serde",
+    "tokenizer for BPE encoding",
+    "walk a directory respecting gitignore",
+    "progress bar template with elapsed time",
+    "fix panic when the index writer memory budget is too small",
+    "async runtime spawn blocking task",
+    "compile a regex into a DFA",
+    "error type with thiserror derive",
+    "template rendering with filters and loops",
+    "ring buffer",
+    "lock file busy",
+    "utf8 validation of byte slices",
+    "hash map with custom hasher",
+];
+
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cargo"))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> usize {
+    let mut n = 0;
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        let ty = entry.file_type().unwrap();
+        if ty.is_dir() {
+            n += copy_tree(&entry.path(), &target);
+        } else if ty.is_file() {
+            std::fs::copy(entry.path(), &target).unwrap();
+            n += 1;
+        }
+    }
+    n
+}
+
+/// A private copy (the index lives inside the tree, and the registry must stay untouched).
+fn prepared_copy(name: &str, source: &Path) -> PathBuf {
+    let dest = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/rag-bench")
+        .join(name);
+    if !dest.join(".copied").exists() {
+        let _ = std::fs::remove_dir_all(&dest);
+        let n = copy_tree(source, &dest);
+        std::fs::write(dest.join(".copied"), n.to_string()).unwrap();
+    }
+    dest
+}
+
+fn registry_tree() -> PathBuf {
+    let src = cargo_home().join("registry/src");
+    let index_dir = std::fs::read_dir(&src)
+        .unwrap()
+        .next()
+        .expect("a registry index folder")
+        .unwrap()
+        .path();
+    prepared_copy("registry", &index_dir)
+}
+
+fn registry_crate(name: &str) -> PathBuf {
+    let src = cargo_home().join("registry/src");
+    for index in std::fs::read_dir(&src).unwrap() {
+        let candidate = index.unwrap().path().join(name);
+        if candidate.is_dir() {
+            return candidate;
+        }
+    }
+    panic!("{name} not in the cargo registry");
+}
+
+fn model_config() -> Option<RagConfig> {
+    let deps = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".deps");
+    let model = std::env::var_os("PROMPTD_EMBED_MODEL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| deps.join("models/all-MiniLM-L6-v2"));
+    let runtime = std::env::var_os("ORT_DYLIB_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| deps.join("onnxruntime/libonnxruntime.so"));
+    (model.join("model.onnx").is_file() && runtime.is_file()).then(|| RagConfig {
+        model_dir: Some(model),
+        ort_dylib_path: Some(runtime),
+        ..RagConfig::default()
+    })
+}
+
+fn lexical() -> RagConfig {
+    RagConfig {
+        embeddings: false,
+        ..RagConfig::default()
+    }
+}
+
+fn percentile(mut samples: Vec<f64>, p: f64) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[((samples.len() - 1) as f64 * p).round() as usize]
+}
+
+fn query_latencies(retriever: &Retriever, rounds: usize) -> Vec<f64> {
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        for q in QUERIES {
+            let started = Instant::now();
+            let r = retriever.retrieve(&RetrievalQuery::new(*q)).unwrap();
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+            assert!(!r.chunks.is_empty() || r.stats.indexed_chunks == 0);
+        }
+    }
+    samples
+}
+
+fn touch_one_file(repo: &Path, round: usize) -> PathBuf {
+    let file = repo.join("ignore-0.4.34/src/lib.rs");
+    let file = if file.exists() {
+        file
+    } else {
+        repo.join("src/lib.rs")
+    };
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&format!("\n// bench edit {round}\n"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+fn main() {
+    let quick = std::env::var_os("RAG_BENCH_QUICK").is_some();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("rag bench on {cores} cores");
+
+    // 1. Full lexical index of a large real tree.
+    let tree = registry_tree();
+    let _ = std::fs::remove_dir_all(tree.join(".rag"));
+    let retriever = Retriever::open(&tree, lexical()).unwrap();
+    let started = Instant::now();
+    let summary = retriever.index(&|_| {}).unwrap();
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "full index: {} files, {} chunks, {:.1} MB in {:.2} s = {:.0} files/s, {:.1} MB/s",
+        summary.files,
+        summary.chunks,
+        summary.bytes as f64 / 1e6,
+        secs,
+        summary.files as f64 / secs,
+        summary.bytes as f64 / 1e6 / secs
+    );
+
+    // 2. Re-index: nothing changed, then one changed file.
+    let started = Instant::now();
+    retriever.index(&|_| {}).unwrap();
+    println!(
+        "re-index, nothing changed: {:.1} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+    let mut samples = Vec::new();
+    for round in 0..10 {
+        touch_one_file(&tree, round);
+        let started = Instant::now();
+        let s = retriever.index(&|_| {}).unwrap();
+        samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        assert_eq!(s.rechunked, 1);
+    }
+    println!(
+        "re-index after one changed file: p50 {:.1} ms, max {:.1} ms",
+        percentile(samples.clone(), 0.5),
+        percentile(samples, 1.0)
+    );
+
+    // 3. Query latency, lexical only, on the large tree.
+    let samples = query_latencies(&retriever, 5);
+    println!(
+        "query lexical-only ({} chunks): p50 {:.1} ms, p90 {:.1} ms",
+        summary.chunks,
+        percentile(samples.clone(), 0.5),
+        percentile(samples, 0.9)
+    );
+    drop(retriever);
+
+    let Some(model) = model_config() else {
+        println!("no model (run scripts/setup-model): vector benches skipped");
+        return;
+    };
+
+    // 4. Background embedding throughput on a fresh copy of a mid-size crate.
+    for threads in [1, cores] {
+        let repo = prepared_copy(
+            &format!("embed-{threads}"),
+            &registry_crate("ignore-0.4.34"),
+        );
+        let _ = std::fs::remove_dir_all(repo.join(".rag"));
+        let config = RagConfig {
+            embed_threads: Some(threads),
+            ..model.clone()
+        };
+        let retriever = Retriever::open(
+            &repo,
+            RagConfig {
+                embeddings: false,
+                ..config.clone()
+            },
+        )
+        .unwrap();
+        retriever.index(&|_| {}).unwrap();
+        drop(retriever);
+        // Timed: model load plus embedding every chunk on the background thread.
+        let retriever = Retriever::open(&repo, config).unwrap();
+        let started = Instant::now();
+        retriever.embed_in_background();
+        retriever.wait_idle(Duration::from_secs(900));
+        let secs = started.elapsed().as_secs_f64();
+        let n = retriever.cached_vectors();
+        println!(
+            "background embedding ({threads} ONNX thread(s)): {n} chunks in {secs:.1} s = {:.1} chunks/s",
+            n as f64 / secs
+        );
+    }
+
+    // 5. Query latency with cached vectors (tantivy's sources, fully embedded once).
+    // Reuses the copy scripts/eval-retrieval embedded, when present.
+    let eval_copy =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/rag-eval/tantivy-0.27.0");
+    let repo = if eval_copy.join(".rag/vectors.bin").exists() {
+        eval_copy
+    } else {
+        prepared_copy("tantivy", &registry_crate("tantivy-0.27.0"))
+    };
+    let retriever = Retriever::open(&repo, model.clone()).unwrap();
+    let started = Instant::now();
+    let s = retriever.index(&|_| {}).unwrap();
+    if s.embedded > 0 {
+        println!(
+            "embedded tantivy: {} chunks in {:.1} s (one-time; cached afterwards)",
+            s.embedded,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    let probe = retriever
+        .retrieve(&RetrievalQuery::new(QUERIES[2]))
+        .unwrap();
+    assert_eq!(
+        probe.stats.mode,
+        RetrievalMode::Hybrid,
+        "{:?}",
+        probe.warnings
+    );
+    let samples = query_latencies(&retriever, 5);
+    println!(
+        "query with cached vectors ({} chunks): p50 {:.1} ms, p90 {:.1} ms",
+        s.chunks,
+        percentile(samples.clone(), 0.5),
+        percentile(samples, 0.9)
+    );
+    let lexical_tantivy = Retriever::open(
+        &repo,
+        RagConfig {
+            fusion: Fusion::Lexical,
+            ..model.clone()
+        },
+    )
+    .unwrap();
+    let samples = query_latencies(&lexical_tantivy, 5);
+    println!(
+        "query lexical-only on the same tree: p50 {:.1} ms",
+        percentile(samples, 0.5)
+    );
+
+    if quick {
+        return;
+    }
+    let mut c = Criterion::default()
+        .sample_size(20)
+        .measurement_time(Duration::from_secs(5))
+        .configure_from_args();
+    c.bench_function("query_hybrid_cached_vectors", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i += 1;
+            retriever
+                .retrieve(&RetrievalQuery::new(QUERIES[i % QUERIES.len()]))
+                .unwrap()
+        })
+    });
+    drop(retriever);
+    let big = Retriever::open(&tree, lexical()).unwrap();
+    big.index(&|_| {}).unwrap();
+    c.bench_function("query_lexical_registry", |b| {
+        let mut i = 0;
+        b.iter(|| {
+            i += 1;
+            big.retrieve(&RetrievalQuery::new(QUERIES[i % QUERIES.len()]))
+                .unwrap()
+        })
+    });
+    c.bench_function("reindex_one_changed_file_registry", |b| {
+        let mut round = 100;
+        b.iter(|| {
+            round += 1;
+            touch_one_file(&tree, round);
+            big.index(&|_| {}).unwrap()
+        })
+    });
+    c.final_summary();
+}

@@ -1,0 +1,251 @@
+//! Discovery: which files of a repository may be indexed. The `ignore` crate applies
+//! `.gitignore`, `.ignore`, global git excludes and hidden-file rules; `.rag/indexing-exclude.txt`
+//! (gitignore syntax, recreated with a protective default set when missing) adds the user's own
+//! exclusions. Exclusion is decided by path only, never by words in a file's content, so code
+//! that talks about tokens or passwords stays retrievable while `.env` or `id_rsa` never is read.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::UNIX_EPOCH;
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use ignore::{WalkBuilder, WalkState};
+
+use super::RagError;
+
+/// Folder under the repository root holding everything retrieval persists.
+pub const RAG_DIR: &str = ".rag";
+/// The user-editable exclusion file, relative to [`RAG_DIR`].
+pub const EXCLUDE_FILE: &str = "indexing-exclude.txt";
+/// Files larger than this are never indexed.
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The protective default written to `.rag/indexing-exclude.txt` when it is missing.
+pub const DEFAULT_EXCLUDES: &str = "\
+# promptd retrieval: paths never indexed (gitignore syntax, one pattern a line).
+# Recreated with these defaults when missing. Matching is by path, never by file content.
+
+# Secrets and credentials
+.env
+.env.*
+*.env
+*.pem
+*.key
+*.crt
+*.p12
+*.pfx
+*.jks
+*.keystore
+*.kdbx
+*.gpg
+id_rsa*
+id_dsa*
+id_ecdsa*
+id_ed25519*
+.ssh/
+.aws/
+.gnupg/
+.netrc
+.npmrc
+.pypirc
+.git-credentials
+credentials
+credentials.json
+credentials.y*ml
+*credentials*.json
+secrets.json
+secrets.y*ml
+secrets.toml
+*.secret
+*.secrets
+
+# Dependencies, build output, caches
+node_modules/
+target/
+dist/
+build/
+vendor/
+.venv/
+venv/
+__pycache__/
+.rag/
+.deps/
+
+# Lock files
+*.lock
+package-lock.json
+npm-shrinkwrap.json
+pnpm-lock.yaml
+go.sum
+
+# Minified and generated files
+*.min.js
+*.min.css
+*.map
+*.bundle.js
+*.pb.go
+*_pb2.py
+*_pb2_grpc.py
+*.generated.*
+*.g.dart
+*.designer.cs
+";
+
+/// A file that passed every exclusion rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiscoveredFile {
+    /// Path relative to the repository root, `/`-separated.
+    pub rel_path: String,
+    pub abs_path: PathBuf,
+    pub size: u64,
+    /// Modification time in nanoseconds since the Unix epoch (0 when unknown).
+    pub mtime_ns: u64,
+}
+
+/// Writes the default exclusion file when it is missing; returns whether it was created.
+pub fn ensure_exclude_file(repo: &Path) -> Result<bool, RagError> {
+    let dir = repo.join(RAG_DIR);
+    let path = dir.join(EXCLUDE_FILE);
+    if path.exists() {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
+    // Keeps the index out of the user's `git status`; the exclusion list may be committed.
+    let git_ignore = dir.join(".gitignore");
+    if !git_ignore.exists() {
+        super::index::write_atomic(&git_ignore, b"*\n!.gitignore\n!indexing-exclude.txt\n")?;
+    }
+    super::index::write_atomic(&path, DEFAULT_EXCLUDES.as_bytes())?;
+    tracing::info!(path = %path.display(), "recreated the default indexing exclusions");
+    Ok(true)
+}
+
+/// Parses `.rag/indexing-exclude.txt` into a matcher rooted at the repository.
+pub fn load_excludes(repo: &Path) -> Result<Gitignore, RagError> {
+    let path = repo.join(RAG_DIR).join(EXCLUDE_FILE);
+    let text = std::fs::read_to_string(&path).map_err(|e| RagError::io(&path, e))?;
+    let mut builder = GitignoreBuilder::new(repo);
+    for (number, line) in text.lines().enumerate() {
+        builder
+            .add_line(Some(path.clone()), line)
+            .map_err(|e| RagError::ExcludePattern {
+                path: path.clone(),
+                line: number + 1,
+                message: e.to_string(),
+            })?;
+    }
+    builder.build().map_err(|e| RagError::ExcludePattern {
+        path: path.clone(),
+        line: 0,
+        message: e.to_string(),
+    })
+}
+
+/// Walks `repo` (already canonical) and returns the indexable files sorted by path. Runs the
+/// walk on several threads: on large trees the `stat` calls dominate re-index time.
+pub fn discover(repo: &Path) -> Result<Vec<DiscoveredFile>, RagError> {
+    ensure_exclude_file(repo)?;
+    let excludes = load_excludes(repo)?;
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let walker = WalkBuilder::new(repo)
+        .hidden(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .ignore(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(false)
+        .threads(threads)
+        .build_parallel();
+    let found = Mutex::new(Vec::new());
+    let excludes = &excludes;
+    walker.run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            let Some(file_type) = entry.file_type() else {
+                return WalkState::Continue;
+            };
+            let Ok(rel) = entry.path().strip_prefix(repo) else {
+                return WalkState::Continue;
+            };
+            if rel.as_os_str().is_empty() {
+                return WalkState::Continue;
+            }
+            let is_dir = file_type.is_dir();
+            if rel.starts_with(RAG_DIR)
+                // Parents were matched (and pruned) when the walk entered them.
+                || excludes.matched(rel, is_dir).is_ignore()
+            {
+                return if is_dir {
+                    WalkState::Skip
+                } else {
+                    WalkState::Continue
+                };
+            }
+            if !file_type.is_file() {
+                return WalkState::Continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                return WalkState::Continue;
+            };
+            if meta.len() > MAX_FILE_BYTES {
+                return WalkState::Continue;
+            }
+            let mtime_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos() as u64);
+            let Some(rel_path) = rel_to_string(rel) else {
+                return WalkState::Continue;
+            };
+            let file = DiscoveredFile {
+                rel_path,
+                abs_path: entry.path().to_path_buf(),
+                size: meta.len(),
+                mtime_ns,
+            };
+            found.lock().expect("walk result lock").push(file);
+            WalkState::Continue
+        })
+    });
+    let mut files = found.into_inner().expect("walk result lock");
+    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    Ok(files)
+}
+
+/// `/`-separated UTF-8 form of a relative path (non-UTF-8 paths are skipped).
+pub fn rel_to_string(rel: &Path) -> Option<String> {
+    let mut out = String::new();
+    for (i, part) in rel.components().enumerate() {
+        if i > 0 {
+            out.push('/');
+        }
+        out.push_str(part.as_os_str().to_str()?);
+    }
+    Some(out)
+}
+
+/// True when the first 8 KiB contain a NUL byte, git's heuristic for binary content.
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    bytes[..bytes.len().min(8192)].contains(&0)
+}
+
+/// True for prose files (Markdown, reStructuredText, plain text…), which are never promoted to
+/// active file.
+pub fn is_documentation(path: &str) -> bool {
+    let lower = path.to_ascii_lowercase();
+    let name = lower.rsplit('/').next().unwrap_or(&lower);
+    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    matches!(
+        ext,
+        "md" | "markdown" | "mdx" | "rst" | "txt" | "adoc" | "asciidoc" | "org" | "textile"
+    ) || matches!(
+        name,
+        "readme" | "changelog" | "license" | "licence" | "authors" | "contributing" | "notice"
+    )
+}

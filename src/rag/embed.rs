@@ -1,0 +1,349 @@
+//! Embeddings: all-MiniLM-L6-v2 through fastembed on ONNX Runtime, loaded offline from a model
+//! directory (`model.onnx` + tokenizer files) with the runtime library loaded dynamically, and
+//! the on-disk vector cache `.rag/vectors.bin` keyed by chunk content hash. Vectors for chunks
+//! are computed in the background after indexing; at query time only the query is embedded.
+//! A user-defined fastembed model defaults to CLS pooling, wrong for this model: mean pooling and
+//! a 256-token window are set explicitly.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, RwLock};
+
+use fastembed::{
+    InitOptionsUserDefined, Pooling, QuantizationMode, TextEmbedding, TokenizerFiles,
+    UserDefinedEmbeddingModel,
+};
+
+use super::index::ContentHash;
+use super::{RagConfig, RagError};
+
+/// The model directory's conventional name under `$PROMPTD_DEPS_DIR/models/`.
+pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
+/// all-MiniLM-L6-v2 sees at most 256 word pieces.
+pub const MAX_LENGTH: usize = 256;
+const CACHE_FILE: &str = "vectors.bin";
+const CACHE_MAGIC: &[u8; 8] = b"PRDVEC01";
+
+/// Where the model comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelSource {
+    Dir(PathBuf),
+    Hub(String),
+}
+
+/// Finds the model: configured directory, `PROMPTD_EMBED_MODEL_DIR`,
+/// `$PROMPTD_DEPS_DIR/models/all-MiniLM-L6-v2`, then a configured hub model.
+pub fn locate_model(config: &RagConfig) -> Option<ModelSource> {
+    let env_dir = std::env::var_os("PROMPTD_EMBED_MODEL_DIR").map(PathBuf::from);
+    let deps_dir = std::env::var_os("PROMPTD_DEPS_DIR")
+        .map(|d| PathBuf::from(d).join("models").join(DEFAULT_MODEL_NAME));
+    config
+        .model_dir
+        .clone()
+        .or(env_dir)
+        .or(deps_dir.filter(|d| d.join("model.onnx").is_file()))
+        .map(ModelSource::Dir)
+        .or_else(|| config.hub_model.clone().map(ModelSource::Hub))
+}
+
+/// Finds the ONNX Runtime library: configured path, `ORT_DYLIB_PATH`,
+/// `$PROMPTD_DEPS_DIR/onnxruntime/libonnxruntime.so`.
+pub fn locate_runtime(config: &RagConfig) -> Option<PathBuf> {
+    config
+        .ort_dylib_path
+        .clone()
+        .or_else(|| std::env::var_os("ORT_DYLIB_PATH").map(PathBuf::from))
+        .or_else(|| {
+            std::env::var_os("PROMPTD_DEPS_DIR").map(|d| {
+                PathBuf::from(d)
+                    .join("onnxruntime")
+                    .join("libonnxruntime.so")
+            })
+        })
+        .filter(|p| p.is_file())
+}
+
+/// Loads ONNX Runtime once per process. ort panics when it cannot find the library on first
+/// use, so the library is loaded explicitly and a failure becomes an error.
+fn init_runtime(path: &Path) -> Result<(), RagError> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            ort::init_from(path)
+                .map(|_| ())
+                .map_err(|e| format!("cannot load ONNX Runtime from {}: {e}", path.display()))
+        })
+        .clone()
+        .map_err(RagError::Embed)
+}
+
+/// A loaded sentence-embedding model. fastembed needs `&mut` to run, so calls serialise.
+pub struct Embedder {
+    model: Mutex<TextEmbedding>,
+    /// Identifies the model in the vector cache so vectors from another model are never mixed.
+    pub model_id: ContentHash,
+    pub source: ModelSource,
+}
+
+impl std::fmt::Debug for Embedder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Embedder")
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl Embedder {
+    /// Loads the model named by the configuration and environment.
+    pub fn load(config: &RagConfig) -> Result<Embedder, RagError> {
+        let source = locate_model(config).ok_or_else(|| {
+            RagError::Embed(
+                "no model found (set PROMPTD_EMBED_MODEL_DIR or run scripts/setup-model)".into(),
+            )
+        })?;
+        let threads = config.embed_threads.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+        });
+        match &source {
+            ModelSource::Dir(dir) => {
+                let runtime = locate_runtime(config).ok_or_else(|| {
+                    RagError::Embed(
+                        "ONNX Runtime library not found (set ORT_DYLIB_PATH or run scripts/setup-model)"
+                            .into(),
+                    )
+                })?;
+                init_runtime(&runtime)?;
+                Self::from_dir(dir, threads)
+            }
+            ModelSource::Hub(name) => Self::from_hub(name, config, threads),
+        }
+    }
+
+    /// Loads `model.onnx` and the tokenizer files from `dir`.
+    pub fn from_dir(dir: &Path, threads: usize) -> Result<Embedder, RagError> {
+        let read = |name: &str| {
+            let path = dir.join(name);
+            std::fs::read(&path).map_err(|e| RagError::Embed(format!("{}: {e}", path.display())))
+        };
+        let onnx = read("model.onnx")?;
+        let model_id = super::index::content_hash(&onnx);
+        let tokenizer_files = TokenizerFiles {
+            tokenizer_file: read("tokenizer.json")?,
+            config_file: read("config.json")?,
+            special_tokens_map_file: read("special_tokens_map.json")?,
+            tokenizer_config_file: read("tokenizer_config.json")?,
+        };
+        let user_model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files)
+            .with_pooling(Pooling::Mean)
+            .with_quantization(QuantizationMode::None);
+        let options = InitOptionsUserDefined::new()
+            .with_max_length(MAX_LENGTH)
+            .with_intra_threads(threads);
+        let model = TextEmbedding::try_new_from_user_defined(user_model, options)
+            .map_err(|e| RagError::Embed(format!("{}: {e}", dir.display())))?;
+        Ok(Embedder {
+            model: Mutex::new(model),
+            model_id,
+            source: ModelSource::Dir(dir.to_path_buf()),
+        })
+    }
+
+    #[cfg(feature = "embed-hub")]
+    fn from_hub(name: &str, config: &RagConfig, threads: usize) -> Result<Embedder, RagError> {
+        use std::str::FromStr;
+        let model_name = fastembed::EmbeddingModel::from_str(name)
+            .map_err(|e| RagError::Config(format!("hubModel {name:?}: {e}")))?;
+        let mut options = fastembed::TextInitOptions::new(model_name)
+            .with_max_length(MAX_LENGTH)
+            .with_intra_threads(threads)
+            .with_show_download_progress(false);
+        if let Some(dir) = &config.hub_cache_dir {
+            options = options.with_cache_dir(dir.clone());
+        }
+        let model = TextEmbedding::try_new(options)
+            .map_err(|e| RagError::Embed(format!("hub model {name}: {e}")))?;
+        Ok(Embedder {
+            model: Mutex::new(model),
+            model_id: super::index::content_hash(format!("hub:{name}").as_bytes()),
+            source: ModelSource::Hub(name.to_string()),
+        })
+    }
+
+    #[cfg(not(feature = "embed-hub"))]
+    fn from_hub(name: &str, _config: &RagConfig, _threads: usize) -> Result<Embedder, RagError> {
+        Err(RagError::Embed(format!(
+            "hub model {name} requested but promptd was built without the `embed-hub` feature"
+        )))
+    }
+
+    /// Unit-length vectors for `texts`.
+    pub fn embed(&self, texts: &[&str], batch: usize) -> Result<Vec<Vec<f32>>, RagError> {
+        let mut model = self
+            .model
+            .lock()
+            .map_err(|_| RagError::Embed("model lock poisoned".into()))?;
+        let vectors = model
+            .embed(texts, Some(batch.max(1)))
+            .map_err(|e| RagError::Embed(e.to_string()))?;
+        Ok(vectors.into_iter().map(normalize).collect())
+    }
+
+    /// The query vector.
+    pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, RagError> {
+        self.embed(&[query], 1)?
+            .pop()
+            .ok_or_else(|| RagError::Embed("model returned no vector".into()))
+    }
+}
+
+fn normalize(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+/// Cosine similarity of two unit vectors.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Chunk vectors on disk: a header (magic, model id, dimension) then append-only records of
+/// `hash ‖ dim × f32`. A torn last record (crash mid-append) is dropped on load; a header for
+/// another model discards the file.
+pub struct VectorCache {
+    path: PathBuf,
+    vectors: RwLock<HashMap<ContentHash, Vec<f32>>>,
+    file: Mutex<Option<BufWriter<File>>>,
+    header: OnceLock<(ContentHash, usize)>,
+}
+
+impl VectorCache {
+    /// Opens the cache in `rag_dir` (loaded lazily when a model id is known).
+    pub fn new(rag_dir: &Path) -> VectorCache {
+        VectorCache {
+            path: rag_dir.join(CACHE_FILE),
+            vectors: RwLock::new(HashMap::new()),
+            file: Mutex::new(None),
+            header: OnceLock::new(),
+        }
+    }
+
+    /// Loads vectors written by `model_id`; returns a warning when the file had to be reset.
+    pub fn load(&self, model_id: ContentHash, dim: usize) -> Result<Option<String>, RagError> {
+        if self.header.get().is_some() {
+            return Ok(None);
+        }
+        let mut warning = None;
+        let mut map = HashMap::new();
+        let mut valid_len = 0u64;
+        if let Ok(mut f) = File::open(&self.path) {
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes)
+                .map_err(|e| RagError::io(&self.path, e))?;
+            let header_len = 8 + 16 + 4;
+            let ok_header = bytes.len() >= header_len
+                && &bytes[..8] == CACHE_MAGIC
+                && bytes[8..24] == model_id
+                && u32::from_le_bytes(bytes[24..28].try_into().unwrap_or_default()) as usize == dim;
+            if ok_header {
+                let record = 16 + dim * 4;
+                let mut offset = header_len;
+                while offset + record <= bytes.len() {
+                    let mut hash = [0u8; 16];
+                    hash.copy_from_slice(&bytes[offset..offset + 16]);
+                    let v: Vec<f32> = bytes[offset + 16..offset + record]
+                        .chunks_exact(4)
+                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect();
+                    map.insert(hash, v);
+                    offset += record;
+                }
+                valid_len = offset as u64;
+                if offset != bytes.len() {
+                    warning = Some(format!(
+                        "vector cache {} ended in a partial record; dropped it",
+                        self.path.display()
+                    ));
+                }
+            } else if !bytes.is_empty() {
+                warning = Some(format!(
+                    "vector cache {} was written by another model or format; starting afresh",
+                    self.path.display()
+                ));
+            }
+        }
+        let file = if valid_len > 0 {
+            let f = OpenOptions::new()
+                .write(true)
+                .open(&self.path)
+                .map_err(|e| RagError::io(&self.path, e))?;
+            f.set_len(valid_len)
+                .map_err(|e| RagError::io(&self.path, e))?;
+            let mut f = OpenOptions::new()
+                .append(true)
+                .open(&self.path)
+                .map_err(|e| RagError::io(&self.path, e))?;
+            f.flush().map_err(|e| RagError::io(&self.path, e))?;
+            f
+        } else {
+            let mut f = File::create(&self.path).map_err(|e| RagError::io(&self.path, e))?;
+            f.write_all(CACHE_MAGIC)
+                .and_then(|_| f.write_all(&model_id))
+                .and_then(|_| f.write_all(&(dim as u32).to_le_bytes()))
+                .map_err(|e| RagError::io(&self.path, e))?;
+            f
+        };
+        *self.vectors.write().expect("vector cache lock") = map;
+        *self.file.lock().expect("vector file lock") = Some(BufWriter::new(file));
+        let _ = self.header.set((model_id, dim));
+        Ok(warning)
+    }
+
+    pub fn len(&self) -> usize {
+        self.vectors.read().expect("vector cache lock").len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn contains(&self, hash: &ContentHash) -> bool {
+        self.vectors
+            .read()
+            .expect("vector cache lock")
+            .contains_key(hash)
+    }
+
+    /// Runs `f` with the vector of `hash`, if cached.
+    pub fn with<R>(&self, hash: &ContentHash, f: impl FnOnce(&[f32]) -> R) -> Option<R> {
+        self.vectors
+            .read()
+            .expect("vector cache lock")
+            .get(hash)
+            .map(|v| f(v))
+    }
+
+    /// Adds vectors and appends them to disk.
+    pub fn insert(&self, entries: Vec<(ContentHash, Vec<f32>)>) -> Result<(), RagError> {
+        {
+            let mut file = self.file.lock().expect("vector file lock");
+            if let Some(w) = file.as_mut() {
+                for (hash, v) in &entries {
+                    w.write_all(hash).map_err(|e| RagError::io(&self.path, e))?;
+                    for x in v {
+                        w.write_all(&x.to_le_bytes())
+                            .map_err(|e| RagError::io(&self.path, e))?;
+                    }
+                }
+                w.flush().map_err(|e| RagError::io(&self.path, e))?;
+            }
+        }
+        let mut map = self.vectors.write().expect("vector cache lock");
+        map.extend(entries);
+        Ok(())
+    }
+}

@@ -1,0 +1,677 @@
+//! The persisted lexical index: a tantivy BM25 index of chunks under `<repo>/.rag/index/` plus a
+//! manifest of per-file fingerprints (size, mtime, content hash) in `.rag/manifest.json`, so a
+//! refresh reads only files whose size or mtime moved and re-chunks only those whose content
+//! hash changed. Tantivy commits are atomic; the manifest is tied to a commit through the commit
+//! payload (its generation number) and written with write-then-rename, so a crash at any point
+//! leaves a consistent pair. A corrupt, inconsistent or older-format index is rebuilt with a
+//! warning, never an error.
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+
+use super::RagError;
+use super::chunk::{ChunkOptions, chunk_file};
+use super::discover::{DiscoveredFile, looks_binary};
+use super::tokenize;
+
+/// Bumped whenever the schema, chunking or manifest layout changes.
+pub const INDEX_FORMAT_VERSION: u32 = 1;
+const MANIFEST: &str = "manifest.json";
+const MANIFEST_NEXT: &str = "manifest.next.json";
+const INDEX_DIR: &str = "index";
+/// Files chunked between two deadline checks.
+const BATCH_FILES: usize = 256;
+
+/// A 128-bit content hash (BLAKE3, truncated): keys chunk vectors and file fingerprints.
+pub type ContentHash = [u8; 16];
+
+pub fn content_hash(bytes: &[u8]) -> ContentHash {
+    let full = blake3::hash(bytes);
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&full.as_bytes()[..16]);
+    out
+}
+
+fn hex(hash: &ContentHash) -> String {
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
+/// readers see the old or the new content, never a torn write.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RagError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| RagError::io(dir, e))?;
+    tmp.write_all(bytes).map_err(|e| RagError::io(path, e))?;
+    tmp.as_file()
+        .sync_data()
+        .map_err(|e| RagError::io(path, e))?;
+    tmp.persist(path).map_err(|e| RagError::io(path, e.error))?;
+    Ok(())
+}
+
+/// Fingerprint of one indexed file.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileRecord {
+    pub size: u64,
+    pub mtime_ns: u64,
+    pub hash: String,
+    pub chunks: u32,
+}
+
+/// Per-file fingerprints tied to one tantivy commit.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Manifest {
+    pub format_version: u32,
+    pub generation: u64,
+    pub chunk_lines: usize,
+    pub overlap: usize,
+    pub files: BTreeMap<String, FileRecord>,
+}
+
+impl Manifest {
+    fn empty(options: ChunkOptions) -> Self {
+        Self {
+            format_version: INDEX_FORMAT_VERSION * 1000 + tokenize::ANALYZER_VERSION,
+            generation: 0,
+            chunk_lines: options.chunk_lines,
+            overlap: options.overlap,
+            files: BTreeMap::new(),
+        }
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.files.values().map(|f| f.chunks as usize).sum()
+    }
+
+    pub fn byte_count(&self) -> u64 {
+        self.files.values().map(|f| f.size).sum()
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Fields {
+    path: Field,
+    path_terms: Field,
+    symbols: Field,
+    tags: Field,
+    body: Field,
+    start_line: Field,
+    end_line: Field,
+    language: Field,
+    hash: Field,
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer(tokenize::ANALYZER)
+        .set_index_option(IndexRecordOption::WithFreqs);
+    let searchable = TextOptions::default().set_indexing_options(indexing);
+    let fields = Fields {
+        path: builder.add_text_field("path", STRING | STORED),
+        path_terms: builder.add_text_field("path_terms", searchable.clone()),
+        symbols: builder.add_text_field("symbols", searchable.clone().set_stored()),
+        tags: builder.add_text_field("tags", STORED),
+        body: builder.add_text_field("body", searchable.set_stored()),
+        start_line: builder.add_u64_field("start_line", STORED),
+        end_line: builder.add_u64_field("end_line", STORED),
+        language: builder.add_text_field("language", STRING | STORED),
+        hash: builder.add_bytes_field("hash", STORED),
+    };
+    (builder.build(), fields)
+}
+
+/// A chunk as the index returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexedChunk {
+    pub path: String,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub language: String,
+    pub tags: Vec<String>,
+    pub symbols: Vec<String>,
+    pub text: String,
+    pub hash: ContentHash,
+    /// Raw BM25 score (0 when not from a search).
+    pub bm25: f32,
+}
+
+/// What one refresh changed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RefreshCounts {
+    pub added: usize,
+    pub changed: usize,
+    pub removed: usize,
+    pub unchanged: usize,
+    pub skipped_binary: usize,
+    /// Files re-chunked (added + changed).
+    pub chunked: usize,
+    pub new_chunks: usize,
+    pub bytes_read: u64,
+    pub commits: usize,
+}
+
+/// The tantivy index and its manifest.
+pub struct CodeIndex {
+    rag_dir: PathBuf,
+    index: Index,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl CodeIndex {
+    /// Opens the index in `rag_dir`, rebuilding it (with a warning pushed to `warnings`) when
+    /// it is missing, corrupt, inconsistent with its manifest, or of another format.
+    pub fn open(
+        rag_dir: &Path,
+        options: ChunkOptions,
+        warnings: &mut Vec<String>,
+    ) -> Result<(CodeIndex, Manifest), RagError> {
+        std::fs::create_dir_all(rag_dir).map_err(|e| RagError::io(rag_dir, e))?;
+        match Self::try_open(rag_dir, options) {
+            Ok(Some(pair)) => return Ok(pair),
+            Ok(None) => {}
+            Err(reason) => {
+                let warning = format!(
+                    "retrieval index in {} {reason}; rebuilding it",
+                    rag_dir.display()
+                );
+                tracing::warn!("{warning}");
+                warnings.push(warning);
+            }
+        }
+        Self::create(rag_dir, options)
+    }
+
+    /// `Ok(None)`: no index yet. `Err(reason)`: an index exists but cannot be used.
+    fn try_open(
+        rag_dir: &Path,
+        options: ChunkOptions,
+    ) -> Result<Option<(CodeIndex, Manifest)>, String> {
+        let dir = rag_dir.join(INDEX_DIR);
+        let manifest_path = rag_dir.join(MANIFEST);
+        if !dir.join("meta.json").exists() && !manifest_path.exists() {
+            return Ok(None);
+        }
+        let index = Index::open_in_dir(&dir).map_err(|e| format!("cannot be opened ({e})"))?;
+        let payload = index
+            .load_metas()
+            .map_err(|e| format!("has unreadable metadata ({e})"))?
+            .payload
+            .unwrap_or_default();
+        let read = |p: &Path| -> Result<Manifest, String> {
+            let bytes = std::fs::read(p).map_err(|e| format!("has no readable manifest ({e})"))?;
+            serde_json::from_slice(&bytes).map_err(|e| format!("has a corrupt manifest ({e})"))
+        };
+        let mut manifest = read(&manifest_path)?;
+        if manifest.generation.to_string() != payload {
+            // A crash between the commit and the manifest rename leaves the next manifest.
+            let next = rag_dir.join(MANIFEST_NEXT);
+            let candidate = read(&next)
+                .ok()
+                .filter(|m| m.generation.to_string() == payload);
+            match candidate {
+                Some(m) => {
+                    let _ = std::fs::rename(&next, &manifest_path);
+                    manifest = m;
+                }
+                None => return Err("does not match its manifest (interrupted write)".into()),
+            }
+        }
+        let expected = Manifest::empty(options);
+        if manifest.format_version != expected.format_version {
+            return Err(format!(
+                "has format {} (this build writes {})",
+                manifest.format_version, expected.format_version
+            ));
+        }
+        if manifest.chunk_lines != options.chunk_lines || manifest.overlap != options.overlap {
+            return Err(format!(
+                "was chunked with {}/{} lines (configured {}/{})",
+                manifest.chunk_lines, manifest.overlap, options.chunk_lines, options.overlap
+            ));
+        }
+        let (schema, fields) = schema();
+        if index.schema() != schema {
+            return Err("has another schema".into());
+        }
+        let code_index = Self::wrap(rag_dir, index, fields).map_err(|e| e.to_string())?;
+        Ok(Some((code_index, manifest)))
+    }
+
+    fn create(rag_dir: &Path, options: ChunkOptions) -> Result<(CodeIndex, Manifest), RagError> {
+        let dir = rag_dir.join(INDEX_DIR);
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
+        }
+        for stale in [MANIFEST, MANIFEST_NEXT] {
+            let _ = std::fs::remove_file(rag_dir.join(stale));
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
+        let (schema, fields) = schema();
+        let index = Index::create_in_dir(&dir, schema).map_err(|e| index_error(&dir, e))?;
+        let code_index = Self::wrap(rag_dir, index, fields)?;
+        let manifest = Manifest::empty(options);
+        // An empty first commit ties generation 0 to an empty manifest.
+        let mut writer = code_index.writer(0)?;
+        code_index.commit(&mut writer, &manifest)?;
+        Ok((code_index, manifest))
+    }
+
+    fn wrap(rag_dir: &Path, index: Index, fields: Fields) -> Result<CodeIndex, RagError> {
+        let dir = rag_dir.join(INDEX_DIR);
+        index
+            .tokenizers()
+            .register(tokenize::ANALYZER, tokenize::analyzer());
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| index_error(&dir, e))?;
+        Ok(CodeIndex {
+            rag_dir: rag_dir.to_path_buf(),
+            index,
+            reader,
+            fields,
+        })
+    }
+
+    /// A writer sized for `files` pending files: a few changed files do not need several
+    /// indexing threads and their memory arenas.
+    fn writer(&self, files: usize) -> Result<IndexWriter, RagError> {
+        let threads = if files < 64 {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
+        };
+        let per_thread = if files < 64 { 16_000_000 } else { 48_000_000 };
+        self.index
+            .writer_with_num_threads(threads, per_thread * threads)
+            .map_err(|e| index_error(&self.rag_dir.join(INDEX_DIR), e))
+    }
+
+    /// Commits `writer` as `manifest.generation + 1` and persists the manifest alongside.
+    fn commit(&self, writer: &mut IndexWriter, manifest: &Manifest) -> Result<u64, RagError> {
+        let dir = self.rag_dir.join(INDEX_DIR);
+        let mut next = manifest.clone();
+        next.generation = manifest.generation + 1;
+        let next_path = self.rag_dir.join(MANIFEST_NEXT);
+        let bytes = serde_json::to_vec(&next).map_err(|e| RagError::Index {
+            path: next_path.clone(),
+            message: e.to_string(),
+        })?;
+        write_atomic(&next_path, &bytes)?;
+        let mut prepared = writer.prepare_commit().map_err(|e| index_error(&dir, e))?;
+        prepared.set_payload(&next.generation.to_string());
+        prepared.commit().map_err(|e| index_error(&dir, e))?;
+        let manifest_path = self.rag_dir.join(MANIFEST);
+        std::fs::rename(&next_path, &manifest_path).map_err(|e| RagError::io(&manifest_path, e))?;
+        self.reader.reload().map_err(|e| index_error(&dir, e))?;
+        Ok(next.generation)
+    }
+
+    /// Brings the index up to date with `files`. When `checkpoint` passes, what is done so far
+    /// is committed and `on_commit` runs, so a waiting query can answer from partial results;
+    /// the refresh then carries on to the end.
+    pub fn refresh(
+        &self,
+        manifest: &mut Manifest,
+        files: &[DiscoveredFile],
+        options: ChunkOptions,
+        mut checkpoint: Option<Instant>,
+        mut on_commit: impl FnMut(&Manifest, bool),
+        progress: &(dyn Fn(usize, usize) + Sync),
+    ) -> Result<RefreshCounts, RagError> {
+        let mut counts = RefreshCounts::default();
+        let present: HashSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        let removed: Vec<String> = manifest
+            .files
+            .keys()
+            .filter(|p| !present.contains(String::as_str(p)))
+            .cloned()
+            .collect();
+        let pending: Vec<&DiscoveredFile> = files
+            .iter()
+            .filter(|f| {
+                manifest
+                    .files
+                    .get(&f.rel_path)
+                    .is_none_or(|r| r.size != f.size || r.mtime_ns != f.mtime_ns)
+            })
+            .collect();
+        counts.unchanged = files.len() - pending.len();
+        counts.removed = removed.len();
+        if pending.is_empty() && removed.is_empty() {
+            on_commit(manifest, true);
+            return Ok(counts);
+        }
+        let mut writer: Option<IndexWriter> = None;
+        let mut dirty = false;
+        for path in &removed {
+            let w = match writer.as_mut() {
+                Some(w) => w,
+                None => writer.insert(self.writer(pending.len())?),
+            };
+            w.delete_term(Term::from_field_text(self.fields.path, path));
+            manifest.files.remove(path);
+            dirty = true;
+        }
+        let total = pending.len();
+        progress(0, total);
+        for (batch_no, batch) in pending.chunks(BATCH_FILES).enumerate() {
+            let processed: Vec<Processed> = batch
+                .par_iter()
+                .map(|f| process_file(f, manifest.files.get(&f.rel_path), options, self.fields))
+                .collect();
+            for p in processed {
+                counts.bytes_read += p.record.size;
+                match p.outcome {
+                    Outcome::SameContent => {}
+                    Outcome::Binary | Outcome::Chunked(_) => {
+                        let w = match writer.as_mut() {
+                            Some(w) => w,
+                            None => writer.insert(self.writer(pending.len())?),
+                        };
+                        if p.existed {
+                            w.delete_term(Term::from_field_text(self.fields.path, &p.path));
+                            counts.changed += 1;
+                        } else {
+                            counts.added += 1;
+                        }
+                        if let Outcome::Chunked(docs) = p.outcome {
+                            counts.chunked += 1;
+                            counts.new_chunks += docs.len();
+                            for d in docs {
+                                w.add_document(d)
+                                    .map_err(|e| index_error(&self.rag_dir.join(INDEX_DIR), e))?;
+                            }
+                        } else {
+                            counts.skipped_binary += 1;
+                        }
+                        dirty = true;
+                    }
+                }
+                manifest.files.insert(p.path, p.record);
+            }
+            progress(((batch_no + 1) * BATCH_FILES).min(total), total);
+            if let (Some(at), Some(w)) = (checkpoint, writer.as_mut())
+                && Instant::now() >= at
+                && dirty
+            {
+                manifest.generation = self.commit(w, manifest)?;
+                counts.commits += 1;
+                dirty = false;
+                checkpoint = None;
+                on_commit(manifest, false);
+            }
+        }
+        match writer.as_mut() {
+            Some(w) if dirty || counts.commits == 0 => {
+                manifest.generation = self.commit(w, manifest)?;
+                counts.commits += 1;
+            }
+            _ => {
+                // Only mtimes moved: record them against the current commit.
+                self.save_manifest(manifest)?;
+            }
+        }
+        on_commit(manifest, true);
+        Ok(counts)
+    }
+
+    fn save_manifest(&self, manifest: &Manifest) -> Result<(), RagError> {
+        let path = self.rag_dir.join(MANIFEST);
+        let bytes = serde_json::to_vec(manifest).map_err(|e| RagError::Index {
+            path: path.clone(),
+            message: e.to_string(),
+        })?;
+        write_atomic(&path, &bytes)
+    }
+
+    /// Number of chunks searchable now.
+    pub fn num_chunks(&self) -> usize {
+        self.reader.searcher().num_docs() as usize
+    }
+
+    /// BM25 search: every query term against chunk bodies, symbol names (boosted by
+    /// `symbol_boost`) and path components (`path_boost`). `only_path` restricts to one file.
+    pub fn search(
+        &self,
+        terms: &[String],
+        symbol_boost: f32,
+        path_boost: f32,
+        limit: usize,
+        only_path: Option<&str>,
+    ) -> Result<Vec<IndexedChunk>, RagError> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
+        for term in terms {
+            let mut per_field = |field: Field, boost: f32| {
+                if boost <= 0.0 {
+                    return;
+                }
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(field, term),
+                    IndexRecordOption::WithFreqs,
+                ));
+                let q: Box<dyn Query> = if (boost - 1.0).abs() < f32::EPSILON {
+                    q
+                } else {
+                    Box::new(BoostQuery::new(q, boost))
+                };
+                clauses.push((Occur::Should, q));
+            };
+            per_field(self.fields.body, 1.0);
+            per_field(self.fields.symbols, symbol_boost);
+            per_field(self.fields.path_terms, path_boost);
+        }
+        let terms_query: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+        let query: Box<dyn Query> = match only_path {
+            Some(p) => Box::new(BooleanQuery::new(vec![
+                (
+                    Occur::Must,
+                    Box::new(TermQuery::new(
+                        Term::from_field_text(self.fields.path, p),
+                        IndexRecordOption::Basic,
+                    )) as Box<dyn Query>,
+                ),
+                (Occur::Must, terms_query),
+            ])),
+            None => terms_query,
+        };
+        let searcher = self.reader.searcher();
+        let dir = self.rag_dir.join(INDEX_DIR);
+        let hits = searcher
+            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .map_err(|e| index_error(&dir, e))?;
+        hits.into_iter()
+            .map(|(score, address)| {
+                let doc: TantivyDocument =
+                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+                Ok(self.to_chunk(&doc, score))
+            })
+            .collect()
+    }
+
+    /// Every chunk of one file, in line order.
+    pub fn chunks_of(&self, path: &str) -> Result<Vec<IndexedChunk>, RagError> {
+        let searcher = self.reader.searcher();
+        let dir = self.rag_dir.join(INDEX_DIR);
+        let query = TermQuery::new(
+            Term::from_field_text(self.fields.path, path),
+            IndexRecordOption::Basic,
+        );
+        let hits = searcher
+            .search(&query, &TopDocs::with_limit(10_000).order_by_score())
+            .map_err(|e| index_error(&dir, e))?;
+        let mut out = hits
+            .into_iter()
+            .map(|(_, address)| {
+                let doc: TantivyDocument =
+                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+                Ok(self.to_chunk(&doc, 0.0))
+            })
+            .collect::<Result<Vec<_>, RagError>>()?;
+        out.sort_by_key(|c| c.start_line);
+        Ok(out)
+    }
+
+    /// Calls `visit` for every chunk in the index (background embedding finds missing vectors
+    /// this way).
+    pub fn for_each_chunk(
+        &self,
+        mut visit: impl FnMut(IndexedChunk) -> bool,
+    ) -> Result<(), RagError> {
+        let searcher = self.reader.searcher();
+        let dir = self.rag_dir.join(INDEX_DIR);
+        for segment in searcher.segment_readers() {
+            let store = segment
+                .get_store_reader(64)
+                .map_err(|e| index_error(&dir, e))?;
+            let alive = segment.alive_bitset();
+            for doc_id in 0..segment.max_doc() {
+                if alive.is_some_and(|a| !a.is_alive(doc_id)) {
+                    continue;
+                }
+                let doc: TantivyDocument = store.get(doc_id).map_err(|e| index_error(&dir, e))?;
+                if !visit(self.to_chunk(&doc, 0.0)) {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn to_chunk(&self, doc: &TantivyDocument, bm25: f32) -> IndexedChunk {
+        let f = self.fields;
+        let text = |field: Field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let number =
+            |field: Field| doc.get_first(field).and_then(|v| v.as_u64()).unwrap_or(0) as usize;
+        let lines = |s: String| -> Vec<String> {
+            s.lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        };
+        let mut hash = [0u8; 16];
+        if let Some(bytes) = doc.get_first(f.hash).and_then(|v| v.as_bytes())
+            && bytes.len() == 16
+        {
+            hash.copy_from_slice(bytes);
+        }
+        IndexedChunk {
+            path: text(f.path),
+            start_line: number(f.start_line),
+            end_line: number(f.end_line),
+            language: text(f.language),
+            tags: lines(text(f.tags)),
+            symbols: lines(text(f.symbols)),
+            text: text(f.body),
+            hash,
+            bm25,
+        }
+    }
+}
+
+fn index_error(path: &Path, e: impl std::fmt::Display) -> RagError {
+    RagError::Index {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
+}
+
+enum Outcome {
+    SameContent,
+    Binary,
+    Chunked(Vec<TantivyDocument>),
+}
+
+struct Processed {
+    path: String,
+    existed: bool,
+    record: FileRecord,
+    outcome: Outcome,
+}
+
+fn process_file(
+    file: &DiscoveredFile,
+    previous: Option<&FileRecord>,
+    options: ChunkOptions,
+    fields: Fields,
+) -> Processed {
+    // A file that vanished or cannot be read indexes as empty; the next refresh retries it.
+    let bytes = std::fs::read(&file.abs_path).unwrap_or_default();
+    let hash = hex(&content_hash(&bytes));
+    let mut record = FileRecord {
+        size: file.size,
+        mtime_ns: file.mtime_ns,
+        hash,
+        chunks: 0,
+    };
+    let existed = previous.is_some();
+    if let Some(prev) = previous
+        && prev.hash == record.hash
+    {
+        record.chunks = prev.chunks;
+        return Processed {
+            path: file.rel_path.clone(),
+            existed,
+            record,
+            outcome: Outcome::SameContent,
+        };
+    }
+    if looks_binary(&bytes) {
+        return Processed {
+            path: file.rel_path.clone(),
+            existed,
+            record,
+            outcome: Outcome::Binary,
+        };
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    let chunks = chunk_file(&file.rel_path, &text, options);
+    record.chunks = chunks.len() as u32;
+    let path_terms = file.rel_path.replace(['/', '.', '-'], " ");
+    let docs = chunks
+        .into_iter()
+        .map(|c| {
+            let tagged = c.tagged_text();
+            doc!(
+                fields.path => file.rel_path.as_str(),
+                fields.path_terms => path_terms.as_str(),
+                fields.symbols => c.symbols.join("\n"),
+                fields.tags => c.tags.join("\n"),
+                fields.body => c.text,
+                fields.start_line => c.start_line as u64,
+                fields.end_line => c.end_line as u64,
+                fields.language => c.language.name(),
+                fields.hash => content_hash(tagged.as_bytes()).to_vec(),
+            )
+        })
+        .collect();
+    Processed {
+        path: file.rel_path.clone(),
+        existed,
+        record,
+        outcome: Outcome::Chunked(docs),
+    }
+}

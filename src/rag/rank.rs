@@ -1,0 +1,340 @@
+//! Ranking and filtering of lexical candidates: lexical/vector fusion (linear blend or
+//! reciprocal-rank fusion), optional file-level aggregation, action-aware boosts (fix →
+//! error-handling code, create → definitions and exports, refactor → large blocks), then the
+//! filters of prompto's pipeline: relevance threshold, exact/overlapping-range dedupe keeping the
+//! higher score, token budget counted with cl100k_base, `top_k`; the best chunk always survives.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::index::IndexedChunk;
+use super::{FilterCounts, RagConfig};
+use crate::tokens::count_tokens;
+
+/// How lexical and vector evidence combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub enum Fusion {
+    /// BM25 only, even when vectors exist.
+    Lexical,
+    /// `lexical_weight * bm25/max + vector_weight * cosine`.
+    Blend,
+    /// Reciprocal-rank fusion of the BM25 and cosine orders (k = 60), scaled so first in both
+    /// orders scores 1.0 and last in both 0.0. The shipped default: best measured Acc@1/MRR.
+    #[default]
+    Rrf,
+}
+
+/// What the prompt asks for, guessed from its verbs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Action {
+    Fix,
+    Create,
+    Refactor,
+}
+
+/// Reads the action from the prompt's words.
+pub fn detect_action(query: &str) -> Option<Action> {
+    let lower = query.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let has = |list: &[&str]| words.iter().any(|w| list.contains(w));
+    if has(&[
+        "fix",
+        "bug",
+        "bugs",
+        "error",
+        "errors",
+        "crash",
+        "crashes",
+        "fails",
+        "failing",
+        "failure",
+        "broken",
+        "panic",
+        "panics",
+        "exception",
+        "wrong",
+        "incorrect",
+        "regression",
+        "debug",
+    ]) {
+        Some(Action::Fix)
+    } else if has(&[
+        "refactor",
+        "restructure",
+        "simplify",
+        "cleanup",
+        "clean",
+        "rename",
+        "extract",
+        "split",
+        "deduplicate",
+        "reorganize",
+    ]) {
+        Some(Action::Refactor)
+    } else if has(&[
+        "add",
+        "create",
+        "implement",
+        "new",
+        "build",
+        "write",
+        "generate",
+        "introduce",
+        "support",
+    ]) {
+        Some(Action::Create)
+    } else {
+        None
+    }
+}
+
+fn matches_action(action: Action, chunk: &IndexedChunk) -> bool {
+    let text = &chunk.text;
+    match action {
+        Action::Fix => [
+            "Err(",
+            "Error",
+            "error",
+            "catch",
+            "except",
+            "raise ",
+            "throw",
+            "panic!",
+            "unwrap",
+            "rescue",
+            "err != nil",
+            "?;",
+        ]
+        .iter()
+        .any(|m| text.contains(m)),
+        Action::Create => {
+            chunk.tags.iter().any(|t| !t.starts_with("[Section"))
+                || [
+                    "export ",
+                    "pub fn",
+                    "pub struct",
+                    "def ",
+                    "class ",
+                    "func ",
+                    "public ",
+                ]
+                .iter()
+                .any(|m| text.contains(m))
+        }
+        Action::Refactor => chunk.end_line + 1 - chunk.start_line >= 30,
+    }
+}
+
+/// A candidate with its scores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredChunk {
+    pub chunk: IndexedChunk,
+    /// BM25 / best BM25 among candidates.
+    pub lexical: f32,
+    pub vector: Option<f32>,
+    pub score: f32,
+}
+
+const RRF_K: f32 = 60.0;
+
+/// Scores candidates (in BM25 order) and sorts them best first. `vectors[i]` is the cosine of
+/// candidate `i` when every candidate has one.
+pub fn fuse(
+    candidates: Vec<IndexedChunk>,
+    vectors: Option<Vec<f32>>,
+    config: &RagConfig,
+    action: Option<Action>,
+) -> Vec<ScoredChunk> {
+    let max_bm25 = candidates
+        .iter()
+        .map(|c| c.bm25)
+        .fold(0.0f32, f32::max)
+        .max(f32::MIN_POSITIVE);
+    let count = candidates.len();
+    let vector_rank: Option<Vec<usize>> = vectors.as_ref().map(|v| {
+        let mut order: Vec<usize> = (0..v.len()).collect();
+        order.sort_by(|&a, &b| v[b].total_cmp(&v[a]));
+        let mut rank = vec![0; v.len()];
+        for (r, i) in order.into_iter().enumerate() {
+            rank[i] = r;
+        }
+        rank
+    });
+    let mut scored: Vec<ScoredChunk> = candidates
+        .into_iter()
+        .enumerate()
+        .map(|(i, chunk)| {
+            let lexical = chunk.bm25 / max_bm25;
+            let vector = vectors.as_ref().map(|v| v[i]);
+            let score = match (config.fusion, vector, vector_rank.as_ref()) {
+                (Fusion::Blend, Some(cos), _) => {
+                    config.lexical_weight * lexical + config.vector_weight * cos
+                }
+                (Fusion::Rrf, Some(_), Some(rank)) => {
+                    // Min-max over the possible range: first in both orders scores 1, last in
+                    // both 0, so the relevance threshold keeps its meaning.
+                    let rrf = |r: usize| 1.0 / (RRF_K + 1.0 + r as f32);
+                    let best = 2.0 * rrf(0);
+                    let worst = 2.0 * rrf(count.saturating_sub(1));
+                    let raw = rrf(i) + rrf(rank[i]);
+                    if best > worst {
+                        (raw - worst) / (best - worst)
+                    } else {
+                        1.0
+                    }
+                }
+                _ => lexical,
+            };
+            ScoredChunk {
+                chunk,
+                lexical,
+                vector,
+                score,
+            }
+        })
+        .collect();
+    if config.file_aggregation > 0.0 {
+        let mut per_file: HashMap<String, f32> = HashMap::new();
+        for s in &scored {
+            *per_file.entry(s.chunk.path.clone()).or_default() += s.score;
+        }
+        for s in &mut scored {
+            let others = per_file[&s.chunk.path] - s.score;
+            s.score += config.file_aggregation * others;
+        }
+    }
+    if let Some(action) = action
+        && config.action_boost != 1.0
+    {
+        for s in &mut scored {
+            if matches_action(action, &s.chunk) {
+                s.score *= config.action_boost;
+            }
+        }
+    }
+    scored.sort_by(|a, b| b.score.total_cmp(&a.score));
+    scored
+}
+
+/// Threshold, dedupe and budget. `render` gives the text a chunk adds to the formatted context;
+/// `available_tokens` is what the budget leaves after the active-file section.
+pub fn filter(
+    scored: Vec<ScoredChunk>,
+    threshold: f32,
+    top_k: usize,
+    available_tokens: usize,
+    render: impl Fn(&ScoredChunk) -> String,
+) -> (Vec<ScoredChunk>, FilterCounts) {
+    let mut counts = FilterCounts {
+        candidates: scored.len(),
+        ..FilterCounts::default()
+    };
+    let mut kept: Vec<ScoredChunk> = Vec::new();
+    for (i, s) in scored.into_iter().enumerate() {
+        // The best chunk always survives the threshold.
+        if i == 0 || s.score >= threshold {
+            kept.push(s);
+        }
+    }
+    counts.after_threshold = kept.len();
+    let mut unique: Vec<ScoredChunk> = Vec::with_capacity(kept.len());
+    for s in kept {
+        let overlaps = unique.iter().any(|u| {
+            u.chunk.path == s.chunk.path
+                && u.chunk.start_line <= s.chunk.end_line
+                && s.chunk.start_line <= u.chunk.end_line
+        });
+        if !overlaps {
+            unique.push(s);
+        }
+    }
+    counts.after_dedup = unique.len();
+    let mut used = 0usize;
+    let mut within: Vec<ScoredChunk> = Vec::new();
+    for s in unique {
+        if within.len() >= top_k.max(1) {
+            break;
+        }
+        let tokens = count_tokens(&render(&s));
+        if within.is_empty() || used + tokens <= available_tokens {
+            used += tokens;
+            within.push(s);
+        }
+    }
+    counts.after_budget = within.len();
+    tracing::debug!(
+        "Filtered: {} → {} (threshold) → {} (dedup) → {} (budget)",
+        counts.candidates,
+        counts.after_threshold,
+        counts.after_dedup,
+        counts.after_budget
+    );
+    (within, counts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(path: &str, start: usize, end: usize, bm25: f32) -> IndexedChunk {
+        IndexedChunk {
+            path: path.into(),
+            start_line: start,
+            end_line: end,
+            language: "rust".into(),
+            tags: vec![],
+            symbols: vec![],
+            text: format!("fn f{start}() {{}}"),
+            hash: [0; 16],
+            bm25,
+        }
+    }
+
+    #[test]
+    fn filters_count_each_stage_and_keep_best() {
+        let config = RagConfig {
+            action_boost: 1.0,
+            ..RagConfig::default()
+        };
+        let candidates = vec![
+            chunk("a.rs", 1, 10, 10.0),
+            chunk("a.rs", 5, 20, 9.0),
+            chunk("b.rs", 1, 10, 8.0),
+            chunk("c.rs", 1, 10, 1.0),
+        ];
+        let scored = fuse(candidates, None, &config, None);
+        let (kept, counts) = filter(scored, 0.3, 6, 10_000, |s| s.chunk.text.clone());
+        assert_eq!(
+            counts,
+            FilterCounts {
+                candidates: 4,
+                after_threshold: 3,
+                after_dedup: 2,
+                after_budget: 2
+            }
+        );
+        assert_eq!(kept[0].chunk.path, "a.rs");
+        let (kept, counts) = filter(
+            fuse(vec![chunk("z.rs", 1, 2, 1.0)], None, &config, None),
+            2.0,
+            6,
+            0,
+            |s| s.chunk.text.clone(),
+        );
+        assert_eq!((kept.len(), counts.after_budget), (1, 1));
+    }
+
+    #[test]
+    fn actions_from_verbs() {
+        assert_eq!(detect_action("fix the crash in login"), Some(Action::Fix));
+        assert_eq!(detect_action("add a retry option"), Some(Action::Create));
+        assert_eq!(detect_action("refactor the parser"), Some(Action::Refactor));
+        assert_eq!(detect_action("where is the parser"), None);
+    }
+}

@@ -1,0 +1,720 @@
+//! The long-lived retriever: owns one repository's index, vector cache and (lazily loaded)
+//! embedding model, keeps them fresh with background refresh and embedding threads, and answers
+//! queries without ever blocking longer than the configured budgets.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use super::chunk::{ChunkOptions, chunk_file, summary_line, tagged_text};
+use super::discover::{self, RAG_DIR};
+use super::embed::{Embedder, VectorCache, cosine};
+use super::format::{active_section, chunk_block, format_context};
+use super::index::{CodeIndex, IndexedChunk, Manifest, RefreshCounts};
+use super::rank::{self, Fusion, ScoredChunk};
+use super::tokenize;
+use super::{
+    ActiveFileContext, RagConfig, RagError, Retrieval, RetrievalMode, RetrievalQuery,
+    RetrievalStats, RetrievedChunk,
+};
+use crate::tokens::count_tokens;
+
+/// Refreshes triggered by queries closer together than this reuse the last one.
+const REFRESH_DEBOUNCE: Duration = Duration::from_secs(2);
+/// Extra lexical candidates fetched so that dropping the active file's own chunks still leaves
+/// `top_k * candidate_multiplier` references.
+const ACTIVE_FILE_SLACK: usize = 16;
+
+/// Stage of an index run, for progress bars.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum IndexPhase {
+    Scanning,
+    Indexing,
+    Embedding,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct IndexProgress {
+    pub phase: IndexPhase,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// What an index run did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexSummary {
+    /// Files in the index afterwards.
+    pub files: usize,
+    /// Chunks in the index afterwards.
+    pub chunks: usize,
+    /// Bytes of the indexed files.
+    pub bytes: u64,
+    pub added: usize,
+    pub changed: usize,
+    pub removed: usize,
+    pub unchanged: usize,
+    /// Files re-chunked in this run.
+    pub rechunked: usize,
+    pub skipped_binary: usize,
+    /// Chunk vectors computed in this run.
+    pub embedded: usize,
+    pub seconds: f64,
+    pub embed_seconds: f64,
+    pub warnings: Vec<String>,
+}
+
+struct State {
+    manifest: Manifest,
+    refreshing: bool,
+    embedding: bool,
+    commits: u64,
+    /// False while a refresh has committed only part of its work.
+    index_complete: bool,
+    last_refresh: Option<Instant>,
+    last_error: Option<String>,
+}
+
+struct Inner {
+    repo: PathBuf,
+    config: RagConfig,
+    index: CodeIndex,
+    state: Mutex<State>,
+    changed: Condvar,
+    /// Serialises refreshes (tantivy allows one writer).
+    writer_turn: Mutex<()>,
+    vectors: VectorCache,
+    embedder: OnceLock<Result<Arc<Embedder>, String>>,
+    open_warnings: Vec<String>,
+    shutdown: AtomicBool,
+}
+
+/// A repository's retrieval service. `Send + Sync`: share it behind an `Arc`. Dropping it stops
+/// background embedding at the next batch.
+pub struct Retriever {
+    inner: Arc<Inner>,
+}
+
+impl Drop for Retriever {
+    fn drop(&mut self) {
+        self.inner.shutdown.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Retriever {
+    /// Opens (creating or repairing) the index of `repo_dir`. Fast: no file is read beyond the
+    /// manifest; indexing happens on [`Retriever::index`] or on the first query.
+    pub fn open(repo_dir: &Path, config: RagConfig) -> Result<Retriever, RagError> {
+        if config.top_k == 0 || config.chunk_lines < 4 || config.overlap >= config.chunk_lines {
+            return Err(RagError::Config(format!(
+                "topK must be ≥ 1, chunkLines ≥ 4 and overlap < chunkLines (got {}, {}, {})",
+                config.top_k, config.chunk_lines, config.overlap
+            )));
+        }
+        let repo = repo_dir
+            .canonicalize()
+            .map_err(|source| RagError::RepoDir {
+                path: repo_dir.to_path_buf(),
+                source,
+            })?;
+        if !repo.is_dir() {
+            return Err(RagError::RepoDir {
+                path: repo_dir.to_path_buf(),
+                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
+            });
+        }
+        let rag_dir = repo.join(RAG_DIR);
+        discover::ensure_exclude_file(&repo)?;
+        let mut open_warnings = Vec::new();
+        let (index, manifest) =
+            CodeIndex::open(&rag_dir, chunk_options(&config), &mut open_warnings)?;
+        let inner = Inner {
+            vectors: VectorCache::new(&rag_dir),
+            repo,
+            config,
+            index,
+            state: Mutex::new(State {
+                manifest,
+                refreshing: false,
+                embedding: false,
+                commits: 0,
+                index_complete: true,
+                last_refresh: None,
+                last_error: None,
+            }),
+            changed: Condvar::new(),
+            writer_turn: Mutex::new(()),
+            embedder: OnceLock::new(),
+            open_warnings,
+            shutdown: AtomicBool::new(false),
+        };
+        Ok(Retriever {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The canonical repository root.
+    pub fn repo(&self) -> &Path {
+        &self.inner.repo
+    }
+
+    pub fn config(&self) -> &RagConfig {
+        &self.inner.config
+    }
+
+    /// Brings the index up to date now, then (when embeddings are enabled and a model is
+    /// available) computes the vectors of new chunks. Blocks until both are done.
+    pub fn index(
+        &self,
+        progress: &(dyn Fn(IndexProgress) + Sync),
+    ) -> Result<IndexSummary, RagError> {
+        let mut summary = self.inner.run_refresh(None, progress)?;
+        if self.inner.config.embeddings {
+            match self.inner.embedder() {
+                Ok(_) => {
+                    let started = Instant::now();
+                    summary.embedded = self.inner.embed_missing(progress)?;
+                    summary.embed_seconds = started.elapsed().as_secs_f64();
+                }
+                Err(e) => summary.warnings.push(no_model_warning(&e)),
+            }
+        }
+        Ok(summary)
+    }
+
+    /// Starts a refresh (and then embedding) on a background thread unless one is running.
+    pub fn refresh_in_background(&self) {
+        Inner::spawn_refresh(&self.inner, None);
+    }
+
+    /// Starts computing missing chunk vectors on a background thread unless already running.
+    pub fn embed_in_background(&self) {
+        Inner::spawn_embedding(&self.inner);
+    }
+
+    /// Waits until no background refresh or embedding runs (or `timeout` passes); returns
+    /// whether everything is idle.
+    pub fn wait_idle(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.inner.lock_state();
+        while state.refreshing || state.embedding {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self
+                .inner
+                .changed
+                .wait_timeout(state, left)
+                .expect("retriever state lock")
+                .0;
+        }
+        true
+    }
+
+    /// Number of chunk vectors cached.
+    pub fn cached_vectors(&self) -> usize {
+        self.inner.vectors.len()
+    }
+
+    /// Answers a query from the index as it is now (refreshing it within the budgets).
+    pub fn retrieve(&self, query: &RetrievalQuery) -> Result<Retrieval, RagError> {
+        self.inner.retrieve(query)
+    }
+}
+
+fn chunk_options(config: &RagConfig) -> ChunkOptions {
+    ChunkOptions {
+        chunk_lines: config.chunk_lines,
+        overlap: config.overlap,
+    }
+}
+
+fn no_model_warning(reason: &str) -> String {
+    format!("embedding model unavailable ({reason}); ranking is lexical only")
+}
+
+impl Inner {
+    fn lock_state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("retriever state lock")
+    }
+
+    fn embedder(&self) -> Result<Arc<Embedder>, String> {
+        self.embedder
+            .get_or_init(|| {
+                let embedder = Embedder::load(&self.config).map_err(|e| e.to_string())?;
+                let dim = embedder
+                    .embed_query("dimension probe")
+                    .map_err(|e| e.to_string())?
+                    .len();
+                if let Some(w) = self
+                    .vectors
+                    .load(embedder.model_id, dim)
+                    .map_err(|e| e.to_string())?
+                {
+                    tracing::warn!("{w}");
+                }
+                Ok(Arc::new(embedder))
+            })
+            .clone()
+    }
+
+    /// Discovers files and refreshes the index; `checkpoint` forces an intermediate commit.
+    fn run_refresh(
+        &self,
+        checkpoint: Option<Instant>,
+        progress: &(dyn Fn(IndexProgress) + Sync),
+    ) -> Result<IndexSummary, RagError> {
+        let _turn = self.writer_turn.lock().expect("index writer lock");
+        let started = Instant::now();
+        progress(IndexProgress {
+            phase: IndexPhase::Scanning,
+            done: 0,
+            total: 0,
+        });
+        let files = discover::discover(&self.repo)?;
+        let mut manifest = {
+            let mut state = self.lock_state();
+            state.index_complete = false;
+            state.manifest.clone()
+        };
+        let counts: Result<RefreshCounts, RagError> = self.index.refresh(
+            &mut manifest,
+            &files,
+            chunk_options(&self.config),
+            checkpoint,
+            |m, complete| {
+                let mut state = self.lock_state();
+                state.manifest = m.clone();
+                state.commits += 1;
+                state.index_complete = complete;
+                self.changed.notify_all();
+            },
+            &|done, total| {
+                progress(IndexProgress {
+                    phase: IndexPhase::Indexing,
+                    done,
+                    total,
+                })
+            },
+        );
+        let counts = match counts {
+            Ok(c) => c,
+            Err(e) => {
+                self.lock_state().index_complete = true;
+                return Err(e);
+            }
+        };
+        let summary = IndexSummary {
+            files: manifest.files.len(),
+            chunks: self.index.num_chunks(),
+            bytes: manifest.byte_count(),
+            added: counts.added,
+            changed: counts.changed,
+            removed: counts.removed,
+            unchanged: counts.unchanged,
+            rechunked: counts.chunked,
+            skipped_binary: counts.skipped_binary,
+            embedded: 0,
+            seconds: started.elapsed().as_secs_f64(),
+            embed_seconds: 0.0,
+            warnings: self.open_warnings.clone(),
+        };
+        let mut state = self.lock_state();
+        state.manifest = manifest;
+        state.last_refresh = Some(Instant::now());
+        tracing::debug!(?counts, "index refreshed");
+        Ok(summary)
+    }
+
+    fn spawn_refresh(this: &Arc<Inner>, checkpoint: Option<Instant>) -> bool {
+        {
+            let mut state = this.lock_state();
+            if state.refreshing {
+                return true;
+            }
+            if state
+                .last_refresh
+                .is_some_and(|t| t.elapsed() < REFRESH_DEBOUNCE)
+            {
+                return false;
+            }
+            state.refreshing = true;
+            state.index_complete = false;
+        }
+        let inner = Arc::clone(this);
+        std::thread::spawn(move || {
+            let result = inner.run_refresh(checkpoint, &|_| {});
+            let embed = {
+                let mut state = inner.lock_state();
+                state.refreshing = false;
+                state.last_error = result.as_ref().err().map(|e| e.to_string());
+                if let Err(e) = &result {
+                    tracing::warn!("background index refresh failed: {e}");
+                }
+                inner.changed.notify_all();
+                result.is_ok() && inner.config.embeddings && inner.config.fusion != Fusion::Lexical
+            };
+            if embed && inner.embedder().is_ok() {
+                Inner::spawn_embedding(&inner);
+            }
+        });
+        true
+    }
+
+    fn spawn_embedding(this: &Arc<Inner>) {
+        {
+            let mut state = this.lock_state();
+            if state.embedding {
+                return;
+            }
+            state.embedding = true;
+        }
+        let inner = Arc::clone(this);
+        std::thread::spawn(move || {
+            if let Err(e) = inner.embed_missing(&|_| {}) {
+                tracing::warn!("background embedding failed: {e}");
+            }
+            inner.lock_state().embedding = false;
+            inner.changed.notify_all();
+        });
+    }
+
+    /// Computes and caches vectors for every indexed chunk that lacks one.
+    fn embed_missing(&self, progress: &(dyn Fn(IndexProgress) + Sync)) -> Result<usize, RagError> {
+        let Ok(embedder) = self.embedder() else {
+            return Ok(0);
+        };
+        let mut seen = HashSet::new();
+        let mut missing: Vec<([u8; 16], String)> = Vec::new();
+        self.index.for_each_chunk(|c| {
+            if !self.vectors.contains(&c.hash) && seen.insert(c.hash) {
+                missing.push((c.hash, tagged_text(&c.tags, &c.text)));
+            }
+            true
+        })?;
+        let total = missing.len();
+        let batch = self.config.embed_batch.max(1);
+        let mut done = 0;
+        progress(IndexProgress {
+            phase: IndexPhase::Embedding,
+            done,
+            total,
+        });
+        for group in missing.chunks(batch) {
+            if self.shutdown.load(Ordering::SeqCst) {
+                break;
+            }
+            let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
+            let vectors = embedder.embed(&texts, batch)?;
+            self.vectors
+                .insert(group.iter().map(|(h, _)| *h).zip(vectors).collect())?;
+            done += group.len();
+            progress(IndexProgress {
+                phase: IndexPhase::Embedding,
+                done,
+                total,
+            });
+        }
+        Ok(done)
+    }
+
+    /// Makes sure the index is as fresh as the budgets allow; returns warnings and the number
+    /// of files indexed at that point.
+    fn freshen(this: &Arc<Inner>) -> (Vec<String>, usize) {
+        let mut warnings = Vec::new();
+        let (empty, commits_before) = {
+            let state = this.lock_state();
+            (state.manifest.files.is_empty(), state.commits)
+        };
+        let budget = Duration::from_secs(this.config.index_budget_secs);
+        let wait = if empty {
+            budget
+        } else {
+            Duration::from_millis(this.config.refresh_wait_ms)
+        };
+        let running = Inner::spawn_refresh(this, Some(Instant::now() + budget));
+        if !running {
+            let files = this.lock_state().manifest.files.len();
+            return (warnings, files);
+        }
+        let deadline = Instant::now() + wait + Duration::from_millis(if empty { 500 } else { 0 });
+        let mut state = this.lock_state();
+        loop {
+            let partial_ready =
+                empty && state.commits > commits_before && !state.manifest.files.is_empty();
+            if !state.refreshing || state.index_complete || partial_ready {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = this
+                .changed
+                .wait_timeout(state, left)
+                .expect("retriever state lock")
+                .0;
+        }
+        if let Some(e) = state.last_error.clone() {
+            warnings.push(format!("index refresh failed: {e}"));
+        }
+        // A routine refresh running behind an existing index is the design, not a degradation:
+        // only a partial first build is worth a warning.
+        if state.refreshing && !state.index_complete {
+            if empty {
+                warnings.push(format!(
+                    "index build still running after the {} s budget: answered from the {} files indexed so far",
+                    budget.as_secs(),
+                    state.manifest.files.len()
+                ));
+            } else {
+                tracing::debug!("answering from the cached index while a refresh runs");
+            }
+        }
+        (warnings, state.manifest.files.len())
+    }
+
+    fn retrieve(self: &Arc<Self>, query: &RetrievalQuery) -> Result<Retrieval, RagError> {
+        let started = Instant::now();
+        let config = &self.config;
+        let top_k = query.top_k.unwrap_or(config.top_k).max(1);
+        let mut warnings = self.open_warnings.clone();
+        let active = match &query.active_file {
+            Some(p) => {
+                let rel = self.resolve_active(p)?;
+                if discover::is_documentation(&rel) {
+                    warnings.push(format!(
+                        "{rel} is documentation; not used as the active file"
+                    ));
+                    None
+                } else {
+                    Some(rel)
+                }
+            }
+            None => None,
+        };
+        let (freshness, indexed_files) = Inner::freshen(self);
+        warnings.extend(freshness);
+        let mut stats = RetrievalStats {
+            action: rank::detect_action(&query.query),
+            indexed_files,
+            indexed_chunks: self.index.num_chunks(),
+            ..RetrievalStats::default()
+        };
+        stats.timings.wait_for_index_ms = ms(started);
+
+        let lexical_started = Instant::now();
+        let terms = tokenize::query_terms(&query.query);
+        if terms.is_empty() {
+            warnings.push("the query has no searchable words".into());
+        }
+        let limit = top_k * config.candidate_multiplier.max(1);
+        let mut candidates = self.index.search(
+            &terms,
+            config.symbol_boost,
+            config.path_boost,
+            limit
+                + if active.is_some() {
+                    ACTIVE_FILE_SLACK
+                } else {
+                    0
+                },
+            None,
+        )?;
+        if let Some(rel) = &active {
+            candidates.retain(|c| &c.path != rel);
+        }
+        candidates.truncate(limit);
+        stats.timings.lexical_ms = ms(lexical_started);
+
+        // Vector scores only when every candidate already has a cached vector: mixing ranked
+        // and unranked candidates would bias the order.
+        let embed_started = Instant::now();
+        let mut query_vector = None;
+        if config.embeddings && config.fusion != Fusion::Lexical && !candidates.is_empty() {
+            match self.embedder() {
+                Ok(embedder) => {
+                    let missing = candidates
+                        .iter()
+                        .filter(|c| !self.vectors.contains(&c.hash))
+                        .count();
+                    if missing == 0 {
+                        query_vector = Some(embedder.embed_query(&query.query)?);
+                    } else {
+                        warnings.push(format!(
+                            "vectors for {missing} of {} candidates are not computed yet (background embedding runs); ranking is lexical for now",
+                            candidates.len()
+                        ));
+                        Inner::spawn_embedding(self);
+                    }
+                }
+                Err(e) => warnings.push(no_model_warning(&e)),
+            }
+        }
+        stats.timings.embed_query_ms = ms(embed_started);
+
+        let rank_started = Instant::now();
+        let cosines = query_vector.as_ref().map(|q| {
+            candidates
+                .iter()
+                .map(|c| self.vectors.with(&c.hash, |v| cosine(q, v)).unwrap_or(0.0))
+                .collect::<Vec<f32>>()
+        });
+        if cosines.is_some() {
+            stats.mode = RetrievalMode::Hybrid;
+        }
+        let scored = rank::fuse(candidates, cosines, config, stats.action);
+
+        let active_context = match &active {
+            Some(rel) => Some(self.active_context(rel, &terms, query_vector.as_deref())?),
+            None => None,
+        };
+        let active_tokens = active_context
+            .as_ref()
+            .map_or(0, |a| count_tokens(&active_section(a)));
+        let available = config.token_budget.saturating_sub(active_tokens + 16);
+        let (kept, filter) = rank::filter(scored, config.threshold, top_k, available, |s| {
+            chunk_block(
+                &s.chunk.path,
+                s.chunk.start_line,
+                s.chunk.end_line,
+                &s.chunk.tags,
+                &s.chunk.language,
+                &s.chunk.text,
+            )
+        });
+        stats.filter = filter;
+        let chunks: Vec<RetrievedChunk> = kept.into_iter().map(to_retrieved).collect();
+        let formatted = format_context(active_context.as_ref(), &chunks);
+        let tokens = count_tokens(&formatted);
+        stats.timings.rank_ms = ms(rank_started);
+        stats.timings.total_ms = ms(started);
+        Ok(Retrieval {
+            active_file: active_context,
+            chunks,
+            stats,
+            warnings,
+            formatted,
+            tokens,
+        })
+    }
+
+    /// Path of the active file relative to the repository; it must exist inside it.
+    fn resolve_active(&self, path: &Path) -> Result<String, RagError> {
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.repo.join(path)
+        };
+        let resolved = joined
+            .canonicalize()
+            .map_err(|source| RagError::ActiveFileMissing {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let rel = resolved
+            .strip_prefix(&self.repo)
+            .ok()
+            .and_then(discover::rel_to_string)
+            .filter(|r| !r.is_empty() && resolved.is_file());
+        rel.ok_or_else(|| RagError::ActiveFileOutside {
+            path: path.to_path_buf(),
+            resolved: resolved.clone(),
+            repo: self.repo.clone(),
+        })
+    }
+
+    /// Summary and the (up to) two excerpts of the active file that best match the query.
+    fn active_context(
+        &self,
+        rel: &str,
+        terms: &[String],
+        query_vector: Option<&[f32]>,
+    ) -> Result<ActiveFileContext, RagError> {
+        let abs = self.repo.join(rel);
+        let bytes = std::fs::read(&abs).map_err(|e| RagError::io(&abs, e))?;
+        let text = String::from_utf8_lossy(&bytes);
+        // Chunked from disk, not from the index: the file being edited is the one most likely
+        // to have changed since the last refresh.
+        let chunks: Vec<IndexedChunk> = chunk_file(rel, &text, chunk_options(&self.config))
+            .into_iter()
+            .map(|c| IndexedChunk {
+                path: rel.to_string(),
+                start_line: c.start_line,
+                end_line: c.end_line,
+                language: c.language.name().to_string(),
+                hash: super::index::content_hash(c.tagged_text().as_bytes()),
+                tags: c.tags,
+                symbols: c.symbols,
+                text: c.text,
+                bm25: 0.0,
+            })
+            .collect();
+        let wanted: HashSet<&str> = terms.iter().map(String::as_str).collect();
+        let mut scored: Vec<(f32, IndexedChunk)> = chunks
+            .into_iter()
+            .map(|c| {
+                let mut seen = HashSet::new();
+                let body = format!("{}\n{}", c.symbols.join(" "), c.text);
+                for t in tokenize::query_terms(&body) {
+                    if wanted.contains(t.as_str()) {
+                        seen.insert(t);
+                    }
+                }
+                let lexical = seen.len() as f32 / wanted.len().max(1) as f32;
+                let vector = query_vector
+                    .and_then(|q| self.vectors.with(&c.hash, |v| cosine(q, v)))
+                    .unwrap_or(0.0);
+                (lexical + vector, c)
+            })
+            .collect();
+        // Stable sort keeps earlier chunks first among equals (the file's head when nothing
+        // matches).
+        scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+        scored.truncate(2);
+        scored.sort_by_key(|(_, c)| c.start_line);
+        let excerpts = scored
+            .into_iter()
+            .map(|(score, c)| {
+                let mut r = to_retrieved(ScoredChunk {
+                    lexical: 0.0,
+                    vector: None,
+                    score,
+                    chunk: c,
+                });
+                r.score = score;
+                r
+            })
+            .collect();
+        Ok(ActiveFileContext {
+            path: rel.to_string(),
+            summary: summary_line(&text),
+            excerpts,
+        })
+    }
+}
+
+fn to_retrieved(s: ScoredChunk) -> RetrievedChunk {
+    RetrievedChunk {
+        path: s.chunk.path,
+        start_line: s.chunk.start_line,
+        end_line: s.chunk.end_line,
+        language: s.chunk.language,
+        tags: s.chunk.tags,
+        symbols: s.chunk.symbols,
+        text: s.chunk.text,
+        score: s.score,
+        lexical: s.lexical,
+        vector: s.vector,
+    }
+}
+
+fn ms(since: Instant) -> f64 {
+    since.elapsed().as_secs_f64() * 1000.0
+}

@@ -1,0 +1,129 @@
+//! Retrieval with the real all-MiniLM-L6-v2 int8 model on ONNX Runtime (installed by
+//! `scripts/setup-model`): sane vectors, hybrid ranking, the on-disk vector cache, and
+//! background embedding in a long-lived retriever.
+
+mod rag_support;
+
+use std::time::Duration;
+
+use promptd::rag::embed::{Embedder, cosine};
+use promptd::rag::{RetrievalMode, RetrievalQuery, Retriever};
+use rag_support::{QUERIES, fixture_repo, model_config, model_paths};
+
+#[test]
+fn int8_model_gives_sane_vectors() {
+    let (model, runtime) = model_paths();
+    let config = model_config();
+    let embedder = Embedder::load(&config).unwrap_or_else(|e| {
+        panic!(
+            "loading {} with {}: {e}",
+            model.display(),
+            runtime.display()
+        )
+    });
+    let texts = [
+        "How do I reset my password?",
+        "Steps to recover a forgotten account password",
+        "The cat sat on the warm mat",
+        "fn verify_password(hash: &str, password: &str) -> bool",
+    ];
+    let v = embedder.embed(&texts, 4).unwrap();
+    assert_eq!(v.len(), 4);
+    assert!(v.iter().all(|x| x.len() == 384));
+    for x in &v {
+        let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-3, "norm {norm}");
+    }
+    let related = cosine(&v[0], &v[1]);
+    let unrelated = cosine(&v[0], &v[2]);
+    let code = cosine(&v[0], &v[3]);
+    assert!(related > 0.5, "related {related}");
+    assert!(unrelated < 0.2, "unrelated {unrelated}");
+    assert!(code > unrelated, "code {code} vs unrelated {unrelated}");
+    // Batching must not change vectors (mean pooling over the attention mask).
+    let single = embedder.embed_query(texts[1]).unwrap();
+    assert!(cosine(&single, &v[1]) > 0.999);
+}
+
+#[test]
+fn hybrid_ranking_uses_cached_vectors() {
+    let repo = fixture_repo();
+    let retriever = Retriever::open(repo.path(), model_config()).unwrap();
+    let summary = retriever.index(&|_| {}).unwrap();
+    assert!(summary.embedded > 0);
+    assert_eq!(retriever.cached_vectors(), summary.embedded);
+    let mut top1 = 0;
+    for (text, path, _) in QUERIES {
+        let result = retriever.retrieve(&RetrievalQuery::new(*text)).unwrap();
+        assert_eq!(
+            result.stats.mode,
+            RetrievalMode::Hybrid,
+            "{:?}",
+            result.warnings
+        );
+        assert!(result.chunks.iter().all(|c| c.vector.is_some()));
+        assert!(
+            result.chunks.iter().take(3).any(|c| &c.path == path),
+            "{text:?} → {:?}",
+            result.chunks.iter().map(|c| &c.path).collect::<Vec<_>>()
+        );
+        top1 += usize::from(&result.chunks[0].path == path);
+    }
+    assert!(
+        top1 >= QUERIES.len() - 1,
+        "top-1 hits {top1}/{}",
+        QUERIES.len()
+    );
+
+    // Reopening reuses the vectors on disk: nothing is embedded again.
+    drop(retriever);
+    let reopened = Retriever::open(repo.path(), model_config()).unwrap();
+    let again = reopened.index(&|_| {}).unwrap();
+    assert_eq!(again.embedded, 0);
+    assert_eq!(reopened.cached_vectors(), summary.embedded);
+
+    // A torn last record (crash mid-append) costs one vector, not the cache.
+    drop(reopened);
+    let cache = repo.path().join(".rag/vectors.bin");
+    let len = std::fs::metadata(&cache).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&cache)
+        .unwrap();
+    f.set_len(len - 100).unwrap();
+    let repaired = Retriever::open(repo.path(), model_config()).unwrap();
+    let after = repaired.index(&|_| {}).unwrap();
+    assert_eq!(after.embedded, 1);
+}
+
+#[test]
+fn long_lived_retriever_embeds_in_the_background() {
+    let repo = fixture_repo();
+    let retriever = Retriever::open(repo.path(), model_config()).unwrap();
+    // First query: the index is built within the budget, vectors do not exist yet.
+    let first = retriever
+        .retrieve(&RetrievalQuery::new("multiply two matrices"))
+        .unwrap();
+    assert_eq!(first.chunks[0].path, "native/matrix.cpp");
+    assert_eq!(first.stats.mode, RetrievalMode::Lexical);
+    assert!(
+        first
+            .warnings
+            .iter()
+            .any(|w| w.contains("not computed yet")),
+        "{:?}",
+        first.warnings
+    );
+    assert!(retriever.wait_idle(Duration::from_secs(300)));
+    let later = retriever
+        .retrieve(&RetrievalQuery::new("multiply two matrices"))
+        .unwrap();
+    assert_eq!(
+        later.stats.mode,
+        RetrievalMode::Hybrid,
+        "{:?}",
+        later.warnings
+    );
+    assert_eq!(later.chunks[0].path, "native/matrix.cpp");
+    assert!(later.warnings.is_empty(), "{:?}", later.warnings);
+}
