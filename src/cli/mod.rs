@@ -13,6 +13,8 @@ use crate::library::{GetPromptsRequest, LibraryOptions, PromptLibrary, options_f
 use crate::registry::{PromptCategory, Severity};
 use crate::render::Clock;
 
+mod prompt_tests;
+
 /// promptd: prompt-template registry, renderer and MCP server.
 #[derive(Debug, Parser)]
 #[command(name = "promptd", version, about, propagate_version = true)]
@@ -63,6 +65,8 @@ pub enum Command {
     Get(GetArgs),
     /// Lint every prompt (exit 1 on any error, 0 with only warnings).
     Check,
+    /// Snapshot-test prompts: render every case and compare with its `.snap` file.
+    Test(prompt_tests::TestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -122,6 +126,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::List(args) => list(&cli.common, &args, &mut out),
         Command::Get(args) => get(&cli.common, &args, &mut out),
         Command::Check => check(&cli.common, &mut out),
+        Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out),
     }
 }
 
