@@ -188,3 +188,32 @@ fn snapshot_files_are_read_and_rewritten_identically_by_insta() {
         assert_eq!(std::fs::read_to_string(&resaved).unwrap(), ours);
     }
 }
+
+/// Every built-in prompt has at least one case in `tests/prompts/`, run by `promptd test` in CI.
+#[test]
+fn every_builtin_prompt_has_cases() {
+    let lib = common::library(&[], true, None, "2026-01-15");
+    let snap = lib.snapshot();
+    let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prompts");
+    let found = promptd::prompt_tests::discover(&snap.registry, Some(&cases_dir)).unwrap();
+    assert!(found.problems.is_empty(), "{:?}", found.problems);
+    for prompt in snap.registry.prompts() {
+        let cases = found
+            .cases
+            .iter()
+            .filter(|c| c.prompt == prompt.name)
+            .count();
+        assert!(
+            cases > 0,
+            "built-in prompt `{}` has no test case",
+            prompt.name
+        );
+        for case in found.cases.iter().filter(|c| c.prompt == prompt.name) {
+            assert!(
+                case.snapshot.is_file(),
+                "{} has no accepted snapshot",
+                case.id()
+            );
+        }
+    }
+}
