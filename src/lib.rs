@@ -18,6 +18,7 @@ pub mod guard;
 pub mod library;
 pub mod lint;
 pub mod llm;
+pub mod prompt_tests;
 pub mod rag;
 pub mod registry;
 pub mod render;

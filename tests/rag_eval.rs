@@ -250,8 +250,10 @@ fn eval_retrieval() {
     let mut sets = Vec::new();
     for entry in std::fs::read_dir("tests/fixtures/rag/eval").unwrap() {
         let path = entry.unwrap().path();
-        let set: QuerySet = serde_json::from_value(promptd::registry::yaml_to_json(&std::fs::read_to_string(&path).unwrap()).unwrap())
-            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let set: QuerySet = serde_json::from_value(
+            promptd::registry::yaml_to_json(&std::fs::read_to_string(&path).unwrap()).unwrap(),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let repo = work.join(&set.crate_dir);
         if !repo.exists() {
             std::fs::create_dir_all(&repo).unwrap();

@@ -16,6 +16,8 @@ use crate::library::{GetPromptsRequest, LibraryOptions, PromptLibrary, options_f
 use crate::registry::{PromptCategory, Severity};
 use crate::render::Clock;
 
+mod prompt_tests;
+
 /// promptd: prompt-template registry, renderer and MCP server.
 #[derive(Debug, Parser)]
 #[command(name = "promptd", version, about, propagate_version = true)]
@@ -72,6 +74,8 @@ pub enum Command {
     Index(rag::IndexArgs),
     /// Print the repository context retrieved for a prompt.
     Context(rag::ContextArgs),
+    /// Snapshot-test prompts: render every case and compare with its `.snap` file.
+    Test(prompt_tests::TestArgs),
 }
 
 #[derive(Debug, Args)]
@@ -143,6 +147,7 @@ pub fn run(cli: Cli) -> Result<u8> {
             let code = scan::run_scan(&args, &mut std::io::stdin().lock(), &mut out);
             Ok(u8::try_from(code).unwrap_or(2))
         }
+        Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out),
     }
 }
 
