@@ -17,3 +17,4 @@ pub mod lint;
 pub mod registry;
 pub mod render;
 pub mod tokens;
+pub mod watch;
