@@ -14,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod library;
 pub mod lint;
+pub mod mcp;
 pub mod registry;
 pub mod render;
 pub mod tokens;
