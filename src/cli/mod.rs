@@ -76,6 +76,33 @@ pub enum Command {
     Context(rag::ContextArgs),
     /// Snapshot-test prompts: render every case and compare with its `.snap` file.
     Test(prompt_tests::TestArgs),
+    /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Serve streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765).
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Bearer token every HTTP request must carry; required to bind a non-loopback address.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "PROMPTD_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
+    /// Also offer system prompts (promptd's internal templates) as MCP prompts.
+    #[arg(long)]
+    pub expose_system: bool,
+    /// prompts/list page size.
+    #[arg(long, value_name = "N", default_value_t = crate::mcp::DEFAULT_PAGE_SIZE,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub page_size: usize,
+    /// Do not watch prompt folders and the config file for changes.
+    #[arg(long)]
+    pub no_watch: bool,
 }
 
 #[derive(Debug, Args)]
@@ -129,25 +156,26 @@ pub fn init_tracing() {
 
 /// Dispatches a parsed command line; returns the exit code.
 pub fn run(cli: Cli) -> Result<u8> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    // Each command locks stdout itself: `serve` writes MCP frames from other threads.
+    let out = || std::io::stdout().lock();
     match cli.command {
-        Command::List(args) => list(&cli.common, &args, &mut out),
-        Command::Get(args) => get(&cli.common, &args, &mut out),
-        Command::Check => check(&cli.common, &mut out),
+        Command::List(args) => list(&cli.common, &args, &mut out()),
+        Command::Get(args) => get(&cli.common, &args, &mut out()),
+        Command::Check => check(&cli.common, &mut out()),
         Command::Index(args) => {
             let config = rag_config(&cli.common)?;
-            Ok(u8::try_from(rag::run_index(&args, config, &mut out)?).unwrap_or(1))
+            Ok(u8::try_from(rag::run_index(&args, config, &mut out())?).unwrap_or(1))
         }
         Command::Context(args) => {
             let config = rag_config(&cli.common)?;
-            Ok(u8::try_from(rag::run_context(&args, config, &mut out)?).unwrap_or(1))
+            Ok(u8::try_from(rag::run_context(&args, config, &mut out())?).unwrap_or(1))
         }
         Command::Scan(args) => {
-            let code = scan::run_scan(&args, &mut std::io::stdin().lock(), &mut out);
+            let code = scan::run_scan(&args, &mut std::io::stdin().lock(), &mut out());
             Ok(u8::try_from(code).unwrap_or(2))
         }
-        Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out),
+        Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out()),
+        Command::Serve(args) => serve(&cli.common, &args),
     }
 }
 
@@ -308,4 +336,22 @@ fn check(common: &CommonArgs, out: &mut dyn Write) -> Result<u8> {
         snap.registry.len()
     )?;
     Ok(u8::from(errors > 0))
+}
+
+fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
+    let lib = common.open_library()?;
+    if args.http.is_none() && args.auth_token.is_some() {
+        tracing::debug!("--auth-token only applies to --http");
+    }
+    let options = crate::mcp::ServeOptions {
+        handler: crate::mcp::HandlerOptions {
+            expose_system: args.expose_system,
+            page_size: args.page_size,
+        },
+        http: args.http,
+        auth_token: args.auth_token.clone(),
+        watch: !args.no_watch,
+    };
+    crate::mcp::serve(lib, options)?;
+    Ok(0)
 }

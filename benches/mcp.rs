@@ -1,0 +1,221 @@
+//! MCP round trips against the RELEASE binary over stdio (a bench binary that prints numbers,
+//! not criterion: the numbers are latencies of a separate process).
+//!
+//! ```sh
+//! cargo build --release && cargo bench --bench mcp
+//! ```
+//!
+//! The binary is `$PROMPTD_BIN`, else `target/release/promptd` (built with `cargo build
+//! --release --bin promptd` if missing). Measured over a raw pipe with newline-delimited
+//! JSON-RPC, as an MCP client sees it:
+//! - `prompts/get` and `tools/call wit-get-prompts` (one prompt, rendered): median / p90 / p99
+//!   over `MCP_BENCH_CALLS` calls each (default 2,000) after a warm-up;
+//! - spawn → first answer: process spawn until the `initialize` response arrives;
+//! - file save → `notifications/prompts/list_changed` received (watcher + 100 ms debounce +
+//!   reload).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+struct Server {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Server {
+    fn spawn(bin: &Path, cwd: &Path, prompts: &Path) -> Server {
+        let mut child = Command::new(bin)
+            .args(["--now", "2025-03-15", "--prompts"])
+            .arg(prompts)
+            .arg("serve")
+            .env_remove("PROMPTD_PROMPTS")
+            .env_remove("PROMPTD_CONFIG")
+            .env("RUST_LOG", "error")
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn promptd serve");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        }
+    }
+
+    fn send(&mut self, msg: &Value) {
+        let mut line = msg.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).unwrap();
+        assert!(n > 0, "server closed stdout");
+        serde_json::from_str(&line).unwrap()
+    }
+
+    /// Sends a request and waits for its response (skipping notifications).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        loop {
+            let v = self.read();
+            if v["id"] == id {
+                assert!(v.get("error").is_none(), "{method}: {v}");
+                return v;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        let r = self.call(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "bench", "version": "0"}}),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        r
+    }
+
+    fn close(mut self) {
+        drop(self.stdin);
+        let started = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(5) {
+                let _ = self.child.kill();
+                panic!("server did not exit after stdin closed");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+fn binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("PROMPTD_BIN") {
+        return PathBuf::from(p);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = root.join("target/release/promptd");
+    if !bin.exists() {
+        eprintln!("building the release binary…");
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "--release", "--bin", "promptd", "--manifest-path"])
+            .arg(root.join("Cargo.toml"))
+            .status()
+            .expect("cargo build --release");
+        assert!(status.success());
+    }
+    bin
+}
+
+struct Stats {
+    samples: Vec<Duration>,
+}
+
+impl Stats {
+    fn pct(&self, p: f64) -> Duration {
+        let mut s = self.samples.clone();
+        s.sort();
+        let i = ((s.len() as f64 - 1.0) * p).round() as usize;
+        s[i]
+    }
+
+    fn print(&self, name: &str) {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        let mean = self.samples.iter().sum::<Duration>() / self.samples.len() as u32;
+        println!(
+            "{name:<34} n={:<5} p50={:>9.1} µs  p90={:>9.1} µs  p99={:>9.1} µs  mean={:>9.1} µs",
+            self.samples.len(),
+            us(self.pct(0.5)),
+            us(self.pct(0.9)),
+            us(self.pct(0.99)),
+            us(mean),
+        );
+    }
+}
+
+fn time_calls(server: &mut Server, n: usize, method: &str, params: &Value) -> Stats {
+    for _ in 0..n.min(200) {
+        server.call(method, params.clone());
+    }
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        server.call(method, params.clone());
+        samples.push(t.elapsed());
+    }
+    Stats { samples }
+}
+
+fn main() {
+    let calls: usize = std::env::var("MCP_BENCH_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2000);
+    // No step may hang the bench: a missing notification ends it with an error.
+    std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_secs(600));
+        eprintln!("mcp bench: timed out");
+        std::process::exit(2);
+    });
+    let bin = binary();
+    let cwd = tempfile::tempdir().unwrap();
+    let prompts = tempfile::tempdir().unwrap();
+    let live = prompts.path().join("live.md");
+    std::fs::write(&live, "---\ntitle: Live\n---\nrevision 0\n").unwrap();
+    println!("binary: {}", bin.display());
+
+    // Spawn → first answer.
+    let mut spawn = Vec::new();
+    for _ in 0..30 {
+        let t = Instant::now();
+        let mut s = Server::spawn(&bin, cwd.path(), prompts.path());
+        s.initialize();
+        spawn.push(t.elapsed());
+        s.close();
+    }
+    Stats { samples: spawn }.print("spawn -> initialize answered");
+
+    let mut s = Server::spawn(&bin, cwd.path(), prompts.path());
+    s.initialize();
+    let get =
+        json!({"name": "code_review", "arguments": {"target": "src/lib.rs", "max_findings": "5"}});
+    time_calls(&mut s, calls, "prompts/get", &get).print("prompts/get code_review");
+    let tool = json!({"name": "wit-get-prompts",
+                      "arguments": {"promptName": "code_review", "args": {"target": "src/lib.rs"}}});
+    time_calls(&mut s, calls, "tools/call", &tool).print("tools/call wit-get-prompts (one)");
+    let list = json!({"name": "wit-get-prompts", "arguments": {"includeContent": false}});
+    time_calls(&mut s, calls, "tools/call", &list).print("tools/call wit-get-prompts (list)");
+    time_calls(&mut s, calls, "prompts/list", &json!({})).print("prompts/list");
+
+    // File save → list_changed.
+    let mut saves = Vec::new();
+    for i in 1..=20 {
+        std::thread::sleep(Duration::from_millis(250));
+        let t = Instant::now();
+        std::fs::write(&live, format!("---\ntitle: Live\n---\nrevision {i}\n")).unwrap();
+        loop {
+            let v = s.read();
+            if v["method"] == "notifications/prompts/list_changed" {
+                break;
+            }
+        }
+        saves.push(t.elapsed());
+    }
+    Stats { samples: saves }.print("file save -> list_changed");
+    s.close();
+}

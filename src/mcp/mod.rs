@@ -1,0 +1,131 @@
+//! The MCP server: the prompt library over the Model Context Protocol (rmcp), for clients that
+//! use MCP prompts and for clients that only call tools.
+//!
+//! This module converts between MCP types and library types and holds no business logic: native
+//! prompts (`prompts/list` with cursor pages, `prompts/get`, `completion/complete`) and the tools
+//! of [`tools::TOOLS`] (`wit-get-prompts`) all call [`PromptLibrary`]. [`serve`] runs the server
+//! over stdio (default) or streamable HTTP at `/mcp`, with hot reload: [`crate::watch`] reloads
+//! the library when prompt files or the config change, and every connected client
+//! ([`ConnectedClients`]) gets `notifications/prompts/list_changed`.
+//!
+//! Over stdio, stdout carries only MCP frames; logs go to stderr.
+
+pub mod clients;
+pub mod convert;
+pub mod http;
+pub mod server;
+pub mod tools;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rmcp::ServiceExt;
+use tokio_util::sync::CancellationToken;
+
+pub use clients::ConnectedClients;
+pub use server::{DEFAULT_PAGE_SIZE, HandlerOptions, PromptServer};
+
+use crate::library::PromptLibrary;
+
+/// How to serve.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    pub handler: HandlerOptions,
+    /// Serve streamable HTTP on this address instead of stdio.
+    pub http: Option<SocketAddr>,
+    /// Required bearer token for HTTP (mandatory for a non-loopback address).
+    pub auth_token: Option<String>,
+    /// Watch prompt folders and the config file (hot reload).
+    pub watch: bool,
+}
+
+/// Why serving failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "refusing to serve on {addr} without a token: binding a non-loopback address requires \
+         --auth-token or PROMPTD_AUTH_TOKEN"
+    )]
+    InsecureBind { addr: SocketAddr },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("MCP session failed to start: {0}")]
+    Initialize(Box<rmcp::service::ServerInitializeError>),
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Runs the server until stdin closes (stdio) or the process is interrupted (HTTP). Builds its
+/// own tokio runtime.
+pub fn serve(library: PromptLibrary, options: ServeOptions) -> Result<(), ServeError> {
+    let runtime = if options.http.is_some() {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+    } else {
+        // One client, one thread: the lowest latency per request.
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+    };
+    let result = runtime.block_on(serve_async(Arc::new(library), options));
+    // Blocking reads of stdin must not keep the process alive after the session ended.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result
+}
+
+/// [`serve`] inside an existing runtime.
+pub async fn serve_async(
+    library: Arc<PromptLibrary>,
+    options: ServeOptions,
+) -> Result<(), ServeError> {
+    let clients = Arc::new(ConnectedClients::new());
+    let server = PromptServer::new(library.clone(), clients.clone(), options.handler);
+    let _watcher = if options.watch {
+        let clients = clients.clone();
+        Some(crate::watch::spawn(library, move |_| {
+            let clients = clients.clone();
+            async move {
+                let n = clients.notify_prompts_changed().await;
+                tracing::debug!("sent prompts/list_changed to {n} client(s)");
+            }
+        })?)
+    } else {
+        None
+    };
+    match options.http {
+        Some(addr) => {
+            if options.auth_token.is_none() {
+                tracing::info!("HTTP without a token: loopback only");
+            }
+            let ct = CancellationToken::new();
+            let stop = ct.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            http::serve(server, addr, options.auth_token, ct).await
+        }
+        None => serve_stdio(server).await,
+    }
+}
+
+/// One MCP session over stdin/stdout; returns when the client closes stdin.
+pub async fn serve_stdio(server: PromptServer) -> Result<(), ServeError> {
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(r) => r,
+        // The client went away before the handshake: nothing to serve.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(ServeError::Initialize(Box::new(e))),
+    };
+    let reason = running.waiting().await;
+    tracing::debug!(?reason, "stdio session ended");
+    Ok(())
+}

@@ -1,0 +1,222 @@
+//! The MCP handler: one [`PromptServer`] per connection (cheap clones sharing the library and
+//! the connected-client list), answering prompts, completion and tools by calling the library
+//! and converting with [`super::convert`].
+
+use std::sync::Arc;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Reference,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+};
+use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+use super::clients::ConnectedClients;
+use super::convert;
+use super::tools::{self, ToolContext};
+use crate::library::PromptLibrary;
+use crate::registry::{PromptCategory, PromptTemplate};
+
+/// Default `prompts/list` page size.
+pub const DEFAULT_PAGE_SIZE: usize = 100;
+
+/// What the handler exposes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandlerOptions {
+    /// Offer system prompts (promptd's internal templates) as native prompts too.
+    pub expose_system: bool,
+    /// `prompts/list` page size.
+    pub page_size: usize,
+}
+
+impl Default for HandlerOptions {
+    fn default() -> Self {
+        HandlerOptions {
+            expose_system: false,
+            page_size: DEFAULT_PAGE_SIZE,
+        }
+    }
+}
+
+/// The MCP server handler over a shared [`PromptLibrary`].
+#[derive(Debug, Clone)]
+pub struct PromptServer {
+    library: Arc<PromptLibrary>,
+    clients: Arc<ConnectedClients>,
+    options: HandlerOptions,
+}
+
+impl PromptServer {
+    pub fn new(
+        library: Arc<PromptLibrary>,
+        clients: Arc<ConnectedClients>,
+        options: HandlerOptions,
+    ) -> PromptServer {
+        PromptServer {
+            library,
+            clients,
+            options,
+        }
+    }
+
+    /// The library served.
+    pub fn library(&self) -> &Arc<PromptLibrary> {
+        &self.library
+    }
+
+    /// The clients that get `list_changed`.
+    pub fn clients(&self) -> &Arc<ConnectedClients> {
+        &self.clients
+    }
+
+    fn offered(&self, t: &PromptTemplate) -> bool {
+        self.options.expose_system || t.category == PromptCategory::User
+    }
+}
+
+impl ServerHandler for PromptServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_completions()
+                .enable_prompts()
+                .enable_prompts_list_changed()
+                .enable_tools()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("promptd", env!("CARGO_PKG_VERSION"))
+                .with_description("Prompt-template registry and renderer"),
+        )
+        .with_instructions(format!(
+            "Prompt templates are available as MCP prompts and through the `{}` tool.",
+            crate::library::TOOL_NAME
+        ))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        self.clients.add_session(context.peer.clone());
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let snap = self.library.snapshot();
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (page, next) = convert::page(
+            snap.registry.prompts().filter(|t| self.offered(t)),
+            |t| t.name.as_str(),
+            cursor,
+            self.options.page_size,
+        );
+        let mut result = ListPromptsResult::with_all_items(
+            page.into_iter().map(|t| convert::prompt(t)).collect(),
+        );
+        result.next_cursor = next;
+        Ok(result)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let snap = self.library.snapshot();
+        let Some(t) = snap.registry.get(&request.name).filter(|t| self.offered(t)) else {
+            return Err(convert::unknown_prompt(&request.name));
+        };
+        let args = convert::arguments(request.arguments);
+        let rendered = snap
+            .renderer
+            .render(&t.name, &args, &snap.config, self.library.clock())
+            .map_err(|e| convert::render_error(&e))?;
+        Ok(convert::get_prompt_result(t, rendered).into())
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let Reference::Prompt(prompt) = &request.r#ref else {
+            return Ok(CompleteResult::new(CompletionInfo::default()));
+        };
+        let snap = self.library.snapshot();
+        let Some(t) = snap.registry.get(&prompt.name).filter(|t| self.offered(t)) else {
+            return Err(convert::unknown_prompt(&prompt.name));
+        };
+        let info = t
+            .arguments
+            .iter()
+            .find(|a| a.name == request.argument.name)
+            .map(|a| convert::completion(a, &request.argument.value))
+            .unwrap_or_default();
+        Ok(CompleteResult::new(info))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(
+            tools::definitions().to_vec(),
+        ))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        tools::definitions()
+            .iter()
+            .find(|t| t.name == name)
+            .cloned()
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(entry) = tools::find(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{}`", request.name),
+                None,
+            ));
+        };
+        let ctx = ToolContext {
+            library: self.library.clone(),
+        };
+        let result = (entry.call)(ctx, request.arguments.unwrap_or_default()).await?;
+        Ok(result.into())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().prompts_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let id = if context.accepted().prompts_list_changed == Some(true) {
+            Some(self.clients.add_subscription(context.sink().clone()))
+        } else {
+            None
+        };
+        context.cancelled().await;
+        if let Some(id) = id {
+            self.clients.remove(id);
+        }
+        Ok(())
+    }
+}

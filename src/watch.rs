@@ -1,0 +1,221 @@
+//! Hot reload: watches every prompt folder and the config file's folder, debounces bursts of file
+//! events, reloads the [`PromptLibrary`], and tells the caller when something a client can see
+//! changed.
+//!
+//! Folders are watched, never files, so every way an editor saves is picked up: write in place,
+//! truncate + write, write a temporary file and rename it over the original, delete + re-create.
+//! Watches are non-recursive (a prompt root and its `system/` folder only), so pointing
+//! `--prompts` at a large tree costs nothing. The reload itself re-parses only files whose
+//! content hash changed and keeps the last good version of a file that stopped parsing; this
+//! module only decides *when* to reload and logs what the reload found.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use notify::event::{AccessKind, AccessMode};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::library::{PromptLibrary, ReloadOutcome};
+
+/// How long the folders must stay quiet before a burst of events is reloaded.
+pub const DEBOUNCE: Duration = Duration::from_millis(100);
+/// A steady stream of events still reloads at least this often.
+const MAX_DELAY: Duration = Duration::from_secs(1);
+
+/// Why watching could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error("cannot start the file watcher: {0}")]
+    Start(#[source] notify::Error),
+}
+
+/// A running watcher; dropping it stops watching.
+pub struct LibraryWatcher {
+    watched: Vec<PathBuf>,
+    _watcher: Arc<Mutex<RecommendedWatcher>>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for LibraryWatcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LibraryWatcher")
+            .field("watched", &self.watched)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LibraryWatcher {
+    /// The folders being watched.
+    pub fn watched(&self) -> &[PathBuf] {
+        &self.watched
+    }
+}
+
+impl Drop for LibraryWatcher {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The folders to watch: each on-disk prompt root, its `system/` folder when present, and the
+/// folder of the config file (whether or not the file exists yet).
+pub fn watch_targets(library: &PromptLibrary) -> Vec<PathBuf> {
+    let mut out = BTreeSet::new();
+    for root in library.roots() {
+        if let Some(dir) = root.dir() {
+            out.insert(dir.to_path_buf());
+            let system = dir.join("system");
+            if system.is_dir() {
+                out.insert(system);
+            }
+        }
+    }
+    let config = library.config_path();
+    if let Some(parent) = config.parent() {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        out.insert(std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf()));
+    }
+    out.into_iter().filter(|p| p.is_dir()).collect()
+}
+
+/// Starts watching. Must be called inside a tokio runtime. `on_change` runs after every reload
+/// whose outcome has `changed` set (not after a no-op save); problems are logged to stderr as
+/// `file:line: reason`.
+pub fn spawn<F, Fut>(
+    library: Arc<PromptLibrary>,
+    on_change: F,
+) -> Result<LibraryWatcher, WatchError>
+where
+    F: Fn(ReloadOutcome) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send,
+{
+    let (tx, mut rx) = mpsc::unbounded_channel::<notify::Event>();
+    let watcher =
+        notify::recommended_watcher(move |res: notify::Result<notify::Event>| match res {
+            Ok(event) => {
+                let _ = tx.send(event);
+            }
+            Err(e) => tracing::warn!("file watcher: {e}"),
+        })
+        .map_err(WatchError::Start)?;
+    let watcher = Arc::new(Mutex::new(watcher));
+    let mut watched = Vec::new();
+    for dir in watch_targets(&library) {
+        add_watch(&watcher, &dir, &mut watched);
+    }
+    tracing::debug!(?watched, "watching for prompt changes");
+
+    let config_name = library.config_path().file_name().map(|n| n.to_os_string());
+    let task_watcher = watcher.clone();
+    let mut task_watched = watched.clone();
+    let task = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            if !is_relevant(&event, config_name.as_deref()) {
+                continue;
+            }
+            // Wait for the burst to end: an editor's save is several events.
+            let started = tokio::time::Instant::now();
+            loop {
+                let remaining = MAX_DELAY.saturating_sub(started.elapsed());
+                match tokio::time::timeout(DEBOUNCE.min(remaining), rx.recv()).await {
+                    Ok(Some(_)) if !remaining.is_zero() => continue,
+                    Ok(None) => return,
+                    _ => break,
+                }
+            }
+            let lib = library.clone();
+            let outcome = match tokio::task::spawn_blocking(move || lib.reload()).await {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::error!("reload failed: {e}");
+                    continue;
+                }
+            };
+            for problem in &outcome.problems {
+                tracing::warn!("{problem}");
+            }
+            // A `system/` folder created after startup starts being watched now.
+            for dir in watch_targets(&library) {
+                if !task_watched.contains(&dir) {
+                    add_watch(&task_watcher, &dir, &mut task_watched);
+                }
+            }
+            if outcome.changed {
+                tracing::info!("prompts changed; notifying clients");
+                on_change(outcome).await;
+            }
+        }
+    });
+    Ok(LibraryWatcher {
+        watched,
+        _watcher: watcher,
+        task,
+    })
+}
+
+fn add_watch(watcher: &Mutex<RecommendedWatcher>, dir: &Path, watched: &mut Vec<PathBuf>) {
+    let mut w = watcher.lock().unwrap_or_else(|e| e.into_inner());
+    match w.watch(dir, RecursiveMode::NonRecursive) {
+        Ok(()) => watched.push(dir.to_path_buf()),
+        Err(e) => tracing::warn!("cannot watch {}: {e}", dir.display()),
+    }
+}
+
+/// Whether an event can change what is served: a `*.md` file, the config file, or a `system/`
+/// folder appearing or disappearing. Reads (access events) never count.
+fn is_relevant(event: &notify::Event, config_name: Option<&std::ffi::OsStr>) -> bool {
+    let is_read = matches!(event.kind, EventKind::Access(kind)
+        if kind != AccessKind::Close(AccessMode::Write));
+    if is_read {
+        return false;
+    }
+    event.paths.iter().any(|p| {
+        p.extension().is_some_and(|e| e == "md")
+            || p.file_name()
+                .is_some_and(|n| Some(n) == config_name || n == "system")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use notify::event::{CreateKind, ModifyKind, RenameMode};
+
+    fn event(kind: EventKind, paths: &[&str]) -> notify::Event {
+        let mut e = notify::Event::new(kind);
+        for p in paths {
+            e = e.add_path(PathBuf::from(p));
+        }
+        e
+    }
+
+    #[test]
+    fn relevance() {
+        let cfg = Some(std::ffi::OsStr::new(".ado-mcp-config.json"));
+        let create = EventKind::Create(CreateKind::File);
+        assert!(is_relevant(&event(create, &["/p/a.md"]), cfg));
+        assert!(is_relevant(
+            &event(create, &["/p/.ado-mcp-config.json"]),
+            cfg
+        ));
+        assert!(is_relevant(&event(create, &["/p/system"]), cfg));
+        assert!(!is_relevant(&event(create, &["/p/.a.md.swp"]), cfg));
+        assert!(!is_relevant(&event(create, &["/p/Cargo.toml"]), cfg));
+        let rename = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
+        assert!(is_relevant(
+            &event(rename, &["/p/a.md.tmp", "/p/a.md"]),
+            cfg
+        ));
+        let read = EventKind::Access(AccessKind::Open(notify::event::AccessMode::Read));
+        assert!(!is_relevant(&event(read, &["/p/a.md"]), cfg));
+    }
+}

@@ -1,0 +1,126 @@
+//! `promptd serve` over stdio, driven by rmcp's client through a real pipe to the built binary.
+
+mod mcp_support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mcp_support::{checks, fixture_prompts, stdio};
+
+fn fixture_args() -> Vec<String> {
+    vec![
+        "--prompts".into(),
+        fixture_prompts().display().to_string(),
+        "--page-size".into(),
+        "3".into(),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_prompts_completion_and_tool() {
+    let cwd = tempfile::tempdir().unwrap();
+    let args = fixture_args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = stdio(cwd.path(), &args).await;
+    checks::check_server_info(&s);
+    checks::check_list(&s).await;
+    checks::check_get(&s).await;
+    checks::check_errors(&s).await;
+    checks::check_tool(&s, cwd.path()).await;
+    checks::check_completion(&s).await;
+    s.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_expose_system_lists_system_prompts() {
+    let cwd = tempfile::tempdir().unwrap();
+    let prompts = fixture_prompts().display().to_string();
+    let s = stdio(cwd.path(), &["--prompts", &prompts, "--expose-system"]).await;
+    let (names, pages) = checks::list_all_names(&s.client).await;
+    assert_eq!(pages, 1, "default page size holds everything");
+    assert!(names.contains(&"hidden".to_string()), "{names:?}");
+    assert!(names.contains(&"enhance_prompt".to_string()), "{names:?}");
+    s.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_hot_reload_notifies_list_changed() {
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().display().to_string();
+    let mut s = stdio(cwd.path(), &["--prompts", &prompts]).await;
+    checks::check_hot_reload(&mut s, dir.path()).await;
+    s.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_config_change_notifies_list_changed() {
+    let cwd = tempfile::tempdir().unwrap();
+    let config = cwd.path().join(".ado-mcp-config.json");
+    std::fs::write(&config, r#"{"project": "One"}"#).unwrap();
+    let mut s = stdio(cwd.path(), &[]).await;
+    std::fs::write(&config, r#"{"project": "Two"}"#).unwrap();
+    s.next_change("list_changed after a config edit").await;
+    s.close().await;
+}
+
+/// A raw pipe: stdout carries only JSON-RPC frames, and the server exits cleanly (status 0) as
+/// soon as stdin closes.
+#[test]
+fn stdio_exits_when_stdin_closes_and_stdout_is_only_frames() {
+    let cwd = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_promptd"))
+        .args(["serve"])
+        .env("RUST_LOG", "debug")
+        .env_remove("PROMPTD_PROMPTS")
+        .env_remove("PROMPTD_CONFIG")
+        .current_dir(cwd.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"prompts/list"}"#;
+    writeln!(stdin, "{init}").unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    writeln!(stdin, "{list}").unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut frames = Vec::new();
+    while frames.len() < 2 {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "stdout closed early");
+        let v: serde_json::Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout line is not a JSON-RPC frame ({e}): {line}"));
+        assert_eq!(v["jsonrpc"], "2.0");
+        frames.push(v);
+    }
+    assert_eq!(frames[0]["result"]["serverInfo"]["name"], "promptd");
+    assert!(frames[1]["result"]["prompts"].as_array().unwrap().len() >= 7);
+
+    drop(stdin);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("promptd serve did not exit after stdin closed");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "exit status {status:?}");
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    for line in rest.lines() {
+        serde_json::from_str::<serde_json::Value>(line)
+            .unwrap_or_else(|e| panic!("stdout line is not a JSON-RPC frame ({e}): {line}"));
+    }
+}

@@ -1,0 +1,216 @@
+//! Helpers for the MCP tests: spawn the real `promptd serve` binary and drive it with rmcp's own
+//! client, over stdio or streamable HTTP. Every wait is bounded.
+#![allow(dead_code)]
+
+pub mod checks;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{ClientConfig, ProtocolVersion};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::mpsc;
+
+/// Upper bound for any single step of a test.
+pub const STEP: Duration = Duration::from_secs(15);
+
+/// Awaits `f`, failing the test if it takes longer than [`STEP`].
+pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(STEP, f)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+/// The checked-in MCP fixture prompts.
+pub fn fixture_prompts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/prompts")
+}
+
+/// A test client that records `prompts/list_changed` notifications.
+#[derive(Clone)]
+pub struct TestClient {
+    changed: mpsc::UnboundedSender<()>,
+}
+
+impl ClientHandler for TestClient {
+    // The session lifecycle (`initialize`), which is what desktop clients speak today.
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changed.send(());
+    }
+}
+
+/// A connected client plus what the server printed on stderr.
+pub struct Session {
+    pub client: RunningService<RoleClient, TestClient>,
+    pub changed: mpsc::UnboundedReceiver<()>,
+    pub stderr: Arc<Mutex<String>>,
+    /// For HTTP: the child process (stdio children are owned by the transport).
+    pub child: Option<tokio::process::Child>,
+}
+
+impl Session {
+    /// Waits for one `list_changed` notification.
+    pub async fn next_change(&mut self, what: &str) {
+        within(what, self.changed.recv())
+            .await
+            .expect("client still running");
+    }
+
+    /// Asserts that no `list_changed` arrives within `quiet`.
+    pub async fn assert_no_change(&mut self, quiet: Duration, what: &str) {
+        if let Ok(Some(())) = tokio::time::timeout(quiet, self.changed.recv()).await {
+            panic!("unexpected list_changed: {what}");
+        }
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Closes the client and waits for the server to exit.
+    pub async fn close(mut self) {
+        within("client shutdown", self.client.cancel())
+            .await
+            .expect("client shutdown");
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            let _ = within("server exit", child.wait()).await;
+        }
+    }
+}
+
+/// A `promptd` command with a clean environment, run from `cwd` with a frozen clock.
+pub fn promptd(cwd: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_promptd"));
+    cmd.args(["--now", "2025-03-15"])
+        .args(args)
+        .env_remove("PROMPTD_PROMPTS")
+        .env_remove("PROMPTD_CONFIG")
+        .env_remove("PROMPTD_NOW")
+        .env_remove("PROMPTD_AUTH_TOKEN")
+        .env("RUST_LOG", "promptd=info,warn")
+        .current_dir(cwd)
+        .kill_on_drop(true);
+    cmd
+}
+
+fn collect_stderr(
+    stderr: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    sink: Arc<Mutex<String>>,
+    first_line: Option<tokio::sync::oneshot::Sender<String>>,
+) {
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        let mut first_line = first_line;
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(tx) = first_line.take_if(|_| line.contains("serving MCP at")) {
+                let _ = tx.send(line.clone());
+            }
+            let mut s = sink.lock().unwrap();
+            s.push_str(&line);
+            s.push('\n');
+        }
+    });
+}
+
+/// `promptd serve` over a stdio pipe, connected.
+pub async fn stdio(cwd: &Path, args: &[&str]) -> Session {
+    let mut all = vec!["serve"];
+    all.extend_from_slice(args);
+    let cmd = promptd(cwd, &all);
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn promptd serve");
+    let log = Arc::new(Mutex::new(String::new()));
+    collect_stderr(stderr.expect("stderr piped"), log.clone(), None);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client = within(
+        "initialize over stdio",
+        TestClient { changed: tx }.serve(transport),
+    )
+    .await
+    .expect("initialize over stdio");
+    Session {
+        client,
+        changed: rx,
+        stderr: log,
+        child: None,
+    }
+}
+
+/// `promptd serve --http 127.0.0.1:0 …` started; returns the child, its URL and stderr.
+pub async fn http_server(
+    cwd: &Path,
+    args: &[&str],
+) -> (tokio::process::Child, String, Arc<Mutex<String>>) {
+    let mut all = vec!["serve", "--http", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    let mut child = promptd(cwd, &all)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn promptd serve --http");
+    let log = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    collect_stderr(child.stderr.take().unwrap(), log.clone(), Some(tx));
+    let line = within("server prints its address", rx)
+        .await
+        .unwrap_or_else(|_| panic!("server exited early: {}", log.lock().unwrap()));
+    let url = line
+        .split("serving MCP at ")
+        .nth(1)
+        .expect("address in the line")
+        .trim()
+        .to_string();
+    (child, url, log)
+}
+
+/// An rmcp client session against a running HTTP server.
+pub async fn http_client(
+    url: &str,
+    token: Option<&str>,
+) -> (
+    RunningService<RoleClient, TestClient>,
+    mpsc::UnboundedReceiver<()>,
+) {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
+    if let Some(t) = token {
+        config = config.auth_header(t);
+    }
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let client = within(
+        "initialize over HTTP",
+        TestClient { changed: tx }.serve(transport),
+    )
+    .await
+    .expect("initialize over HTTP");
+    (client, rx)
+}
+
+/// `promptd serve --http` plus one connected client.
+pub async fn http(cwd: &Path, args: &[&str]) -> Session {
+    let (child, url, log) = http_server(cwd, args).await;
+    let (client, changed) = http_client(&url, None).await;
+    Session {
+        client,
+        changed,
+        stderr: log,
+        child: Some(child),
+    }
+}
