@@ -194,7 +194,9 @@ pub fn validate(
 /// The enhance stage with its collaborators.
 pub struct Enhancer {
     pub library: Arc<PromptLibrary>,
-    pub guard: Arc<Guard>,
+    /// The guard, or why it could not be built (a broken rules file): then every request is
+    /// blocked, never sent unscanned.
+    pub guard: Result<Arc<Guard>, String>,
     pub retriever: Arc<dyn ContextRetriever>,
     /// `None`: the LLM is not configured.
     pub llm: Option<ChatClient>,
@@ -216,11 +218,20 @@ impl Enhancer {
             context,
         };
 
+        let guard = match &self.guard {
+            Ok(g) => g,
+            Err(e) => {
+                warnings.push(format!("secret scanner unavailable: {e}; nothing was sent"));
+                return original(
+                    EnhanceStatus::Blocked,
+                    warnings,
+                    Vec::new(),
+                    ContextSummary::default(),
+                );
+            }
+        };
         // 1. The prompt itself.
-        match self
-            .guard
-            .scan(&[ScanInput::new("prompt", req.prompt.as_str())])
-        {
+        match guard.scan(&[ScanInput::new("prompt", req.prompt.as_str())]) {
             Err(e) => {
                 warnings.push(format!(
                     "secret scan of the prompt failed: {e}; nothing was sent"
@@ -234,12 +245,14 @@ impl Enhancer {
             }
             Ok(report) if !report.is_clean() => {
                 warnings.push(blocked_message("prompt", &report.findings));
-                return original(
-                    EnhanceStatus::Blocked,
+                // The prompt goes back with its secrets replaced: no response carries a secret.
+                return EnhanceResult {
+                    status: EnhanceStatus::Blocked,
+                    enhanced_prompt: guard.redact(&req.prompt, &report.findings),
                     warnings,
-                    report.findings,
-                    ContextSummary::default(),
-                );
+                    findings: report.findings,
+                    context: ContextSummary::default(),
+                };
             }
             Ok(_) => {}
         }
@@ -306,7 +319,7 @@ impl Enhancer {
             })
             .collect();
         inputs.push(ScanInput::new("context", system.as_str()));
-        match self.guard.scan(&inputs) {
+        match guard.scan(&inputs) {
             Err(e) => {
                 warnings.push(format!(
                     "secret scan of the context failed: {e}; nothing was sent"

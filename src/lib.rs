@@ -23,5 +23,6 @@ pub mod prompt_tests;
 pub mod rag;
 pub mod registry;
 pub mod render;
+pub mod stages;
 pub mod tokens;
 pub mod watch;

@@ -3,6 +3,7 @@
 
 pub mod rag;
 pub mod scan;
+pub mod stages;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -76,6 +77,10 @@ pub enum Command {
     Context(rag::ContextArgs),
     /// Snapshot-test prompts: render every case and compare with its `.snap` file.
     Test(prompt_tests::TestArgs),
+    /// Rewrite a request into an execution-ready prompt, grounded in the repository (LLM_* env).
+    Enhance(stages::EnhanceArgs),
+    /// Compose the final prompt: system prompt, tools, project rules and docs under a budget.
+    Compose(stages::ComposeArgs),
     /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http.
     Serve(ServeArgs),
 }
@@ -175,6 +180,8 @@ pub fn run(cli: Cli) -> Result<u8> {
             Ok(u8::try_from(code).unwrap_or(2))
         }
         Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out()),
+        Command::Enhance(args) => stages::enhance(&cli.common, &args, &mut out()),
+        Command::Compose(args) => stages::compose(&cli.common, &args, &mut out()),
         Command::Serve(args) => serve(&cli.common, &args),
     }
 }

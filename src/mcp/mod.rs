@@ -59,6 +59,8 @@ pub enum ServeError {
     Watch(#[from] crate::watch::WatchError),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error("config: {0}")]
+    Config(String),
 }
 
 /// Runs the server until stdin closes (stdio) or the process is interrupted (HTTP). Builds its
@@ -87,7 +89,8 @@ pub async fn serve_async(
     options: ServeOptions,
 ) -> Result<(), ServeError> {
     let clients = Arc::new(ConnectedClients::new());
-    let server = PromptServer::new(library.clone(), clients.clone(), options.handler);
+    let stages = Arc::new(crate::stages::Stages::new(library.clone()).map_err(ServeError::Config)?);
+    let server = PromptServer::new(stages, clients.clone(), options.handler);
     let _watcher = if options.watch {
         let clients = clients.clone();
         Some(crate::watch::spawn(library, move |_| {

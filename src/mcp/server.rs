@@ -18,6 +18,7 @@ use super::convert;
 use super::tools::{self, ToolContext};
 use crate::library::PromptLibrary;
 use crate::registry::{PromptCategory, PromptTemplate};
+use crate::stages::Stages;
 
 /// Default `prompts/list` page size.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -44,18 +45,20 @@ impl Default for HandlerOptions {
 #[derive(Debug, Clone)]
 pub struct PromptServer {
     library: Arc<PromptLibrary>,
+    stages: Arc<Stages>,
     clients: Arc<ConnectedClients>,
     options: HandlerOptions,
 }
 
 impl PromptServer {
     pub fn new(
-        library: Arc<PromptLibrary>,
+        stages: Arc<Stages>,
         clients: Arc<ConnectedClients>,
         options: HandlerOptions,
     ) -> PromptServer {
         PromptServer {
-            library,
+            library: stages.library.clone(),
+            stages,
             clients,
             options,
         }
@@ -185,7 +188,7 @@ impl ServerHandler for PromptServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let Some(entry) = tools::find(&request.name) else {
             return Err(ErrorData::invalid_params(
@@ -195,6 +198,8 @@ impl ServerHandler for PromptServer {
         };
         let ctx = ToolContext {
             library: self.library.clone(),
+            stages: self.stages.clone(),
+            peer: Some(context.peer.clone()),
         };
         let result = (entry.call)(ctx, request.arguments.unwrap_or_default()).await?;
         Ok(result.into())

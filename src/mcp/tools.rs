@@ -12,12 +12,22 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use rmcp::service::{Peer, RoleServer};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::compose::{ToolDefinition, compose_prompt};
+use crate::enhance::{EnhanceRequest, EnhanceResult, result_text, validate};
 use crate::library::{GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME};
+use crate::stages::Stages;
 
 /// What a tool call can use.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
     pub library: Arc<PromptLibrary>,
+    pub stages: Arc<Stages>,
+    /// The calling client (for its roots); `None` outside a session.
+    pub peer: Option<Peer<RoleServer>>,
 }
 
 /// The future a tool call returns.
@@ -32,11 +42,42 @@ pub struct ToolEntry {
 }
 
 /// Every tool, in the order `tools/list` shows them.
-pub static TOOLS: &[ToolEntry] = &[ToolEntry {
-    name: TOOL_NAME,
-    definition: get_prompts_definition,
-    call: get_prompts_call,
-}];
+pub static TOOLS: &[ToolEntry] = &[
+    ToolEntry {
+        name: TOOL_NAME,
+        definition: get_prompts_definition,
+        call: get_prompts_call,
+    },
+    ToolEntry {
+        name: ENHANCE_TOOL,
+        definition: enhance_definition,
+        call: enhance_call,
+    },
+    ToolEntry {
+        name: COMPOSE_TOOL,
+        definition: compose_definition,
+        call: compose_call,
+    },
+];
+
+/// Name of the prompt-rewrite tool.
+pub const ENHANCE_TOOL: &str = "enhance_prompt";
+/// Name of the prompt-composer tool.
+pub const COMPOSE_TOOL: &str = "compose_prompt";
+
+/// The server's own tools as composer tool definitions (the tools catalog block).
+pub fn server_tool_definitions() -> Vec<ToolDefinition> {
+    definitions()
+        .iter()
+        .map(|t| {
+            ToolDefinition::server(
+                t.name.to_string(),
+                t.description.as_deref().unwrap_or_default().to_string(),
+                serde_json::Value::Object((*t.input_schema).clone()),
+            )
+        })
+        .collect()
+}
 
 static DEFINITIONS: LazyLock<Vec<Tool>> =
     LazyLock::new(|| TOOLS.iter().map(|t| (t.definition)()).collect());
@@ -98,5 +139,184 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
         let req: GetPromptsRequest = parse_arguments(TOOL_NAME, args)?;
         let resp = ctx.library.get_prompts(&req);
         envelope_result(&resp, !resp.success)
+    })
+}
+
+const ENHANCE_DESCRIPTION: &str = "Rewrite a developer's vague coding request into a clear, execution-ready prompt \
+for a coding agent, grounded in the repository: the active file is the PRIMARY TARGET, other \
+retrieved code is reference only. The prompt and the retrieved context are scanned for \
+secrets first; if any is found nothing is sent (status `blocked`). If the LLM is not \
+configured or fails, the original prompt is returned (status `original`) with a warning. \
+activeFile: the exact file with editor focus, absolute or relative to workingDirectory; never \
+a documentation file (README, AGENTS.md...) unless the user is editing it; \"this file\" and \
+\"here\" mean it; omit it only for requests with no file target. workingDirectory: absolute \
+path of the repository (default: the client's first root, else the server's directory).";
+
+fn enhance_definition() -> Tool {
+    Tool::new(
+        ENHANCE_TOOL,
+        ENHANCE_DESCRIPTION,
+        Arc::new(JsonObject::new()),
+    )
+    .with_title("Enhance prompt")
+    .with_input_schema::<EnhanceRequest>()
+    .with_output_schema::<EnhanceResult>()
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(false)
+            .open_world(true),
+    )
+}
+
+/// The client's first root, as a directory path (file:// URIs only). Roots are deprecated by
+/// SEP-2577 but are what today's IDE clients send to say which folder is open.
+#[allow(deprecated)]
+async fn first_root(peer: &Peer<RoleServer>) -> Option<std::path::PathBuf> {
+    let info = peer.peer_info()?;
+    info.capabilities.roots.as_ref()?;
+    let roots = tokio::time::timeout(std::time::Duration::from_secs(5), peer.list_roots())
+        .await
+        .ok()?
+        .ok()?;
+    let uri = roots.roots.first()?.uri.clone();
+    let path = uri.strip_prefix("file://")?;
+    Some(std::path::PathBuf::from(percent_decode(path)))
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
+        {
+            out.push(b);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `workingDirectory`, else the client's first root, else the server's directory (with a
+/// warning).
+async fn working_directory(
+    given: Option<std::path::PathBuf>,
+    peer: Option<&Peer<RoleServer>>,
+) -> (std::path::PathBuf, Option<String>) {
+    if let Some(dir) = given {
+        return (dir, None);
+    }
+    if let Some(peer) = peer
+        && let Some(root) = first_root(peer).await
+    {
+        return (root, None);
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let warning = format!(
+        "no workingDirectory given and the client offers no roots: using the server's directory {}",
+        cwd.display()
+    );
+    (cwd, Some(warning))
+}
+
+fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
+    Box::pin(async move {
+        let mut req: EnhanceRequest = parse_arguments(ENHANCE_TOOL, args)?;
+        let (dir, warning) =
+            working_directory(req.working_directory.take(), ctx.peer.as_ref()).await;
+        req.working_directory = Some(dir.clone());
+        let validated = validate(&req, &dir)
+            .map_err(|e| ErrorData::invalid_params(format!("{ENHANCE_TOOL}: {e}"), None))?;
+        let enhancer = ctx.stages.enhancer();
+        let result = enhancer
+            .enhance(&validated, warning.into_iter().collect())
+            .await;
+        let mut out = envelope_result(&result, false)?;
+        // Clients that read only `content` get the prompt itself, not JSON.
+        out.content = vec![ContentBlock::text(result_text(&result))];
+        Ok(out)
+    })
+}
+
+/// Input of `compose_prompt` (the same as `promptd compose`).
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ComposeToolRequest {
+    /// The user's current request.
+    pub query: String,
+    /// Absolute path of the workspace root (default: the client's first root).
+    #[serde(default)]
+    pub dir: Option<std::path::PathBuf>,
+    /// The file the user is in (selects glob-scoped rules and the nearest AGENTS.md).
+    #[serde(default)]
+    pub file: Option<std::path::PathBuf>,
+    /// Files to use as the docs instead of retrieving from the repository.
+    #[serde(default)]
+    pub docs: Vec<std::path::PathBuf>,
+    /// Token budget of the docs block (default 2048).
+    #[serde(default)]
+    pub docs_budget: Option<usize>,
+    /// System prompt name (default compose_system).
+    #[serde(default)]
+    pub system: Option<String>,
+}
+
+fn compose_definition() -> Tool {
+    Tool::new(
+        COMPOSE_TOOL,
+        "Compose the final prompt for the user's request: the system prompt, this server's \
+         tools catalog and the workspace's tool definitions, the project rules that apply to \
+         the current file (Cursor, AGENTS.md, CLAUDE.md, Copilot, Windsurf; included whole), and \
+         retrieved docs under a token budget. Returns the text, the cacheable prefix, tokens \
+         per block and a ledger of every rule file found and why it was or was not included.",
+        Arc::new(JsonObject::new()),
+    )
+    .with_title("Compose prompt")
+    .with_input_schema::<ComposeToolRequest>()
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
+}
+
+fn compose_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
+    Box::pin(async move {
+        let req: ComposeToolRequest = parse_arguments(COMPOSE_TOOL, args)?;
+        let (dir, warning) = working_directory(req.dir.clone(), ctx.peer.as_ref()).await;
+        let invalid = |e: String| ErrorData::invalid_params(format!("{COMPOSE_TOOL}: {e}"), None);
+        let stages = ctx.stages.clone();
+        let composed = tokio::task::spawn_blocking(move || {
+            let (request, warnings) = crate::cli::stages::compose_request(
+                &stages,
+                &req.query,
+                dir,
+                req.file.clone(),
+                &req.docs,
+                req.docs_budget,
+            )
+            .map_err(|e| format!("{e:#}"))?;
+            let mut composed = compose_prompt(&stages.library, &request, req.system.as_deref())
+                .map_err(|e| e.to_string())?;
+            composed
+                .warnings
+                .splice(0..0, warning.into_iter().chain(warnings));
+            Ok::<_, String>(composed)
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
+        .map_err(invalid)?;
+        let mut out = envelope_result(&composed, false)?;
+        out.content = vec![ContentBlock::text(composed.text.clone())];
+        Ok(out)
     })
 }

@@ -126,9 +126,17 @@ fn collect_stderr(
 
 /// `promptd serve` over a stdio pipe, connected.
 pub async fn stdio(cwd: &Path, args: &[&str]) -> Session {
+    stdio_with_env(cwd, args, &[]).await
+}
+
+/// `promptd serve` over a stdio pipe with extra environment variables, connected.
+pub async fn stdio_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Session {
     let mut all = vec!["serve"];
     all.extend_from_slice(args);
-    let cmd = promptd(cwd, &all);
+    let mut cmd = promptd(cwd, &all);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let (transport, stderr) = TokioChildProcess::builder(cmd)
         .stderr(Stdio::piped())
         .spawn()

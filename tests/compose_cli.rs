@@ -1,0 +1,157 @@
+//! `promptd compose` and the MCP tool `compose_prompt` on a real workspace: rules, the server's
+//! own tools in the catalog, docs from `--doc` files or retrieved from the repository.
+
+mod mcp_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join(".cursor/rules")).unwrap();
+    std::fs::create_dir_all(p.join("src/net")).unwrap();
+    std::fs::write(
+        p.join("AGENTS.md"),
+        "Run `cargo test` before every commit.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join(".cursor/rules/net.mdc"),
+        "---\ndescription: networking rules\nglobs: src/net/**/*.rs\nalwaysApply: false\n---\nEvery request has a timeout.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("src/net/client.rs"),
+        "/// Sends a request with retries.\npub fn send_with_retry(url: &str) -> Result<(), String> {\n    Err(url.into())\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("notes.md"),
+        "# Retry policy\nRetry idempotent requests three times.\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn compose(dir: &Path, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_promptd"))
+        .args([
+            "compose",
+            "--query",
+            "add retries to send_with_retry",
+            "--dir",
+        ])
+        .arg(dir)
+        .args(extra)
+        .arg("--json")
+        .env_remove("PROMPTD_PROMPTS")
+        .env_remove("PROMPTD_CONFIG")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn cli_with_doc_files() {
+    let ws = workspace();
+    let v = compose(
+        ws.path(),
+        &["--file", "src/net/client.rs", "--doc", "notes.md"],
+    );
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("USER: add retries to send_with_retry"),
+        "{text}"
+    );
+    assert!(text.contains("Run `cargo test` before every commit."));
+    assert!(
+        text.contains("Every request has a timeout."),
+        "glob rule applies to the current file"
+    );
+    assert!(
+        text.contains("### Tool: wit-get-prompts"),
+        "the server's own tools are in the catalog"
+    );
+    assert!(text.contains("### Tool: enhance_prompt") && text.contains("### Tool: compose_prompt"));
+    assert!(text.contains("### Source: notes.md:1-2"), "{text}");
+    let prefix = v["prefix"].as_str().unwrap();
+    assert!(
+        prefix.contains("Run `cargo test`") && !prefix.contains("Every request has a timeout.")
+    );
+    assert!(v["prefixTokens"].as_u64().unwrap() > 0);
+    let ledger = v["ledger"]["rules"].as_array().unwrap();
+    assert_eq!(ledger.len(), 2, "{ledger:?}");
+
+    // Another query and no current file: the same prefix, the glob rule listed but not included.
+    let out = Command::new(env!("CARGO_BIN_EXE_promptd"))
+        .args(["compose", "--query", "why is CI red?", "--json", "--dir"])
+        .arg(ws.path())
+        .output()
+        .unwrap();
+    let w: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        w["prefix"], v["prefix"],
+        "the cacheable prefix is byte-identical"
+    );
+    assert!(
+        !w["text"]
+            .as_str()
+            .unwrap()
+            .contains("Every request has a timeout.")
+    );
+}
+
+#[test]
+fn cli_retrieves_docs_from_the_repository() {
+    let ws = workspace();
+    let v = compose(ws.path(), &["--file", "src/net/client.rs"]);
+    let text = v["text"].as_str().unwrap();
+    assert!(
+        text.contains("### Source: src/net/client.rs:"),
+        "retrieved chunk missing:\n{text}"
+    );
+}
+
+#[tokio::test]
+async fn mcp_tool_returns_text_and_ledger() {
+    let ws = workspace();
+    let s = mcp_support::stdio(ws.path(), &[]).await;
+    let args = json!({"query": "add retries", "dir": ws.path(), "file": "src/net/client.rs", "docs": ["notes.md"]});
+    let result = mcp_support::within(
+        "compose_prompt",
+        s.client.call_tool(
+            CallToolRequestParams::new("compose_prompt")
+                .with_arguments(args.as_object().unwrap().clone()),
+        ),
+    )
+    .await
+    .unwrap();
+    let v = result
+        .structured_content
+        .clone()
+        .expect("structured content");
+    assert!(
+        v["text"]
+            .as_str()
+            .unwrap()
+            .contains("Every request has a timeout.")
+    );
+    assert!(
+        v["ledger"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["included"] == true)
+    );
+    s.close().await;
+}

@@ -1,0 +1,330 @@
+//! enhance_prompt end to end: real files, the real retriever and guard, the rewrite template
+//! from the registry, and a local OpenAI-compatible server that records every request.
+
+mod common;
+mod mcp_support;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::llm_server::{LlmServer, Reply};
+use promptd::enhance::{EnhanceRequest, EnhanceStatus, Enhancer, validate};
+use promptd::guard::Guard;
+use promptd::library::{LibraryOptions, PromptLibrary};
+use promptd::llm::{ChatClient, LlmConfig};
+use promptd::rag::RagConfig;
+use promptd::registry::{BuiltinSource, DirSource, PromptSource};
+use promptd::stages::RepositoryRetrievers;
+use rmcp::model::CallToolRequestParams;
+use serde_json::json;
+
+/// A GitHub token shape, assembled at run time so no file holds one.
+fn fake_token() -> String {
+    let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let body: String = (0..36)
+        .map(|i| alphabet[(i * 7 + 3) % 62] as char)
+        .collect();
+    format!("{}{}", "gh", format_args!("p_{body}"))
+}
+
+fn repo() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("http_client.rs"),
+        "//! HTTP client with retries.\n\npub struct HttpClient { retries: u32 }\n\nimpl HttpClient {\n    /// Sends a GET request, retrying transient failures.\n    pub fn fetch_with_retry(&self, url: &str) -> Result<String, String> {\n        for _ in 0..self.retries {\n            if let Ok(body) = get(url) { return Ok(body); }\n        }\n        Err(format!(\"giving up on {url}\"))\n    }\n}\n\nfn get(url: &str) -> Result<String, String> { Err(url.to_string()) }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("cache.rs"),
+        "/// An in-memory cache of responses.\npub struct ResponseCache { entries: Vec<(String, String)> }\n\nimpl ResponseCache {\n    pub fn lookup(&self, url: &str) -> Option<&str> {\n        self.entries.iter().find(|(u, _)| u == url).map(|(_, b)| b.as_str())\n    }\n}\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn library(extra: Option<&Path>) -> Arc<PromptLibrary> {
+    let mut roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
+    if let Some(d) = extra {
+        roots.push(Arc::new(DirSource::new(d)));
+    }
+    let options = LibraryOptions {
+        cwd: std::env::temp_dir(),
+        ..Default::default()
+    };
+    Arc::new(PromptLibrary::open_with_roots(options, roots).unwrap())
+}
+
+fn enhancer(url: Option<&str>, extra: Option<&Path>, timeout: Duration) -> Enhancer {
+    let rag = RagConfig {
+        embeddings: false,
+        ..RagConfig::default()
+    };
+    Enhancer {
+        library: library(extra),
+        guard: Ok(Arc::new(Guard::builtin().unwrap())),
+        retriever: Arc::new(RepositoryRetrievers::new(rag)),
+        llm: url.map(|u| {
+            ChatClient::new(LlmConfig {
+                url: u.to_string(),
+                model: "rewriter-1".into(),
+                api_key: Some("sk-local-test".into()),
+                timeout,
+            })
+        }),
+    }
+}
+
+fn request(repo: &Path, prompt: &str, active: Option<&str>) -> promptd::enhance::ValidatedRequest {
+    let req = EnhanceRequest {
+        prompt: prompt.into(),
+        active_file: active.map(Into::into),
+        working_directory: Some(repo.to_path_buf()),
+    };
+    validate(&req, repo).unwrap()
+}
+
+#[tokio::test]
+async fn enhanced_with_the_active_file_as_primary_target() {
+    let repo = repo();
+    let server =
+        LlmServer::start(vec![Reply::Answer("## Task\nAdd jittered backoff.".into())]).await;
+    let e = enhancer(Some(&server.url), None, Duration::from_secs(10));
+    let req = request(
+        repo.path(),
+        "make the retries in this file back off",
+        Some("src/http_client.rs"),
+    );
+    let r = e.enhance(&req, Vec::new()).await;
+    assert_eq!(r.status, EnhanceStatus::Enhanced, "{:?}", r.warnings);
+    assert_eq!(r.enhanced_prompt, "## Task\nAdd jittered backoff.");
+    assert_eq!(r.context.active_file.as_deref(), Some("src/http_client.rs"));
+    assert!(r.context.chunks > 0 && r.context.tokens > 0);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    let body = &reqs[0].body;
+    assert_eq!(
+        reqs[0].authorization.as_deref(),
+        Some("Bearer sk-local-test")
+    );
+    assert_eq!(body["model"], "rewriter-1");
+    assert_eq!(body["temperature"], 0.2);
+    assert_eq!(body["max_tokens"], 1000);
+    assert_eq!(
+        body["messages"][0]["content"][0]["cache_control"]["type"],
+        "ephemeral"
+    );
+    let system = body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(
+        system.contains("The PRIMARY TARGET is `src/http_client.rs`"),
+        "{system}"
+    );
+    assert!(
+        system.contains("=== ACTIVE FILE (PRIMARY TARGET) ==="),
+        "{system}"
+    );
+    assert!(system.contains("fetch_with_retry"), "{system}");
+    assert!(system.contains("Open Questions"));
+    assert_eq!(
+        body["messages"][1]["content"],
+        "make the retries in this file back off"
+    );
+}
+
+#[tokio::test]
+async fn a_secret_in_the_prompt_blocks_and_nothing_is_sent() {
+    let repo = repo();
+    let server = LlmServer::start(vec![Reply::Answer("never".into())]).await;
+    let e = enhancer(Some(&server.url), None, Duration::from_secs(10));
+    let token = fake_token();
+    let prompt = format!("use token {token} to call the API in fetch_with_retry");
+    let r = e
+        .enhance(&request(repo.path(), &prompt, None), Vec::new())
+        .await;
+    assert_eq!(r.status, EnhanceStatus::Blocked);
+    assert_eq!(server.requests().len(), 0, "no request may reach the LLM");
+    assert!(!r.findings.is_empty());
+    assert_eq!(r.findings[0].label, "prompt");
+    let shown = serde_json::to_string(&r).unwrap();
+    assert!(!shown.contains(&token), "the secret leaked into the result");
+}
+
+#[tokio::test]
+async fn a_secret_in_the_retrieved_context_blocks_and_nothing_is_sent() {
+    let repo = repo();
+    let token = fake_token();
+    std::fs::write(
+        repo.path().join("src/github_client.rs"),
+        format!("/// Client for the GitHub API.\npub fn github_client() -> String {{\n    let token = \"{token}\";\n    token.to_string()\n}}\n"),
+    )
+    .unwrap();
+    let server = LlmServer::start(vec![Reply::Answer("never".into())]).await;
+    let e = enhancer(Some(&server.url), None, Duration::from_secs(10));
+    let req = request(
+        repo.path(),
+        "refactor the github client here",
+        Some("src/github_client.rs"),
+    );
+    let r = e.enhance(&req, Vec::new()).await;
+    assert_eq!(r.status, EnhanceStatus::Blocked, "{:?}", r.warnings);
+    assert_eq!(server.requests().len(), 0);
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.label.starts_with("context:src/github_client.rs")),
+        "{:?}",
+        r.findings
+    );
+    assert!(!serde_json::to_string(&r).unwrap().contains(&token));
+}
+
+#[tokio::test]
+async fn llm_failures_return_the_original_prompt() {
+    let repo = repo();
+    let prompt = "add a cache lookup before fetch_with_retry";
+    for (reply, expect) in [
+        (Reply::Status(500, None), "HTTP 500"),
+        (
+            Reply::Slow(Duration::from_secs(5), "late".into()),
+            "timed out",
+        ),
+        (Reply::Garbage, "malformed"),
+    ] {
+        let server = LlmServer::start(vec![reply]).await;
+        let e = enhancer(Some(&server.url), None, Duration::from_millis(1500));
+        let r = e
+            .enhance(&request(repo.path(), prompt, None), Vec::new())
+            .await;
+        assert_eq!(r.status, EnhanceStatus::Original);
+        assert_eq!(r.enhanced_prompt, prompt);
+        assert!(
+            r.warnings.iter().any(|w| w.contains(expect)),
+            "{expect}: {:?}",
+            r.warnings
+        );
+    }
+    let e = enhancer(None, None, Duration::from_secs(1));
+    let r = e
+        .enhance(&request(repo.path(), prompt, None), Vec::new())
+        .await;
+    assert_eq!(r.status, EnhanceStatus::Original);
+    assert!(r.warnings.iter().any(|w| w.contains("LLM not configured")));
+}
+
+#[tokio::test]
+async fn a_shadowing_template_changes_the_system_message() {
+    let repo = repo();
+    let prompts = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(prompts.path().join("system")).unwrap();
+    std::fs::write(
+        prompts.path().join("system/enhance_prompt.md"),
+        "---\narguments:\n  user_prompt: {required: true}\n  active_file: {}\n  context: {}\n  repository: {}\n---\nHOUSE STYLE REWRITER for {{ repository }}: {{ user_prompt }}\n",
+    )
+    .unwrap();
+    let server = LlmServer::start(vec![Reply::Answer("ok".into())]).await;
+    let e = enhancer(
+        Some(&server.url),
+        Some(prompts.path()),
+        Duration::from_secs(10),
+    );
+    let r = e
+        .enhance(&request(repo.path(), "tidy the cache", None), Vec::new())
+        .await;
+    assert_eq!(r.status, EnhanceStatus::Enhanced);
+    let body = &server.requests()[0].body;
+    let system = body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(system.starts_with("HOUSE STYLE REWRITER for "), "{system}");
+}
+
+#[test]
+fn validation_names_the_field_at_fault() {
+    let repo = repo();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("x.rs"), "fn x() {}").unwrap();
+    let bad = |active: Option<std::path::PathBuf>, dir: std::path::PathBuf| {
+        validate(
+            &EnhanceRequest {
+                prompt: "p".into(),
+                active_file: active,
+                working_directory: Some(dir),
+            },
+            repo.path(),
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    let e = bad(Some(outside.path().join("x.rs")), repo.path().into());
+    assert!(
+        e.starts_with("`activeFile`:") && e.contains("outside"),
+        "{e}"
+    );
+    std::os::unix::fs::symlink(outside.path().join("x.rs"), repo.path().join("src/link.rs"))
+        .unwrap();
+    let e = bad(Some("src/link.rs".into()), repo.path().into());
+    assert!(
+        e.starts_with("`activeFile`:") && e.contains("outside"),
+        "symlinks are resolved: {e}"
+    );
+    let e = bad(None, repo.path().join("missing"));
+    assert!(e.starts_with("`workingDirectory`:"), "{e}");
+    let e = bad(None, repo.path().join("src/cache.rs"));
+    assert!(e.contains("not a directory"), "{e}");
+}
+
+#[tokio::test]
+async fn the_whole_flow_through_the_real_binary_over_mcp() {
+    let repo = repo();
+    let server = LlmServer::start(vec![Reply::Answer("## Task\nRewritten over MCP.".into())]).await;
+    let env = [
+        ("LLM_BASE_URL", server.url.as_str()),
+        ("LLM_MODEL", "rewriter-mcp"),
+        ("LLM_API_KEY", "sk-mcp-test"),
+    ];
+    let s = mcp_support::stdio_with_env(repo.path(), &[], &env).await;
+    let args = json!({
+        "prompt": "add backoff to fetch_with_retry in this file",
+        "activeFile": "src/http_client.rs",
+        "workingDirectory": repo.path(),
+    });
+    let result = mcp_support::within(
+        "enhance_prompt",
+        s.client.call_tool(
+            CallToolRequestParams::new("enhance_prompt")
+                .with_arguments(args.as_object().unwrap().clone()),
+        ),
+    )
+    .await
+    .unwrap();
+    let structured = result
+        .structured_content
+        .clone()
+        .expect("structured content");
+    assert_eq!(structured["status"], "enhanced", "{structured}");
+    assert_eq!(structured["enhancedPrompt"], "## Task\nRewritten over MCP.");
+    assert_eq!(structured["context"]["activeFile"], "src/http_client.rs");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].body["model"], "rewriter-mcp");
+
+    // A bad field is -32602 naming it.
+    let args =
+        json!({"prompt": "x", "activeFile": "/etc/hostname", "workingDirectory": repo.path()});
+    let err = mcp_support::within(
+        "enhance_prompt with a bad activeFile",
+        s.client.call_tool(
+            CallToolRequestParams::new("enhance_prompt")
+                .with_arguments(args.as_object().unwrap().clone()),
+        ),
+    )
+    .await
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("-32602") || msg.contains("Invalid params") || msg.contains("activeFile"),
+        "{msg}"
+    );
+    assert!(msg.contains("activeFile"), "{msg}");
+    s.close().await;
+}
