@@ -113,6 +113,15 @@ pub fn envelope_result<T: Serialize>(
     Ok(result)
 }
 
+/// Annotations of a tool that only reads local state and answers the same to the same call.
+fn local_read_only() -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(true)
+        .destructive(false)
+        .idempotent(true)
+        .open_world(false)
+}
+
 fn get_prompts_definition() -> Tool {
     Tool::new(
         TOOL_NAME,
@@ -125,13 +134,7 @@ fn get_prompts_definition() -> Tool {
     .with_title("Get prompts")
     .with_input_schema::<GetPromptsRequest>()
     .with_output_schema::<GetPromptsResponse>()
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(true)
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false),
-    )
+    .with_annotations(local_read_only())
 }
 
 fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
@@ -280,13 +283,7 @@ fn compose_definition() -> Tool {
     )
     .with_title("Compose prompt")
     .with_input_schema::<ComposeToolRequest>()
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(true)
-            .destructive(false)
-            .idempotent(true)
-            .open_world(false),
-    )
+    .with_annotations(local_read_only())
 }
 
 fn compose_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {

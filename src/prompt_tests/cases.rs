@@ -196,13 +196,7 @@ fn parse_case(value: Value) -> Result<CaseSpec, String> {
 
 /// Case names become file names: one safe path segment.
 fn check_case_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
-        && name != "."
-        && name != ".."
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if ok {
+    if crate::registry::is_safe_segment(name) {
         Ok(())
     } else {
         Err(format!(

@@ -19,7 +19,7 @@ use serde::Serialize;
 pub use source::{BuiltinSource, DirSource, PromptSource, SourceError, SourceFile};
 pub use template::{
     ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
-    display_value, parse_prompt_file, split_frontmatter, yaml_to_json,
+    display_value, is_safe_segment, parse_prompt_file, split_frontmatter, yaml_to_json,
 };
 
 /// How bad a diagnostic is.

@@ -289,16 +289,21 @@ pub fn parse_prompt_file(
     Ok(tpl)
 }
 
-/// Prompt names are single path segments of safe characters: they become MCP names and
-/// include targets, so a name must never be able to point outside its root.
-pub fn validate_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
+/// Whether `name` is one path segment of letters, digits, `_`, `-` and `.` (not `.` or `..`):
+/// safe to use as a file name or a name that must stay inside its folder.
+pub fn is_safe_segment(name: &str) -> bool {
+    !name.is_empty()
         && name != "."
         && name != ".."
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
-    if ok {
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Prompt names are single path segments of safe characters: they become MCP names and
+/// include targets, so a name must never be able to point outside its root.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if is_safe_segment(name) {
         Ok(())
     } else {
         Err(format!(
