@@ -139,7 +139,10 @@ impl PromptLibrary {
     }
 
     /// Re-reads prompts (only changed files are re-parsed) and config, swapping atomically.
-    /// Broken files and a broken config keep their last good versions.
+    /// Broken files and a broken config keep their last good versions: a changed file whose
+    /// frontmatter does not parse, or whose template no longer compiles (it declares
+    /// `engine: jinja`, or declares no engine and its last good version was Jinja), stays at its
+    /// last good version and is reported in `problems` as `file:line:col: ...`.
     pub fn reload(&self) -> ReloadOutcome {
         let old = self.snapshot();
         let mut problems = Vec::new();
@@ -151,7 +154,13 @@ impl PromptLibrary {
                     old.config.clone()
                 }
             };
-        let registry = Registry::load_with_previous(self.roots.clone(), Some(&old.registry));
+        // Changed files are checked with the renderer's Jinja syntax: a broken template edit keeps
+        // the last good version, like a broken YAML edit.
+        let registry = Registry::load_with_previous(
+            self.roots.clone(),
+            Some(&old.registry),
+            &crate::render::check_syntax,
+        );
         problems.extend(registry.diagnostics().iter().map(ToString::to_string));
         let config_changed = config.raw != old.config.raw;
         let changed = config_changed || !registry.same_prompts(&old.registry);

@@ -4,8 +4,10 @@
 //! `PROMPTD_PROMPTS`, then `--prompts` folders): a later root shadows an earlier one by prompt
 //! name. Within one root two files with the same name are an error naming both paths. A file
 //! that fails to parse is reported as a [`Diagnostic`] and left out, except on reload, where the
-//! last good version of that file stays served. Rendering lives in `render`; this module only
-//! knows files, names and frontmatter.
+//! last good version of that file stays served. On reload a changed file whose template no longer
+//! compiles is refused the same way; the syntax check is supplied by the caller
+//! ([`TemplateCheck`]). Rendering lives in `render`; this module only knows files, names and
+//! frontmatter.
 
 pub mod source;
 pub mod template;
@@ -64,6 +66,20 @@ pub struct Shadowing {
     pub by: String,
 }
 
+/// A template syntax error, located in the prompt's file (line and column of the file, not of
+/// the body).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateSyntaxError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Compiles a prompt's body as a Jinja template, whatever its `engine:` says. Supplied by the
+/// caller of [`Registry::load_with_previous`] (the library passes the renderer's check, with the
+/// renderer's syntax configuration) so that this module never depends on `render`.
+pub type TemplateCheck<'a> = &'a dyn Fn(&PromptTemplate) -> Result<(), TemplateSyntaxError>;
+
 /// What the registry remembers of one file between reloads.
 #[derive(Debug, Clone)]
 struct FileState {
@@ -85,14 +101,26 @@ pub struct Registry {
 impl Registry {
     /// Loads every root (lowest precedence first).
     pub fn load(roots: Vec<Arc<dyn PromptSource>>) -> Registry {
-        Self::load_with_previous(roots, None)
+        // Without a previous snapshot no file has a last good version: nothing is checked.
+        Self::load_with_previous(roots, None, &|_| Ok(()))
     }
 
-    /// Loads every root, re-parsing only files whose content changed since `previous`; a file
-    /// that no longer parses keeps its last good version from `previous`.
+    /// Loads every root, re-parsing only files whose content changed since `previous`. A changed
+    /// file that has a last good version in `previous` keeps that version (with a diagnostic
+    /// ending in `(keeping the last good version)`) when the new version
+    /// - does not parse (YAML, frontmatter), or
+    /// - declares `engine: jinja` and fails `check`, or
+    /// - declares no engine, fails `check`, and the last good version was served as Jinja (it
+    ///   declared no engine or `engine: jinja` and passed `check`): a Jinja prompt broken by an
+    ///   edit must not silently turn into plain text.
+    ///
+    /// `check` runs only on changed files that have a last good version. A file without one
+    /// loads as on a first load (an uncompilable template is the renderer's business: an error
+    /// for `engine: jinja`, plain substitution otherwise).
     pub fn load_with_previous(
         roots: Vec<Arc<dyn PromptSource>>,
         previous: Option<&Registry>,
+        check: TemplateCheck<'_>,
     ) -> Registry {
         let mut diagnostics = Vec::new();
         let mut files = HashMap::new();
@@ -115,9 +143,14 @@ impl Registry {
             };
             let mut in_root: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
             for file in listed {
-                let Some(tpl) =
-                    load_file(root.as_ref(), &file, previous, &mut files, &mut diagnostics)
-                else {
+                let Some(tpl) = load_file(
+                    root.as_ref(),
+                    &file,
+                    previous,
+                    check,
+                    &mut files,
+                    &mut diagnostics,
+                ) else {
                     continue;
                 };
                 if let Some(first) = in_root.get(&tpl.name) {
@@ -252,6 +285,7 @@ fn load_file(
     root: &dyn PromptSource,
     file: &SourceFile,
     previous: Option<&Registry>,
+    check: TemplateCheck<'_>,
     files: &mut HashMap<String, FileState>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Option<Arc<PromptTemplate>> {
@@ -281,6 +315,26 @@ fn load_file(
     }
     match parse_prompt_file(&text, &file.display_path, &file.rel_path, file.category) {
         Ok(tpl) => {
+            if let Some(good) = prev.and_then(|p| p.good.as_ref())
+                && let Some(e) = broken_template(&tpl, good, check)
+            {
+                diagnostics.push(Diagnostic {
+                    severity: Severity::Error,
+                    path: tpl.path.clone(),
+                    line: e.line,
+                    column: e.column,
+                    code: "template-syntax",
+                    message: format!("{} (keeping the last good version)", e.message),
+                });
+                files.insert(
+                    file.display_path.clone(),
+                    FileState {
+                        hash,
+                        good: Some(good.clone()),
+                    },
+                );
+                return Some(good.clone());
+            }
             let tpl = Arc::new(tpl);
             files.insert(
                 file.display_path.clone(),
@@ -314,6 +368,29 @@ fn load_file(
                 },
             );
             kept
+        }
+    }
+}
+
+/// Why a changed file's new version must not replace its last good version `good`, if it must
+/// not: see [`Registry::load_with_previous`].
+fn broken_template(
+    new: &PromptTemplate,
+    good: &PromptTemplate,
+    check: TemplateCheck<'_>,
+) -> Option<TemplateSyntaxError> {
+    match new.engine {
+        Some(Engine::Plain) => None,
+        Some(Engine::Jinja) => check(new).err(),
+        None => {
+            let mut e = check(new).err()?;
+            let good_was_jinja = good.engine != Some(Engine::Plain) && check(good).is_ok();
+            good_was_jinja.then(|| {
+                e.message.push_str(
+                    "; the last good version is a Jinja template (declare `engine: plain` to serve this file as plain text)",
+                );
+                e
+            })
         }
     }
 }

@@ -26,7 +26,9 @@ use serde_json::{Map, Value};
 pub use clock::{Clock, ClockError, computed_variables};
 
 use crate::config::ProjectConfig;
-use crate::registry::{ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, display_value};
+use crate::registry::{
+    ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError, display_value,
+};
 
 /// Instruction budget of one render: enough for any honest prompt, finite for a hostile one.
 pub const FUEL: u64 = 2_000_000;
@@ -160,36 +162,7 @@ static INCLUDE: LazyLock<Regex> = LazyLock::new(|| {
 impl Renderer {
     /// Builds a renderer over a registry snapshot. Cheap: nothing is compiled until used.
     pub fn new(registry: Arc<Registry>) -> Renderer {
-        let mut env = Environment::new();
-        env.set_fuel(Some(FUEL));
-        env.set_recursion_limit(RECURSION_LIMIT);
-        env.set_undefined_behavior(UndefinedBehavior::Chainable);
-        // Values keep their JSON spelling in prompt text: `false`, not Python's `False`; a null
-        // prints as nothing, like an undefined value.
-        env.set_formatter(|out, state, value| {
-            if value.kind() == minijinja::value::ValueKind::Bool {
-                let b = value.is_true();
-                return out
-                    .write_str(if b { "true" } else { "false" })
-                    .map_err(minijinja::Error::from);
-            }
-            let value = if value.is_none() {
-                &JinjaValue::UNDEFINED
-            } else {
-                value
-            };
-            minijinja::escape_formatter(out, state, value)
-        });
-        // Prompt text is whitespace-sensitive: keep the file's final newline, and let block tags
-        // (`{% if %}` on a line of its own) vanish without leaving blank lines.
-        env.set_syntax(
-            minijinja::syntax::SyntaxConfig::builder()
-                .keep_trailing_newline(true)
-                .trim_blocks(true)
-                .lstrip_blocks(true)
-                .build()
-                .expect("default delimiters are valid"),
-        );
+        let mut env = jinja_environment();
         let loader_registry = registry.clone();
         env.set_loader(move |name| match loader_registry.resolve_include(name) {
             Ok(found) => Ok(found.map(|f| f.body)),
@@ -272,9 +245,7 @@ impl Renderer {
                 );
             }
             Err(e) => {
-                let line = e
-                    .line()
-                    .map_or(prompt.body_line, |l| l + prompt.body_line - 1);
+                let line = body_line_in_file(prompt, &e);
                 let message = jinja_message(&e);
                 if prompt.engine == Some(Engine::Jinja) {
                     analysis.syntax_error = Some(RenderError::Template {
@@ -680,11 +651,7 @@ impl Renderer {
                 ),
                 _ => (prompt.path.clone(), prompt.body_line),
             },
-            _ => (
-                prompt.path.clone(),
-                e.line()
-                    .map_or(prompt.body_line, |l| l + prompt.body_line - 1),
-            ),
+            _ => (prompt.path.clone(), body_line_in_file(prompt, e)),
         };
         RenderError::Template {
             prompt: prompt.name.clone(),
@@ -693,6 +660,69 @@ impl Renderer {
             message: jinja_message(e),
         }
     }
+}
+
+/// The minijinja environment every Jinja compile and render uses, without a loader: the
+/// renderer adds its registry loader, [`check_syntax`] compiles a body with it as is. One
+/// constructor, so hot reload's syntax check and rendering cannot disagree on what parses.
+fn jinja_environment<'source>() -> Environment<'source> {
+    let mut env = Environment::new();
+    env.set_fuel(Some(FUEL));
+    env.set_recursion_limit(RECURSION_LIMIT);
+    env.set_undefined_behavior(UndefinedBehavior::Chainable);
+    // Values keep their JSON spelling in prompt text: `false`, not Python's `False`; a null
+    // prints as nothing, like an undefined value.
+    env.set_formatter(|out, state, value| {
+        if value.kind() == minijinja::value::ValueKind::Bool {
+            let b = value.is_true();
+            return out
+                .write_str(if b { "true" } else { "false" })
+                .map_err(minijinja::Error::from);
+        }
+        let value = if value.is_none() {
+            &JinjaValue::UNDEFINED
+        } else {
+            value
+        };
+        minijinja::escape_formatter(out, state, value)
+    });
+    // Prompt text is whitespace-sensitive: keep the file's final newline, and let block tags
+    // (`{% if %}` on a line of its own) vanish without leaving blank lines.
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("default delimiters are valid"),
+    );
+    env
+}
+
+/// Compiles a prompt's body as Jinja with the renderer's environment, whatever its `engine:`
+/// says: the check hot reload gives [`Registry::load_with_previous`] so that a broken template
+/// edit keeps the last good version. The error's line and column are the file's.
+pub fn check_syntax(prompt: &PromptTemplate) -> Result<(), TemplateSyntaxError> {
+    let env = jinja_environment();
+    let Err(e) = env.template_from_str(&prompt.body) else {
+        return Ok(());
+    };
+    let column = e.range().map_or(1, |r| {
+        let before = prompt.body.get(..r.start).unwrap_or_default();
+        let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+        before[line_start..].chars().count() + 1
+    });
+    Err(TemplateSyntaxError {
+        line: body_line_in_file(prompt, &e),
+        column,
+        message: jinja_message(&e),
+    })
+}
+
+/// The file line of an error in a prompt's own body.
+fn body_line_in_file(prompt: &PromptTemplate, e: &minijinja::Error) -> usize {
+    e.line()
+        .map_or(prompt.body_line, |l| l + prompt.body_line - 1)
 }
 
 /// A minijinja error as one line, without its own position suffix.
