@@ -410,10 +410,39 @@ pub async fn check_completion(s: &Session) {
     );
 }
 
-/// Hot reload in a temporary prompts folder: create, edit, no-op save, broken edit (last good
-/// version still served, `file:line: reason` logged), fixed edit, temp+rename, delete.
 async fn names(c: &Client) -> Vec<String> {
     list_all_names(c).await.0
+}
+
+/// Waits (bounded) for stderr to log `<file>:<line>:...[<code>]...(keeping the last good
+/// version)` and checks that a line number follows the file name.
+async fn wait_kept_logged(s: &Session, file: &Path, code: &str) {
+    let at = format!("{}:", file.canonicalize().unwrap().display());
+    let tag = format!("[{code}]");
+    let logged = |log: &str| {
+        log.lines()
+            .find(|l| {
+                l.contains(&at) && l.contains(&tag) && l.contains("keeping the last good version")
+            })
+            .map(str::to_string)
+    };
+    let started = std::time::Instant::now();
+    let line = loop {
+        if let Some(line) = logged(&s.stderr()) {
+            break line;
+        }
+        assert!(
+            started.elapsed() < super::STEP,
+            "stderr names {at}line: {tag} reason: {}",
+            s.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let after = &line[line.find(&at).unwrap() + at.len()..];
+    assert!(
+        after.starts_with(|c: char| c.is_ascii_digit()),
+        "file:line in {line}"
+    );
 }
 
 async fn get_live(c: &Client) -> String {
@@ -426,6 +455,9 @@ async fn get_live(c: &Client) -> String {
     text_of(&r.messages[0].content)
 }
 
+/// Hot reload in a temporary prompts folder: create, edit, no-op save, broken YAML edit and
+/// broken template edit (last good version still served, no `list_changed`, `file:line: reason`
+/// logged), temp+rename, delete + create, delete.
 pub async fn check_hot_reload(s: &mut Session, dir: &Path) {
     let quiet = Duration::from_millis(600);
     let file = dir.join("live.md");
@@ -444,38 +476,28 @@ pub async fn check_hot_reload(s: &mut Session, dir: &Path) {
     std::fs::write(&file, "---\ntitle: Live\n---\nversion two\n").unwrap();
     s.assert_no_change(quiet, "no-op save").await;
 
-    // Broken edit: the last good version is still served, the reason is logged.
+    // Broken YAML edit: the last good version is still served, the reason is logged.
     std::fs::write(&file, "---\ntitle: [unclosed\n---\nversion three\n").unwrap();
     // Wait (bounded) for the reload to log the problem, then check what is served.
-    let at = format!("{}:", file.canonicalize().unwrap().display());
-    let logged = |log: &str| {
-        log.lines()
-            .find(|l| l.contains(&at) && l.contains("keeping the last good version"))
-            .map(str::to_string)
-    };
-    let started = std::time::Instant::now();
-    let line = loop {
-        if let Some(line) = logged(&s.stderr()) {
-            break line;
-        }
-        assert!(
-            started.elapsed() < super::STEP,
-            "stderr names {at}line: reason: {}",
-            s.stderr()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let after = &line[line.find(&at).unwrap() + at.len()..];
-    assert!(
-        after.starts_with(|c: char| c.is_ascii_digit()),
-        "file:line in {line}"
-    );
-    s.assert_no_change(quiet, "a broken edit changes nothing served")
+    wait_kept_logged(s, &file, "frontmatter").await;
+    s.assert_no_change(quiet, "a broken YAML edit changes nothing served")
         .await;
     assert_eq!(
         get_live(&s.client).await,
         "version two\n",
         "last good version still served"
+    );
+
+    // Broken template edit (`{% if %}` never closed) of a prompt that was Jinja: kept too, rather
+    // than silently served as plain text.
+    std::fs::write(&file, "---\ntitle: Live\n---\n{% if x %}\nversion three\n").unwrap();
+    wait_kept_logged(s, &file, "template-syntax").await;
+    s.assert_no_change(quiet, "a broken template edit changes nothing served")
+        .await;
+    assert_eq!(
+        get_live(&s.client).await,
+        "version two\n",
+        "last good version still served after a broken template edit"
     );
 
     // Write a temporary file, then rename it over the original (what many editors do).
