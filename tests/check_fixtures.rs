@@ -1,7 +1,7 @@
 //! Glob-driven lint snapshots: each folder under `tests/fixtures/check/` is a prompt root; the
 //! snapshot is `promptd check`'s compiler-style output for it.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write;
 

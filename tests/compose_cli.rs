@@ -1,7 +1,7 @@
 //! `promptd compose` and the MCP tool `compose_prompt` on a real workspace: rules, the server's
 //! own tools in the catalog, docs from `--doc` files or retrieved from the repository.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::path::Path;
 use std::process::Command;

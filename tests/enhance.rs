@@ -1,8 +1,8 @@
 //! enhance_prompt end to end: real files, the real retriever and guard, the rewrite template
 //! from the registry, and a local OpenAI-compatible server that records every request.
 
-mod common;
-mod mcp_support;
+use crate::common;
+use crate::mcp_support;
 
 use std::path::Path;
 use std::sync::Arc;

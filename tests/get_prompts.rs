@@ -1,6 +1,6 @@
 //! The `wit-get-prompts` contract: every mode of the envelope, snapshotted as JSON.
 
-mod common;
+use crate::common;
 
 use promptd::library::{GetPromptsRequest, GetPromptsResponse};
 use serde_json::json;

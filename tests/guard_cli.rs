@@ -1,7 +1,7 @@
 //! `promptd scan` through the built binary: exit codes 0 / 1 / 2, text and JSON output, the
 //! redact policy, and the secret absent from stdout and stderr even with trace logging.
 
-mod guard_common;
+use crate::guard_common;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};

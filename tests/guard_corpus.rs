@@ -2,7 +2,7 @@
 //! look-alike flagged, batch scans equal to single scans, and the secret absent from every
 //! output (findings, JSON, Debug, redacted text).
 
-mod guard_common;
+use crate::guard_common;
 
 use guard_common::{CorpusItem, REQUIRED_KINDS, corpus};
 use promptd::guard::{Guard, ScanInput, SecretFinding};

@@ -4,7 +4,7 @@
 //!
 //! Needs the binary: `scripts/setup-gitleaks` (or `GITLEAKS_BIN`).
 
-mod guard_common;
+use crate::guard_common;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The redact policy: `[REDACTED:<rule-id>#n]` placeholders, numbered per distinct secret,
 //! merged where findings overlap, and nothing else in the text touched.
 
-mod guard_common;
+use crate::guard_common;
 
 use guard_common::{Fake, fake_secret};
 use promptd::guard::{Guard, GuardOptions, Policy, ScanInput};

@@ -4,7 +4,7 @@
 //! fixture holds one), and put back in the snapshot wherever a fake survived redaction.
 //! `err_*.toml` files must be rejected: their error text (naming file and line) is the snapshot.
 
-mod guard_common;
+use crate::guard_common;
 
 use std::path::Path;
 

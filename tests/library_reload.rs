@@ -1,7 +1,7 @@
 //! `PromptLibrary::reload` over real files: a broken edit — bad YAML or a bad template — keeps the
 //! last good version served and reports `file:line:col: reason (keeping the last good version)`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! The LLM transport against a local OpenAI-compatible server that records requests.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

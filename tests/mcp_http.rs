@@ -2,7 +2,7 @@
 //! HTTP client: the same checks as over stdio, independent sessions, list_changed to every
 //! session, and the bearer token.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use mcp_support::{checks, fixture_prompts, http, http_client, http_server, within};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -1,6 +1,6 @@
 //! `promptd serve` over stdio, driven by rmcp's client through a real pipe to the built binary.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};

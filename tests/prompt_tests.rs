@@ -3,7 +3,7 @@
 //! a `runs.json` listing command lines to run in a temporary copy of it; the insta snapshot is
 //! every run's exit code, output, and the files it created, changed or removed.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

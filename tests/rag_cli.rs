@@ -1,6 +1,6 @@
 //! The `promptd index` and `promptd context` subcommands, run as the real binary.
 
-mod rag_support;
+use crate::rag_support;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! `scripts/setup-model`): sane vectors, hybrid ranking, the on-disk vector cache, and
 //! background embedding in a long-lived retriever.
 
-mod rag_support;
+use crate::rag_support;
 
 use std::time::Duration;
 

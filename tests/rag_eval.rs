@@ -4,7 +4,7 @@
 //! the default test run because embedding a few thousand chunks takes minutes the first time
 //! (vectors are cached under `target/rag-eval/`).
 
-mod rag_support;
+use crate::rag_support;
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! incremental re-indexing, recovery from corrupt indexes, ranking of the obviously relevant
 //! function, active-file handling and the lexical fallback without a model.
 
-mod rag_support;
+use crate::rag_support;
 
 use std::path::Path;
 use std::sync::Arc;

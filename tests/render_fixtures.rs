@@ -2,7 +2,7 @@
 //! folders and a `case.json` listing renders; the snapshot is every render's text, variables and
 //! provenance, or its error message.
 
-mod common;
+use crate::common;
 
 use std::fmt::Write;
 use std::path::Path;

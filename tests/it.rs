@@ -1,0 +1,34 @@
+//! The integration tests, linked into one binary: one link instead of two dozen, one process that
+//! runs every test in one thread pool, and a fraction of the disk (each test binary carries all of
+//! promptd's dependencies). Each module is a file beside this one, as its own test crate once was;
+//! the helpers shared between them are the `*_support` / `*common` modules.
+//!
+//! `guard_scratch.rs` stays a binary of its own: it redirects the process-wide temp directory.
+
+mod common;
+mod guard_common;
+mod mcp_support;
+mod rag_support;
+
+mod check_fixtures;
+mod cli;
+mod compose_cli;
+mod compose_stages;
+mod enhance;
+mod get_prompts;
+mod guard_cli;
+mod guard_corpus;
+mod guard_gitleaks;
+mod guard_redact;
+mod guard_rules;
+mod library_reload;
+mod llm;
+mod mcp_http;
+mod mcp_stdio;
+mod prompt_tests;
+mod rag_chunk;
+mod rag_cli;
+mod rag_embed;
+mod rag_eval;
+mod rag_retrieval;
+mod render_fixtures;
