@@ -30,7 +30,13 @@ fn fake_token() -> String {
 
 fn repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("src");
+    fill_repo(dir.path());
+    dir
+}
+
+/// Writes the fixture repository's files under `root`.
+fn fill_repo(root: &Path) {
+    let src = root.join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(
         src.join("http_client.rs"),
@@ -42,7 +48,6 @@ fn repo() -> tempfile::TempDir {
         "/// An in-memory cache of responses.\npub struct ResponseCache { entries: Vec<(String, String)> }\n\nimpl ResponseCache {\n    pub fn lookup(&self, url: &str) -> Option<&str> {\n        self.entries.iter().find(|(u, _)| u == url).map(|(_, b)| b.as_str())\n    }\n}\n",
     )
     .unwrap();
-    dir
 }
 
 fn library(extra: Option<&Path>) -> Arc<PromptLibrary> {
@@ -326,5 +331,82 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
         "{msg}"
     );
     assert!(msg.contains("activeFile"), "{msg}");
+    s.close().await;
+}
+
+/// Without `workingDirectory`, the repository is the client's first MCP root (a `file://` URI,
+/// percent-encoded); a client without roots gets the server's directory and a warning.
+#[tokio::test]
+async fn without_working_directory_the_clients_first_root_is_the_repository() {
+    let base = tempfile::tempdir().unwrap();
+    let repo = base.path().join("my repo");
+    fill_repo(&repo);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let server = LlmServer::start(vec![
+        Reply::Answer("## Task\nFrom the root.".into()),
+        Reply::Answer("## Task\nFrom the server's directory.".into()),
+    ])
+    .await;
+    let env = [
+        ("LLM_BASE_URL", server.url.as_str()),
+        ("LLM_MODEL", "rewriter-roots"),
+    ];
+    let uri = format!("file://{}", repo.display()).replace(' ', "%20");
+    let roots = vec![
+        rmcp::model::Root::new(uri).with_name("my repo"),
+        rmcp::model::Root::new(format!("file://{}", elsewhere.path().display())),
+    ];
+    // The server runs elsewhere: only the root can lead it to the repository.
+    let s = mcp_support::stdio_with_roots(elsewhere.path(), &[], &env, roots).await;
+    let args = json!({
+        "prompt": "add backoff to fetch_with_retry in this file",
+        "activeFile": "src/http_client.rs",
+    });
+    let result = mcp_support::within(
+        "enhance_prompt with roots",
+        s.client.call_tool(
+            CallToolRequestParams::new("enhance_prompt")
+                .with_arguments(args.as_object().unwrap().clone()),
+        ),
+    )
+    .await
+    .unwrap();
+    let structured = result.structured_content.expect("structured content");
+    assert_eq!(structured["status"], "enhanced", "{structured}");
+    assert_eq!(structured["context"]["activeFile"], "src/http_client.rs");
+    assert!(
+        !structured["warnings"]
+            .to_string()
+            .contains("server's directory"),
+        "{structured}"
+    );
+    let system = server.requests()[0].body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("fetch_with_retry"),
+        "the active file from the root's repository reached the template: {system}"
+    );
+    s.close().await;
+
+    // No roots: the server's own directory, said in a warning.
+    let s = mcp_support::stdio_with_env(elsewhere.path(), &[], &env).await;
+    let args = json!({"prompt": "explain the layout"});
+    let result = mcp_support::within(
+        "enhance_prompt without roots",
+        s.client.call_tool(
+            CallToolRequestParams::new("enhance_prompt")
+                .with_arguments(args.as_object().unwrap().clone()),
+        ),
+    )
+    .await
+    .unwrap();
+    let structured = result.structured_content.expect("structured content");
+    let warnings = structured["warnings"].to_string();
+    assert!(
+        warnings.contains("offers no roots") && warnings.contains("server's directory"),
+        "{structured}"
+    );
     s.close().await;
 }

@@ -10,8 +10,10 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rmcp::model::{ClientConfig, ProtocolVersion};
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ErrorData, ListRootsResult, ProtocolVersion, Root,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -32,16 +34,34 @@ pub fn fixture_prompts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/prompts")
 }
 
-/// A test client that records `prompts/list_changed` notifications.
+/// A test client that records `prompts/list_changed` notifications and, when given roots,
+/// offers them (the `roots` capability and `roots/list`) as an IDE with open folders does.
 #[derive(Clone)]
 pub struct TestClient {
     changed: mpsc::UnboundedSender<()>,
+    roots: Vec<Root>,
 }
 
 impl ClientHandler for TestClient {
     // The session lifecycle (`initialize`), which is what desktop clients speak today.
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+        let config =
+            ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
+        if self.roots.is_empty() {
+            return config;
+        }
+        ClientConfig::new(
+            ClientCapabilities::builder().enable_roots().build(),
+            config.client_info.clone(),
+        )
+        .with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        Ok(ListRootsResult::new(self.roots.clone()))
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -131,6 +151,16 @@ pub async fn stdio(cwd: &Path, args: &[&str]) -> Session {
 
 /// `promptd serve` over a stdio pipe with extra environment variables, connected.
 pub async fn stdio_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Session {
+    stdio_with_roots(cwd, args, env, Vec::new()).await
+}
+
+/// `promptd serve` over a stdio pipe, connected by a client that offers `roots`.
+pub async fn stdio_with_roots(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    roots: Vec<Root>,
+) -> Session {
     let mut all = vec!["serve"];
     all.extend_from_slice(args);
     let mut cmd = promptd(cwd, &all);
@@ -146,7 +176,7 @@ pub async fn stdio_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> 
     let (tx, rx) = mpsc::unbounded_channel();
     let client = within(
         "initialize over stdio",
-        TestClient { changed: tx }.serve(transport),
+        TestClient { changed: tx, roots }.serve(transport),
     )
     .await
     .expect("initialize over stdio");
@@ -204,7 +234,11 @@ pub async fn http_client(
     let (tx, rx) = mpsc::unbounded_channel();
     let client = within(
         "initialize over HTTP",
-        TestClient { changed: tx }.serve(transport),
+        TestClient {
+            changed: tx,
+            roots: Vec::new(),
+        }
+        .serve(transport),
     )
     .await
     .expect("initialize over HTTP");
