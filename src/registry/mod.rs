@@ -313,63 +313,55 @@ fn load_file(
         files.insert(file.display_path.clone(), prev.clone());
         return Some(good.clone());
     }
-    match parse_prompt_file(&text, &file.display_path, &file.rel_path, file.category) {
-        Ok(tpl) => {
-            if let Some(good) = prev.and_then(|p| p.good.as_ref())
-                && let Some(e) = broken_template(&tpl, good, check)
-            {
-                diagnostics.push(Diagnostic {
+    // What is served from this file, and what is wrong with its new text. A new text that does
+    // not load keeps the last good version served (the diagnostic says so).
+    let (served, problem) =
+        match parse_prompt_file(&text, &file.display_path, &file.rel_path, file.category) {
+            Ok(tpl) => {
+                let good = prev.and_then(|p| p.good.as_ref());
+                match good.and_then(|g| broken_template(&tpl, g, check).map(|e| (g, e))) {
+                    Some((good, e)) => (
+                        Some(good.clone()),
+                        Some(Diagnostic {
+                            severity: Severity::Error,
+                            path: tpl.path.clone(),
+                            line: e.line,
+                            column: e.column,
+                            code: "template-syntax",
+                            message: e.message,
+                        }),
+                    ),
+                    None => (Some(Arc::new(tpl)), None),
+                }
+            }
+            Err(e) => (
+                prev.and_then(|p| p.good.clone()),
+                Some(Diagnostic {
                     severity: Severity::Error,
-                    path: tpl.path.clone(),
+                    path: e.path,
                     line: e.line,
                     column: e.column,
-                    code: "template-syntax",
-                    message: format!("{} (keeping the last good version)", e.message),
-                });
-                files.insert(
-                    file.display_path.clone(),
-                    FileState {
-                        hash,
-                        good: Some(good.clone()),
-                    },
-                );
-                return Some(good.clone());
-            }
-            let tpl = Arc::new(tpl);
-            files.insert(
-                file.display_path.clone(),
-                FileState {
-                    hash,
-                    good: Some(tpl.clone()),
-                },
-            );
-            Some(tpl)
+                    code: "frontmatter",
+                    message: e.message,
+                }),
+            ),
+        };
+    if let Some(mut diagnostic) = problem {
+        if served.is_some() {
+            diagnostic
+                .message
+                .push_str(" (keeping the last good version)");
         }
-        Err(e) => {
-            let kept = prev.and_then(|p| p.good.clone());
-            let suffix = if kept.is_some() {
-                " (keeping the last good version)"
-            } else {
-                ""
-            };
-            diagnostics.push(Diagnostic {
-                severity: Severity::Error,
-                path: e.path,
-                line: e.line,
-                column: e.column,
-                code: "frontmatter",
-                message: format!("{}{suffix}", e.message),
-            });
-            files.insert(
-                file.display_path.clone(),
-                FileState {
-                    hash,
-                    good: kept.clone(),
-                },
-            );
-            kept
-        }
+        diagnostics.push(diagnostic);
     }
+    files.insert(
+        file.display_path.clone(),
+        FileState {
+            hash,
+            good: served.clone(),
+        },
+    );
+    served
 }
 
 /// Why a changed file's new version must not replace its last good version `good`, if it must
