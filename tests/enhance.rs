@@ -337,6 +337,7 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
 /// Without `workingDirectory`, the repository is the client's first MCP root (a `file://` URI,
 /// percent-encoded); a client without roots gets the server's directory and a warning.
 #[tokio::test]
+#[allow(deprecated)] // MCP roots (SEP-2577): still what IDE clients send.
 async fn without_working_directory_the_clients_first_root_is_the_repository() {
     let base = tempfile::tempdir().unwrap();
     let repo = base.path().join("my repo");

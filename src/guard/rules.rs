@@ -2,7 +2,8 @@
 //!
 //! This module owns the rule *model*: it reads a gitleaks-format file (`[[rules]]` with `id`,
 //! `description`, `regex`, `secretGroup`, `entropy`, `keywords`, `path`, per-rule
-//! `[[rules.allowlists]]` / legacy `[rules.allowlist]`, the global `[allowlist]` /
+//! `[[rules.allowlists]]` / legacy `[rules.allowlist]`, composite rules (`[[rules.required]]`
+//! with `withinLines` / `withinColumns`, and `skipReport`), the global `[allowlist]` /
 //! `[[allowlists]]`, and `[extend]` with `useDefault`, `path` and `disabledRules`), merges it over
 //! promptd's built-in rules the way gitleaks merges over its default config, validates it, and
 //! compiles every regex once. Errors name the file and line of the offending rule or value.
@@ -73,6 +74,23 @@ struct RawRule {
     allowlist: Option<Spanned<RawAllowlist>>,
     #[serde(default)]
     allowlists: Vec<Spanned<RawAllowlist>>,
+    /// Composite rules (gitleaks 8.28+): this rule reports only when each required rule also
+    /// matches nearby.
+    #[serde(default)]
+    required: Vec<Spanned<RawRequired>>,
+    /// An auxiliary rule: its matches serve `required`, never reported on their own.
+    #[serde(default)]
+    skip_report: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawRequired {
+    id: Option<String>,
+    #[serde(default)]
+    within_lines: Option<Spanned<i64>>,
+    #[serde(default)]
+    within_columns: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -123,6 +141,16 @@ struct RuleSpec {
     keywords: Vec<String>,
     path: Option<Pattern>,
     allowlists: Vec<AllowlistSpec>,
+    required: Vec<RequiredSpec>,
+    skip_report: bool,
+    origin: Origin,
+}
+
+#[derive(Clone, Debug)]
+struct RequiredSpec {
+    id: String,
+    within_lines: Option<usize>,
+    within_columns: Option<usize>,
     origin: Origin,
 }
 
@@ -192,6 +220,20 @@ pub(crate) struct Rule {
     pub(crate) keywords: Vec<String>,
     pub(crate) path: Option<Regex>,
     pub(crate) allowlists: Vec<Allowlist>,
+    /// Composite rule: every one of these must match near a finding for it to be reported.
+    pub(crate) required: Vec<Required>,
+    /// Auxiliary rule: matched only on behalf of composite rules.
+    pub(crate) skip_report: bool,
+}
+
+/// One `[[rules.required]]` entry, resolved to the rule it names.
+pub(crate) struct Required {
+    /// Index of the required rule in [`RuleSet::rules`].
+    pub(crate) rule: usize,
+    /// At most this many lines between the two findings' first lines.
+    pub(crate) within_lines: Option<usize>,
+    /// On the same line, at most this many columns between the two findings' first columns.
+    pub(crate) within_columns: Option<usize>,
 }
 
 /// The complete compiled rule set.
@@ -379,6 +421,33 @@ fn parse_config(
         for a in &r.allowlists {
             allowlists.push(allowlist(a, Some(&id))?);
         }
+        let mut required = Vec::new();
+        for q in &r.required {
+            let at = origin(q.span().start);
+            let raw = q.get_ref();
+            let Some(req_id) = raw.id.as_deref().map(str::trim).filter(|i| !i.is_empty()) else {
+                return Err(rule_error(
+                    &at,
+                    Some(&id),
+                    "[[rules.required]] has no `id`".to_string(),
+                ));
+            };
+            let distance = |v: &Option<Spanned<i64>>, key: &str| match v {
+                None => Ok(None),
+                Some(n) if *n.get_ref() < 0 => Err(rule_error(
+                    &origin(n.span().start),
+                    Some(&id),
+                    format!("{key} must not be negative (got {})", n.get_ref()),
+                )),
+                Some(n) => Ok(Some(*n.get_ref() as usize)),
+            };
+            required.push(RequiredSpec {
+                id: req_id.to_string(),
+                within_lines: distance(&raw.within_lines, "withinLines")?,
+                within_columns: distance(&raw.within_columns, "withinColumns")?,
+                origin: at,
+            });
+        }
         own.rules.push(RuleSpec {
             id,
             description: r.description.clone().unwrap_or_default(),
@@ -388,6 +457,8 @@ fn parse_config(
             keywords: r.keywords.iter().map(|k| k.to_lowercase()).collect(),
             path: r.path.as_ref().map(pattern),
             allowlists,
+            required,
+            skip_report: r.skip_report,
             origin: at,
         });
     }
@@ -462,6 +533,10 @@ fn merge(base: ConfigSpec, own: ConfigSpec) -> ConfigSpec {
                     }
                 }
                 b.allowlists.extend(rule.allowlists);
+                if !rule.required.is_empty() {
+                    b.required = rule.required;
+                }
+                b.skip_report |= rule.skip_report;
                 b.origin = rule.origin;
             }
             None => rules.push(rule),
@@ -537,6 +612,7 @@ fn compile_allowlist(a: AllowlistSpec, rule: Option<&str>) -> Result<Allowlist, 
 
 fn compile(spec: ConfigSpec) -> Result<RuleSet, GuardError> {
     let mut rules = Vec::with_capacity(spec.rules.len());
+    let ids: Vec<String> = spec.rules.iter().map(|r| r.id.clone()).collect();
     for r in spec.rules {
         let id = r.id.as_str();
         if r.regex.is_none() && r.path.is_none() {
@@ -573,6 +649,28 @@ fn compile(spec: ConfigSpec) -> Result<RuleSet, GuardError> {
             .into_iter()
             .map(|a| compile_allowlist(a, Some(id)))
             .collect::<Result<_, _>>()?;
+        let mut required = Vec::with_capacity(r.required.len());
+        for q in &r.required {
+            let Some(index) = ids.iter().position(|i| *i == q.id) else {
+                return Err(rule_error(
+                    &q.origin,
+                    Some(id),
+                    format!("required rule \"{}\" is not defined", q.id),
+                ));
+            };
+            if q.id == r.id {
+                return Err(rule_error(
+                    &q.origin,
+                    Some(id),
+                    "a rule cannot require itself".to_string(),
+                ));
+            }
+            required.push(Required {
+                rule: index,
+                within_lines: q.within_lines,
+                within_columns: q.within_columns,
+            });
+        }
         rules.push(Rule {
             id: r.id.clone(),
             description: r.description,
@@ -582,6 +680,8 @@ fn compile(spec: ConfigSpec) -> Result<RuleSet, GuardError> {
             keywords: r.keywords.into_iter().filter(|k| !k.is_empty()).collect(),
             path,
             allowlists,
+            required,
+            skip_report: r.skip_report,
         });
     }
     let global = spec

@@ -5,11 +5,14 @@
 //! keywords) run their regex, compiled once at start-up. For each match the secret (the
 //! `secretGroup`, else the first non-empty group, else the whole match) is checked against the
 //! rule's entropy floor and allowlists, then turned into a [`SecretFinding`] that keeps only the
-//! secret's position and a short redacted preview, never the secret itself.
+//! secret's position and a short redacted preview, never the secret itself. A composite rule's
+//! finding is kept only when each rule it requires also matches within the stated distance, and
+//! then the required matches are reported beside it (so redaction covers every part); `skipReport`
+//! rules are otherwise matched only on a composite rule's behalf.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
-use super::rules::{Allowlist, Condition, RegexTarget, Rule, RuleSet};
+use super::rules::{Allowlist, Condition, RegexTarget, Required, Rule, RuleSet};
 use super::{FindingSource, SecretFinding};
 
 /// Rules ready to run, with the keyword prefilter built over them.
@@ -97,84 +100,141 @@ impl Scanner {
     /// Scans one text; `path` (when the text came from a file) feeds `path` rules and
     /// allowlists.
     pub(crate) fn scan(&self, label: &str, path: Option<&str>, text: &str) -> Vec<SecretFinding> {
-        let bytes = text.as_bytes();
-        let enabled = self.enabled_rules(bytes);
+        let enabled = self.enabled_rules(text.as_bytes());
         let mut lines: Option<LineIndex> = None;
+        // Findings of rules required by composite rules, computed once per text on first need.
+        let mut auxiliary: Vec<Option<Vec<SecretFinding>>> = Vec::new();
         let mut findings = Vec::new();
         for (ri, rule) in self.rules.rules.iter().enumerate() {
-            if !enabled[ri] {
+            if !enabled[ri] || rule.skip_report {
                 continue;
             }
-            if let Some(path_re) = &rule.path {
-                match path {
-                    Some(p) if path_re.is_match(p.as_bytes()) => {}
-                    _ => continue,
+            let mut found = self.rule_findings(rule, label, path, text, &mut lines);
+            if !rule.required.is_empty() && !found.is_empty() {
+                auxiliary.resize_with(self.rules.rules.len(), || None);
+                for q in &rule.required {
+                    if auxiliary[q.rule].is_none() {
+                        let aux = if enabled[q.rule] {
+                            let required_rule = &self.rules.rules[q.rule];
+                            self.rule_findings(required_rule, label, path, text, &mut lines)
+                        } else {
+                            Vec::new()
+                        };
+                        auxiliary[q.rule] = Some(aux);
+                    }
                 }
+                // A kept finding brings along the parts that completed it: they are secrets too,
+                // reported beside it (even from a `skipReport` rule) so that redaction covers the
+                // whole pair.
+                let mut kept = Vec::with_capacity(found.len());
+                for primary in found {
+                    let mut parts = Vec::new();
+                    let complete = rule.required.iter().all(|q| {
+                        let before = parts.len();
+                        parts.extend(
+                            auxiliary[q.rule]
+                                .as_deref()
+                                .unwrap_or_default()
+                                .iter()
+                                .filter(|aux| within_proximity(&primary, aux, q))
+                                .cloned(),
+                        );
+                        parts.len() > before
+                    });
+                    if complete {
+                        findings.extend(parts);
+                        kept.push(primary);
+                    }
+                }
+                found = kept;
             }
-            let Some(re) = &rule.regex else {
-                // A path-only rule: the whole input is the finding (e.g. a key file by name).
-                if !text.is_empty() && !self.allowed(rule, path, "", "", "") {
-                    let li = lines.get_or_insert_with(|| LineIndex::new(text));
-                    findings.push(make_finding(
-                        rule,
-                        label,
-                        text,
-                        li,
-                        0..text.len(),
-                        0.0,
-                        FindingSource::Promptd,
-                    ));
-                }
-                continue;
-            };
-            // (whole match, secret) pairs. A regex without capture groups is answered by the
-            // DFA alone; the capture engines run only when a group says where the secret is.
-            let spans: Box<dyn Iterator<Item = (regex::bytes::Match, regex::bytes::Match)>> =
-                if re.captures_len() == 1 {
-                    Box::new(re.find_iter(bytes).map(|m| (m, m)))
-                } else {
-                    Box::new(re.captures_iter(bytes).map(|caps| {
-                        let whole = caps.get(0).expect("group 0 always participates");
-                        let secret = match rule.secret_group {
-                            Some(g) => caps.get(g),
-                            None => (1..caps.len())
-                                .filter_map(|g| caps.get(g))
-                                .find(|m| !m.is_empty()),
-                        }
-                        .unwrap_or(whole);
-                        (whole, secret)
-                    }))
-                };
-            for (whole, secret) in spans {
-                if secret.is_empty() {
-                    continue;
-                }
-                let span = widen_to_chars(text, secret.start()..secret.end());
-                let match_span = widen_to_chars(text, whole.start()..whole.end());
-                let secret_text = &text[span.clone()];
-                let entropy = shannon_entropy(secret_text);
-                if let Some(floor) = rule.entropy
-                    && entropy <= floor
-                {
-                    continue;
-                }
-                let line_span = line_around(text, match_span.clone());
-                if self.allowed(rule, path, secret_text, &text[match_span], &text[line_span]) {
-                    continue;
-                }
+            findings.extend(found);
+        }
+        dedupe(&mut findings);
+        findings
+    }
+
+    /// One rule's findings in `text`, after its entropy floor and allowlists; composite
+    /// requirements are the caller's business (as in gitleaks, a required rule's own
+    /// requirements are not followed).
+    fn rule_findings(
+        &self,
+        rule: &Rule,
+        label: &str,
+        path: Option<&str>,
+        text: &str,
+        lines: &mut Option<LineIndex>,
+    ) -> Vec<SecretFinding> {
+        let bytes = text.as_bytes();
+        let mut findings = Vec::new();
+        if let Some(path_re) = &rule.path {
+            match path {
+                Some(p) if path_re.is_match(p.as_bytes()) => {}
+                _ => return findings,
+            }
+        }
+        let Some(re) = &rule.regex else {
+            // A path-only rule: the whole input is the finding (e.g. a key file by name).
+            if !text.is_empty() && !self.allowed(rule, path, "", "", "") {
                 let li = lines.get_or_insert_with(|| LineIndex::new(text));
                 findings.push(make_finding(
                     rule,
                     label,
                     text,
                     li,
-                    span,
-                    entropy,
+                    0..text.len(),
+                    0.0,
                     FindingSource::Promptd,
                 ));
             }
+            return findings;
+        };
+        // (whole match, secret) pairs. A regex without capture groups is answered by the DFA
+        // alone; the capture engines run only when a group says where the secret is.
+        let spans: Box<dyn Iterator<Item = (regex::bytes::Match, regex::bytes::Match)>> =
+            if re.captures_len() == 1 {
+                Box::new(re.find_iter(bytes).map(|m| (m, m)))
+            } else {
+                Box::new(re.captures_iter(bytes).map(|caps| {
+                    let whole = caps.get(0).expect("group 0 always participates");
+                    let secret = match rule.secret_group {
+                        Some(g) => caps.get(g),
+                        None => (1..caps.len())
+                            .filter_map(|g| caps.get(g))
+                            .find(|m| !m.is_empty()),
+                    }
+                    .unwrap_or(whole);
+                    (whole, secret)
+                }))
+            };
+        for (whole, secret) in spans {
+            if secret.is_empty() {
+                continue;
+            }
+            let span = widen_to_chars(text, secret.start()..secret.end());
+            let match_span = widen_to_chars(text, whole.start()..whole.end());
+            let secret_text = &text[span.clone()];
+            let entropy = shannon_entropy(secret_text);
+            if let Some(floor) = rule.entropy
+                && entropy <= floor
+            {
+                continue;
+            }
+            let line_span = line_around(text, match_span.clone());
+            if self.allowed(rule, path, secret_text, &text[match_span], &text[line_span]) {
+                continue;
+            }
+            let li = lines.get_or_insert_with(|| LineIndex::new(text));
+            findings.push(make_finding(
+                rule,
+                label,
+                text,
+                li,
+                span,
+                entropy,
+                FindingSource::Promptd,
+            ));
         }
-        dedupe(&mut findings);
         findings
     }
 
@@ -188,6 +248,23 @@ impl Scanner {
                     && check(a)
             })
     }
+}
+
+/// gitleaks' proximity test for a composite rule: with neither distance set, anywhere in the same
+/// text; `withinLines` bounds the distance between first lines; `withinColumns` bounds the
+/// distance between first columns and, since columns restart on every line, needs the same line.
+fn within_proximity(primary: &SecretFinding, aux: &SecretFinding, q: &Required) -> bool {
+    if let Some(n) = q.within_lines
+        && primary.line.abs_diff(aux.line) > n
+    {
+        return false;
+    }
+    if let Some(n) = q.within_columns
+        && (primary.line != aux.line || primary.column_start.abs_diff(aux.column_start) > n)
+    {
+        return false;
+    }
+    true
 }
 
 /// gitleaks' allowlist semantics: with `OR` any present check that matches allows; with `AND`
