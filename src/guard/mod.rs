@@ -15,6 +15,7 @@
 //! Policy ([`Policy`]): `block` (default) refuses any input with a finding; `redact` replaces each
 //! secret by `[REDACTED:<rule-id>#n]` ([`Guard::redact`]).
 
+mod decode;
 mod external;
 mod redact;
 mod rules;

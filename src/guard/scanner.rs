@@ -12,8 +12,18 @@
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
+use super::decode;
 use super::rules::{Allowlist, Condition, RegexTarget, Required, Rule, RuleSet};
 use super::{FindingSource, SecretFinding};
+
+/// A secret found in decoded text, before it is placed on the original text's encoded segment.
+struct DecodedHit {
+    rule_id: String,
+    description: String,
+    entropy: f64,
+    /// Encodings nested inside the outermost one, outermost first.
+    encodings: Vec<decode::Encoding>,
+}
 
 /// Rules ready to run, with the keyword prefilter built over them.
 #[derive(Debug)]
@@ -98,15 +108,103 @@ impl Scanner {
     }
 
     /// Scans one text; `path` (when the text came from a file) feeds `path` rules and
-    /// allowlists.
+    /// allowlists. Encoded segments are decoded and scanned too (see [`decode`]): a secret found
+    /// inside one is reported on the encoded segment, its description naming the encodings.
     pub(crate) fn scan(&self, label: &str, path: Option<&str>, text: &str) -> Vec<SecretFinding> {
+        let mut findings = self.scan_text(label, path, text, false);
+        let segments = decode::encoded_segments(text);
+        let mut lines: Option<LineIndex> = None;
+        for (i, hit) in self.decoded_hits(path, &segments, 1) {
+            let segment = &segments[i];
+            let range = segment.range.clone();
+            // The plain scan already placed this secret more precisely.
+            if findings.iter().any(|f| {
+                f.rule_id == hit.rule_id && f.byte_start < range.end && range.start < f.byte_end
+            }) {
+                continue;
+            }
+            let chain: Vec<&str> = std::iter::once(segment.encoding)
+                .chain(hit.encodings.iter().copied())
+                .map(decode::Encoding::name)
+                .collect();
+            let li = lines.get_or_insert_with(|| LineIndex::new(text));
+            findings.push(finding_at(
+                &hit.rule_id,
+                &format!("{} (decoded: {})", hit.description, chain.join(" > ")),
+                label,
+                text,
+                li,
+                range,
+                hit.entropy,
+                FindingSource::Promptd,
+            ));
+        }
+        dedupe(&mut findings);
+        findings
+    }
+
+    /// Secrets in the decoded texts of `segments`, and (up to [`decode::MAX_DECODE_DEPTH`]) in
+    /// the segments encoded within them, each with the index of its segment. The decoded texts
+    /// are scanned as one text, a blank line apart, so that many small segments cost one pass of
+    /// the rules, not one each; a match is attributed to the segment it starts in.
+    fn decoded_hits(
+        &self,
+        path: Option<&str>,
+        segments: &[decode::EncodedSegment],
+        depth: usize,
+    ) -> Vec<(usize, DecodedHit)> {
+        if segments.is_empty() {
+            return Vec::new();
+        }
+        let mut joined = String::new();
+        let mut starts = Vec::with_capacity(segments.len());
+        for segment in segments {
+            starts.push(joined.len());
+            joined.push_str(&segment.decoded);
+            joined.push_str("\n\n");
+        }
+        let owner = |offset: usize| starts.partition_point(|&s| s <= offset) - 1;
+        let mut hits: Vec<(usize, DecodedHit)> = self
+            .scan_text("decoded", path, &joined, true)
+            .into_iter()
+            .map(|f| {
+                (
+                    owner(f.byte_start),
+                    DecodedHit {
+                        rule_id: f.rule_id,
+                        description: f.description,
+                        entropy: f64::from(f.entropy),
+                        encodings: Vec::new(),
+                    },
+                )
+            })
+            .collect();
+        if depth < decode::MAX_DECODE_DEPTH {
+            let inner = decode::encoded_segments(&joined);
+            for (j, mut hit) in self.decoded_hits(path, &inner, depth + 1) {
+                hit.encodings.insert(0, inner[j].encoding);
+                hits.push((owner(inner[j].range.start), hit));
+            }
+        }
+        hits
+    }
+
+    /// The rules over one text, without decoding. `decoded` texts skip path-only rules (the
+    /// file itself was judged by its own scan).
+    fn scan_text(
+        &self,
+        label: &str,
+        path: Option<&str>,
+        text: &str,
+        decoded: bool,
+    ) -> Vec<SecretFinding> {
         let enabled = self.enabled_rules(text.as_bytes());
         let mut lines: Option<LineIndex> = None;
         // Findings of rules required by composite rules, computed once per text on first need.
         let mut auxiliary: Vec<Option<Vec<SecretFinding>>> = Vec::new();
         let mut findings = Vec::new();
         for (ri, rule) in self.rules.rules.iter().enumerate() {
-            if !enabled[ri] || rule.skip_report {
+            if !enabled[ri] || rule.skip_report || (decoded && rule.regex.is_none()) {
                 continue;
             }
             let mut found = self.rule_findings(rule, label, path, text, &mut lines);

@@ -746,6 +746,51 @@ pub fn corpus() -> Vec<CorpusItem> {
         format!("APP_NAME=Acme\nAPP_ENV=production\nAPP_KEY={s}\n"),
     );
 
+    // --- Encoded secrets (decoded and scanned again, as gitleaks does): the "secret" is the
+    // encoded run, which is what a finding covers and redaction replaces.
+    {
+        use base64::Engine as _;
+        let pat = cat(&["gh", "p_", &g.pick(&alnum(), 36)]);
+        let s = base64::engine::general_purpose::STANDARD.encode(&pat);
+        pos(
+            "encoded/base64-k8s-secret",
+            "github-pat",
+            s.clone(),
+            format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ci-bot\ntype: Opaque\ndata:\n  value: {s}\n"
+            ),
+        );
+        let hook = cat(&[
+            "https://hooks.",
+            "slack.com/services/T",
+            &g.pick(&format!("{UPPER}{DIGITS}"), 8),
+            "/B",
+            &g.pick(&format!("{UPPER}{DIGITS}"), 10),
+            "/",
+            &g.pick(&alnum(), 24),
+        ]);
+        let s: String =
+            percent_encoding::utf8_percent_encode(&hook, percent_encoding::NON_ALPHANUMERIC)
+                .to_string();
+        pos(
+            "encoded/percent-query-string",
+            "slack-webhook-url",
+            s.clone(),
+            format!("GET /relay?target={s} HTTP/1.1\nHost: relay.acme.io\n"),
+        );
+        let key = cat(&["sk_", "live_", &g.pick(&alnum(), 24)]);
+        let s = hex::encode(&key);
+        pos(
+            "encoded/hex-then-base64",
+            "stripe-secret-key",
+            base64::engine::general_purpose::STANDARD.encode(&s),
+            format!(
+                "{{\"blob\": \"{}\"}}",
+                base64::engine::general_purpose::STANDARD.encode(&s)
+            ),
+        );
+    }
+
     // ============================== negatives ==============================
     let mut neg = |name: &str, text: String| {
         items.push(CorpusItem {
@@ -755,6 +800,20 @@ pub fn corpus() -> Vec<CorpusItem> {
             secret: None,
         });
     };
+    {
+        use base64::Engine as _;
+        let s = base64::engine::general_purpose::STANDARD
+            .encode("{\"theme\": \"dark\", \"fontSize\": 14, \"token_refresh\": true}");
+        neg(
+            "encoded/base64-harmless-json",
+            format!("settings_blob: {s}\n"),
+        );
+        neg(
+            "encoded/percent-search-url",
+            "https://www.acme.io/search?q=rotate%20the%20api%20token%20%26%20password%3F\n"
+                .to_string(),
+        );
+    }
     let u = g.uuid();
     neg(
         "uuid/json",
