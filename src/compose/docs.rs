@@ -20,6 +20,7 @@
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ComposeError;
@@ -81,7 +82,7 @@ impl DocChunk {
 }
 
 /// A chunk in the docs ledger: which one, its rank and what it cost.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DocLedgerEntry {
     pub path: String,

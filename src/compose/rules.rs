@@ -72,6 +72,7 @@ use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSetBuilder};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd, TextMergeStream};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::ComposeError;
@@ -83,7 +84,7 @@ pub const MAX_RULE_BYTES: u64 = 1024 * 1024;
 pub const MAX_IMPORT_DEPTH: usize = 5;
 
 /// The kind of rule file, which decides how it applies.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuleFormat {
     AgentsMd,
@@ -131,9 +132,10 @@ pub struct AppliedRule {
 }
 
 /// Every rule file found, included or not, and why.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleLedgerEntry {
+    /// Workspace-relative path, `/`-separated (for an import that names no file: the token).
     pub path: String,
     pub format: RuleFormat,
     pub included: bool,
