@@ -1,10 +1,13 @@
 //! Composer stages on fixture workspaces: rules discovery + tools validation + docs fitting, and
-//! the reference frame, per request.
+//! the reference frame, per request; and the docs budget fitting alone over a few hundred chunks,
+//! where its cost must grow linearly with the chunks kept.
 
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use promptd::compose::{ComposeRequest, DocChunk, compose_stages, render_default_frame};
+use promptd::compose::{
+    ComposeRequest, DEFAULT_DOCS_BUDGET, DocChunk, compose_stages, fit_docs, render_default_frame,
+};
 
 fn fixture(case: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -39,5 +42,41 @@ fn stages(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, stages);
+/// `count` retrieved-looking chunks of 3 to 12 lines each, ranked by descending score.
+fn doc_chunks(count: usize) -> Vec<DocChunk> {
+    const LINES: [&str; 4] = [
+        "Retries use exponential backoff with jitter; the default is 3 attempts.",
+        "    pub fn fetch_with_retry(&self, url: &str) -> Result<String, HttpError> {",
+        "Timeouts are per attempt, and only idempotent requests (GET, PUT, DELETE) retry.",
+        "    }",
+    ];
+    (0..count)
+        .map(|i| {
+            let lines = 3 + i % 10;
+            let text: String = (0..lines)
+                .map(|l| format!("{} // {i}.{l}\n", LINES[(i + l) % LINES.len()]))
+                .collect();
+            DocChunk {
+                path: format!("src/net/client_{}.rs", i % 17),
+                start_line: 1 + i,
+                end_line: i + lines,
+                text,
+                score: 1.0 - i as f32 / count as f32,
+            }
+        })
+        .collect()
+}
+
+fn docs_fitting(c: &mut Criterion) {
+    let chunks = doc_chunks(300);
+    // Every chunk fits: the fitting keeps all 300, the worst case for re-counting the block.
+    c.bench_function("fit_docs 300 chunks, all kept", |b| {
+        b.iter(|| fit_docs(&chunks, 1_000_000))
+    });
+    c.bench_function("fit_docs 300 chunks, default budget", |b| {
+        b.iter(|| fit_docs(&chunks, DEFAULT_DOCS_BUDGET))
+    });
+}
+
+criterion_group!(benches, stages, docs_fitting);
 criterion_main!(benches);

@@ -155,3 +155,99 @@ async fn mcp_tool_returns_text_and_ledger() {
     );
     s.close().await;
 }
+
+#[tokio::test]
+async fn mcp_tool_structured_content_matches_its_output_schema() {
+    let ws = workspace();
+    let p = ws.path();
+    // Every kind of ledger entry: a rule listed but not included (agent-requested), a skipped
+    // tool definition file, a doc chunk dropped to fit the budget.
+    std::fs::write(
+        p.join(".cursor/rules/review.mdc"),
+        "---\ndescription: code review checklist\n---\nCheck every error path.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(p.join(".promptd/tools")).unwrap();
+    std::fs::write(p.join(".promptd/tools/broken.json"), "{ not json").unwrap();
+    let s = mcp_support::stdio(p, &[]).await;
+
+    let tool = mcp_support::listed_tool(&s, "compose_prompt").await;
+    let schema = tool.output_schema.as_deref().expect("outputSchema");
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .expect("required fields")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for field in [
+        "text",
+        "prefix",
+        "prefixStart",
+        "prefixTokens",
+        "tokensPerBlock",
+        "ledger",
+        "warnings",
+    ] {
+        assert!(
+            required.contains(&field),
+            "{field} not required: {schema:?}"
+        );
+    }
+    let validator = mcp_support::output_validator(&tool);
+
+    let call = |args: Value| {
+        s.client.call_tool(
+            CallToolRequestParams::new("compose_prompt")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+    };
+    let args = json!({
+        "query": "add retries",
+        "dir": p,
+        "file": "src/net/client.rs",
+        "docs": ["notes.md", "src/net/client.rs"],
+        "docsBudget": 30,
+    });
+    let result = mcp_support::within("compose_prompt", call(args))
+        .await
+        .unwrap();
+    let full = result.structured_content.expect("structured content");
+    let ledger = &full["ledger"];
+    assert!(
+        ledger["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["included"] == false),
+        "{ledger:#}"
+    );
+    for list in ["toolIssues", "docsIncluded", "docsDropped"] {
+        assert!(
+            !ledger[list].as_array().unwrap().is_empty(),
+            "{list}: {ledger:#}"
+        );
+    }
+    mcp_support::assert_matches_schema(&validator, &full, "compose_prompt with every ledger kind");
+
+    // No current file and a zero docs budget: no docs block, nothing included, still valid.
+    let args = json!({"query": "why is CI red?", "dir": p, "docsBudget": 0});
+    let result = mcp_support::within("compose_prompt without a file", call(args))
+        .await
+        .unwrap();
+    let bare = result.structured_content.expect("structured content");
+    assert_eq!(bare["tokensPerBlock"]["docs"], 0);
+    assert_eq!(bare["ledger"]["docsIncluded"], json!([]));
+    mcp_support::assert_matches_schema(&validator, &bare, "compose_prompt without a file");
+
+    // The schema is not vacuous: a missing block count or an unknown rule format is refused.
+    let mut broken = full.clone();
+    broken.as_object_mut().unwrap().remove("tokensPerBlock");
+    assert!(
+        !validator.is_valid(&broken),
+        "missing tokensPerBlock accepted"
+    );
+    let mut broken = full.clone();
+    broken["ledger"]["rules"][0]["format"] = json!("not-a-format");
+    assert!(!validator.is_valid(&broken), "unknown rule format accepted");
+    s.close().await;
+}

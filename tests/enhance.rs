@@ -411,3 +411,63 @@ async fn without_working_directory_the_clients_first_root_is_the_repository() {
     );
     s.close().await;
 }
+
+#[tokio::test]
+async fn mcp_structured_content_matches_the_output_schema_for_every_status() {
+    let repo = repo();
+    // The first rewrite succeeds; every later LLM answer is garbage (status `original`).
+    let server = LlmServer::start(vec![
+        Reply::Answer("## Task\nRewritten over MCP.".into()),
+        Reply::Garbage,
+    ])
+    .await;
+    let env = [
+        ("LLM_BASE_URL", server.url.as_str()),
+        ("LLM_MODEL", "rewriter-schema"),
+        ("LLM_API_KEY", "sk-schema-test"),
+    ];
+    let s = mcp_support::stdio_with_env(repo.path(), &[], &env).await;
+    let tool = mcp_support::listed_tool(&s, "enhance_prompt").await;
+    let validator = mcp_support::output_validator(&tool);
+
+    let token = fake_token();
+    let blocked_prompt = format!("use {token} to call the API in this file");
+    for (prompt, status) in [
+        ("add backoff to fetch_with_retry in this file", "enhanced"),
+        (blocked_prompt.as_str(), "blocked"),
+        ("add a cache lookup before fetch_with_retry", "original"),
+    ] {
+        let args = json!({
+            "prompt": prompt,
+            "activeFile": "src/http_client.rs",
+            "workingDirectory": repo.path(),
+        });
+        let result = mcp_support::within(
+            status,
+            s.client.call_tool(
+                CallToolRequestParams::new("enhance_prompt")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            ),
+        )
+        .await
+        .unwrap();
+        let structured = result.structured_content.expect("structured content");
+        assert_eq!(structured["status"], status, "{structured:#}");
+        if status == "blocked" {
+            assert!(!structured["findings"].as_array().unwrap().is_empty());
+        }
+        mcp_support::assert_matches_schema(&validator, &structured, status);
+    }
+    // The schema is not vacuous: an unknown status is refused.
+    let mut broken = json!({
+        "status": "rewritten",
+        "enhancedPrompt": "x",
+        "warnings": [],
+        "findings": [],
+        "context": {"activeFile": null, "chunks": 0, "tokens": 0},
+    });
+    assert!(!validator.is_valid(&broken), "unknown status accepted");
+    broken["status"] = json!("original");
+    mcp_support::assert_matches_schema(&validator, &broken, "a hand-written original result");
+    s.close().await;
+}

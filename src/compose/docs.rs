@@ -5,11 +5,22 @@
 //! they were given in, so `--doc` files stay in command-line order) and kept as the longest
 //! run of top-ranked chunks whose rendered block fits the budget: the lowest-ranked chunk is
 //! always the first dropped, and a higher-ranked chunk is never dropped while a lower-ranked one
-//! is kept. The budget is measured on the whole rendered block with the real tokenizer, so the
-//! reported count is exact, not a sum of estimates. A chunk is never cut inside.
+//! is kept. A chunk is never cut inside.
+//!
+//! # Counting in linear time
+//! The reported count is exact — what the real tokenizer gives for the whole block — yet each
+//! chunk is tokenized on its own, once, and the counts are summed, instead of re-tokenizing the
+//! growing block for every candidate (which made fitting quadratic in the chunks kept). Sums are
+//! exact because of where the chunks meet: `cl100k_base` splits text into pre-tokens with a regex
+//! and encodes each pre-token independently, and a rendered chunk always starts with `###` right
+//! after a newline, which always starts a new pre-token. So the block `c1 \n c2 \n … ck` counts
+//! `tokens(c1 + "\n") + … + tokens(c(k-1) + "\n") + tokens(ck)`: the separator is counted with the
+//! chunk before it, because it merges with that chunk's final newline (`\n\n` is one token).
+//! The unit tests check the sum against the whole block's count on awkward chunk endings.
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::ComposeError;
@@ -71,7 +82,7 @@ impl DocChunk {
 }
 
 /// A chunk in the docs ledger: which one, its rank and what it cost.
-#[derive(Serialize, Clone, Debug, PartialEq)]
+#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DocLedgerEntry {
     pub path: String,
@@ -103,26 +114,27 @@ pub fn fit_docs(chunks: &[DocChunk], budget: usize) -> DocsBlock {
     ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
 
     let mut block = DocsBlock::default();
+    // Tokens of the kept chunks, each followed by the separating newline (see the module docs):
+    // the block plus the next chunk counts `separated + tokens(next chunk)`.
+    let mut separated = 0;
     let mut full = false;
     for (index, chunk) in ranked.into_iter().enumerate() {
         let piece = chunk.render();
+        let alone = count_tokens(&piece);
         let entry = DocLedgerEntry {
             path: chunk.path.clone(),
             start_line: chunk.start_line,
             end_line: chunk.end_line,
             score: chunk.score,
             rank: index + 1,
-            tokens: count_tokens(&piece),
+            tokens: alone,
         };
         if !full {
-            let candidate = if block.text.is_empty() {
-                piece
-            } else {
-                format!("{}\n{}", block.text, piece)
-            };
-            let tokens = count_tokens(&candidate);
+            let tokens = separated + alone;
             if tokens <= budget {
-                block.text = candidate;
+                block.text.push_str(&piece);
+                block.text.push('\n');
+                separated += count_tokens(&block.text[block.text.len() - piece.len() - 1..]);
                 block.tokens = tokens;
                 block.included.push(entry);
                 continue;
@@ -133,6 +145,8 @@ pub fn fit_docs(chunks: &[DocChunk], budget: usize) -> DocsBlock {
         }
         block.dropped.push(entry);
     }
+    // The separator after the last kept chunk is not part of the block.
+    block.text.pop();
     block
 }
 
@@ -165,6 +179,88 @@ mod tests {
         assert_eq!(dropped, ["mid.md", "low.md"]);
         assert!(fitted.tokens <= 40);
         assert_eq!(fitted.tokens, count_tokens(&fitted.text));
+    }
+
+    /// The fitting as it was first written: re-count the whole candidate block for every chunk.
+    /// Slow (quadratic) but obviously right; the linear fitting must agree with it exactly.
+    fn fit_docs_by_recounting(chunks: &[DocChunk], budget: usize) -> DocsBlock {
+        let mut ranked: Vec<&DocChunk> = chunks.iter().collect();
+        ranked.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let mut block = DocsBlock::default();
+        let mut full = false;
+        for (index, chunk) in ranked.into_iter().enumerate() {
+            let piece = chunk.render();
+            let entry = DocLedgerEntry {
+                path: chunk.path.clone(),
+                start_line: chunk.start_line,
+                end_line: chunk.end_line,
+                score: chunk.score,
+                rank: index + 1,
+                tokens: count_tokens(&piece),
+            };
+            if !full {
+                let candidate = if block.text.is_empty() {
+                    piece
+                } else {
+                    format!("{}\n{}", block.text, piece)
+                };
+                let tokens = count_tokens(&candidate);
+                if tokens <= budget {
+                    block.text = candidate;
+                    block.tokens = tokens;
+                    block.included.push(entry);
+                    continue;
+                }
+                full = true;
+            }
+            block.dropped.push(entry);
+        }
+        block
+    }
+
+    #[test]
+    fn summed_counts_equal_recounting_the_block_on_awkward_endings() {
+        // Endings where a naive sum of separate counts would be off: trailing spaces and tabs,
+        // punctuation that absorbs following newlines (`}\n\n` is one pre-token), blank and
+        // whitespace-only last lines, CRLF, no final newline, digits, a special-token literal,
+        // non-ASCII text.
+        let endings = [
+            "fn main() {}\n",
+            "    }\n}",
+            "trailing spaces   ",
+            "tab\t\n",
+            "blank lines after\n\n\n",
+            "whitespace line\n   \n",
+            "windows\r\n",
+            "numbers 1234567",
+            "<|endoftext|>",
+            "émoji 🚀 and ünïcode",
+            "",
+            "@@ -1,3 +1,4 @@\n",
+            "   ",
+        ];
+        let chunks: Vec<DocChunk> = endings
+            .iter()
+            .enumerate()
+            .map(|(i, end)| {
+                chunk(
+                    &format!("doc{i}.md"),
+                    1.0 - i as f32 / 100.0,
+                    &format!("Line {i} of the doc.\n{end}"),
+                )
+            })
+            .collect();
+        let all = fit_docs(&chunks, usize::MAX);
+        assert_eq!(all.included.len(), chunks.len());
+        assert_eq!(all.tokens, count_tokens(&all.text));
+        // Every budget from nothing to everything takes the same decisions as recounting.
+        for budget in 0..=all.tokens + 1 {
+            assert_eq!(
+                fit_docs(&chunks, budget),
+                fit_docs_by_recounting(&chunks, budget),
+                "budget {budget}"
+            );
+        }
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub mod tools;
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use docs::{DocChunk, DocLedgerEntry, DocsBlock, fit_docs};
@@ -189,7 +190,7 @@ pub fn compose_stages(request: &ComposeRequest) -> Result<ComposeStages, Compose
 }
 
 /// Tokens of each block of the composed text (0 for an omitted block) and of the whole text.
-#[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockTokens {
     pub user: usize,
@@ -201,24 +202,31 @@ pub struct BlockTokens {
 }
 
 /// Why each rule, tool file and doc chunk is in the prompt or not.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, JsonSchema, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct ComposeLedger {
+    /// Every rule file found, included or not, in discovery order.
     pub rules: Vec<RuleLedgerEntry>,
+    /// Tool definition files that were skipped.
     pub tool_issues: Vec<ToolIssue>,
+    /// Doc chunks in the docs block, best first.
     pub docs_included: Vec<DocLedgerEntry>,
+    /// Doc chunks left out to fit the budget, best first.
     pub docs_dropped: Vec<DocLedgerEntry>,
 }
 
-/// The final prompt as the reference frame renders it.
-#[derive(Serialize, Clone, Debug)]
+/// The final prompt as the reference frame renders it. Also the structured result of the MCP
+/// tool `compose_prompt`, whose `outputSchema` is generated from this type.
+#[derive(Serialize, JsonSchema, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
 pub struct ComposedPrompt {
+    /// The whole prompt: USER, system, tools, rules, docs.
     pub text: String,
     /// System + tools + always-on rules: byte-identical across queries and current files.
     pub prefix: String,
     /// Byte offset of `prefix` inside `text`.
     pub prefix_start: usize,
+    /// Tokens (`cl100k_base`) of `prefix`.
     pub prefix_tokens: usize,
     pub tokens_per_block: BlockTokens,
     pub ledger: ComposeLedger,

@@ -9,12 +9,14 @@
 //! | `agents-md` | `AGENTS.md` at the root | always |
 //! | `agents-md` | nearest `AGENTS.md` above the current file | when a current file is given; farther ones on the path are listed as superseded |
 //! | `claude-md` | `CLAUDE.md`, `.claude/CLAUDE.md` at the root | always |
-//! | `claude-md` | `CLAUDE.md` in folders between the root and the current file | when a current file is given (Claude Code loads subtree memories) |
-//! | `claude-import` | `@path` imports of a `CLAUDE.md` | like their importer; see below |
+//! | `claude-local-md` | `CLAUDE.local.md` at the root (personal, git-ignored project memory) | always |
+//! | `claude-md` / `claude-local-md` | the same three files in each folder between the root and the current file's folder (inclusive) | when a current file is given; see below |
+//! | `claude-import` | `@path` imports of any of those files | like their importer; see below |
 //! | `cursorrules` / `cursor-legacy` | `.cursorrules`, `.cursor/rules` as a single file | always |
 //! | `cursor-mdc` | `.cursor/rules/*.mdc`, `.cursor/rules.d/*.mdc` | `alwaysApply: true` → always; else `globs` → when they match; *agent-requested* (description only) and *manual* (nothing) are listed, not included |
 //! | `copilot-instructions` | `.github/copilot-instructions.md` | always |
 //! | `copilot-scoped` | `.github/instructions/*.instructions.md` | when `applyTo` matches; without `applyTo` it is manual: listed, not included |
+//! | `windsurfrules` | `.windsurfrules` at the root (Windsurf's legacy single file, no frontmatter) | always |
 //! | `windsurf-rule` | `.windsurf/rules/*.md` | `trigger: always_on` → always; `glob` → when `globs` match; `model_decision` and `manual` (and a missing trigger) are listed, not included |
 //!
 //! Agent-requested / model-decision / manual rules depend on a model's choice or a user's
@@ -33,28 +35,44 @@
 //! (`*.ts` ≡ `**/*.ts`), as in `.gitignore` and as Cursor users expect; a leading `./` or `/` is
 //! dropped.
 //!
+//! # Claude Code's memory files
+//! Claude Code reads, in each folder, the shared `CLAUDE.md` and `.claude/CLAUDE.md` and then the
+//! personal `CLAUDE.local.md` (git-ignored; loaded last so it can refine the shared ones). It
+//! loads those of the folder it starts in at launch, and those of a subfolder when it works on a
+//! file under it — all of them, from the outermost folder down, not just the nearest (unlike
+//! `AGENTS.md`, where the nearest file wins). The composer treats the workspace root as the
+//! folder Claude Code starts in and the current file as the file it works on: the root's files
+//! are always on, and every folder from the root (exclusive) down to the current file's folder
+//! (inclusive) contributes its files, in that order, as rules that apply to the current file.
+//! Folders off that path are not searched (a subtree's memory is for files in that subtree), so
+//! their files are not in the ledger. A personal `CLAUDE.local.md` is read like any other file
+//! on disk: the composer runs for the developer whose workspace it is.
+//!
 //! # CLAUDE.md imports
-//! `@path` tokens (at the start of a text run or after whitespace) in a `CLAUDE.md` or an imported
-//! file import that file, resolved relative to the importing file; `@` inside code spans and code
-//! blocks is not an import, as in Claude Code. Imports nest at most 5 hops; a cycle is refused and
-//! logged with its chain; an import resolving outside the workspace root (`~/…`, absolute paths
-//! elsewhere, `..` escapes, symlinks out) is refused, since the composer may run as a server. A
-//! token that names no file (an `@mention`) is logged as not found. The importing file keeps its
-//! `@path` text; each imported file follows its importer as its own applied rule.
+//! `@path` tokens (at the start of a text run or after whitespace) in a `CLAUDE.md`, a
+//! `CLAUDE.local.md` or an imported file import that file, resolved relative to the importing
+//! file; `@` inside code spans and code blocks is not an import, as in Claude Code. Imports nest
+//! at most 5 hops; a cycle is refused and logged with its chain; an import resolving outside the
+//! workspace root (`~/…`, absolute paths elsewhere, `..` escapes, symlinks out) is refused, since
+//! the composer may run as a server. A token that names no file (an `@mention`) is logged as not
+//! found. The importing file keeps its `@path` text; each imported file follows its importer as
+//! its own applied rule.
 //!
 //! # Order
 //! Discovery order is the table's order (root files, then `.mdc` and instruction folders sorted by
-//! file name, then the files on the current file's path from the root down, each `CLAUDE.md`
-//! followed by its imports depth-first). Applied rules are then stably split: always-on rules
-//! first, then the ones that depend on the current file, so the always-on head of the rules block
-//! is byte-identical across queries and files (see the prompt-caching note in `compose`). A file
-//! reached twice (e.g. `CLAUDE.md` importing `@AGENTS.md`) is included once.
+//! file name, then the files on the current file's path from the root down: the `AGENTS.md`
+//! files, then each folder's `CLAUDE.md`, `.claude/CLAUDE.md`, `CLAUDE.local.md`; every Claude
+//! memory file followed by its imports depth-first). Applied rules are then stably split:
+//! always-on rules first, then the ones that depend on the current file, so the always-on head of
+//! the rules block is byte-identical across queries and files (see the prompt-caching note in
+//! `compose`). A file reached twice (e.g. `CLAUDE.md` importing `@AGENTS.md`) is included once.
 
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSetBuilder};
 use pulldown_cmark::{Event, Parser, Tag, TagEnd, TextMergeStream};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::ComposeError;
@@ -66,17 +84,19 @@ pub const MAX_RULE_BYTES: u64 = 1024 * 1024;
 pub const MAX_IMPORT_DEPTH: usize = 5;
 
 /// The kind of rule file, which decides how it applies.
-#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, JsonSchema, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
 pub enum RuleFormat {
     AgentsMd,
     ClaudeMd,
+    ClaudeLocalMd,
     ClaudeImport,
     Cursorrules,
     CursorLegacy,
     CursorMdc,
     CopilotInstructions,
     CopilotScoped,
+    Windsurfrules,
     WindsurfRule,
 }
 
@@ -85,12 +105,14 @@ impl RuleFormat {
         match self {
             Self::AgentsMd => "agents-md",
             Self::ClaudeMd => "claude-md",
+            Self::ClaudeLocalMd => "claude-local-md",
             Self::ClaudeImport => "claude-import",
             Self::Cursorrules => "cursorrules",
             Self::CursorLegacy => "cursor-legacy",
             Self::CursorMdc => "cursor-mdc",
             Self::CopilotInstructions => "copilot-instructions",
             Self::CopilotScoped => "copilot-scoped",
+            Self::Windsurfrules => "windsurfrules",
             Self::WindsurfRule => "windsurf-rule",
         }
     }
@@ -110,9 +132,10 @@ pub struct AppliedRule {
 }
 
 /// Every rule file found, included or not, and why.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct RuleLedgerEntry {
+    /// Workspace-relative path, `/`-separated (for an import that names no file: the token).
     pub path: String,
     pub format: RuleFormat,
     pub included: bool,
@@ -279,19 +302,7 @@ impl Discovery {
             RuleFormat::AgentsMd,
             "AGENTS.md at the workspace root",
         );
-        for claude in ["CLAUDE.md", ".claude/CLAUDE.md"] {
-            let file = root.join(claude);
-            if file.is_file() {
-                self.claude_file(
-                    &file,
-                    RuleFormat::ClaudeMd,
-                    true,
-                    "CLAUDE.md at the workspace root: always applied".into(),
-                    0,
-                    &mut Vec::new(),
-                );
-            }
-        }
+        self.claude_dir(&root, None);
         self.always_file(
             &root.join(".cursorrules"),
             RuleFormat::Cursorrules,
@@ -315,6 +326,11 @@ impl Discovery {
         for file in sorted_files(&root.join(".github/instructions"), ".instructions.md") {
             self.copilot_scoped(&file);
         }
+        self.always_file(
+            &root.join(".windsurfrules"),
+            RuleFormat::Windsurfrules,
+            "legacy .windsurfrules",
+        );
         for file in sorted_files(&root.join(".windsurf/rules"), ".md") {
             self.windsurf(&file);
         }
@@ -589,18 +605,34 @@ impl Discovery {
             }
         }
         for dir in &dirs {
-            let file = dir.join("CLAUDE.md");
-            if file.is_file() {
-                let reason = format!("CLAUDE.md on the path of {current}");
-                self.claude_file(
-                    &file,
-                    RuleFormat::ClaudeMd,
-                    false,
-                    reason,
-                    0,
-                    &mut Vec::new(),
-                );
+            self.claude_dir(dir, Some(&current));
+        }
+    }
+
+    /// Claude Code's memory files of one folder, in the order Claude Code loads them: the shared
+    /// `CLAUDE.md` and `.claude/CLAUDE.md`, then the personal `CLAUDE.local.md` (loaded last so
+    /// it can refine them), each followed by its imports. At the root (`current` is `None`) they
+    /// are always on; in a folder on the path of the current file they apply to that file.
+    fn claude_dir(&mut self, dir: &Path, current: Option<&str>) {
+        for (name, format) in [
+            ("CLAUDE.md", RuleFormat::ClaudeMd),
+            (".claude/CLAUDE.md", RuleFormat::ClaudeMd),
+            ("CLAUDE.local.md", RuleFormat::ClaudeLocalMd),
+        ] {
+            let file = dir.join(name);
+            if !file.is_file() {
+                continue;
             }
+            let reason = match current {
+                None if format == RuleFormat::ClaudeLocalMd => {
+                    "CLAUDE.local.md at the workspace root (personal project memory, \
+                     git-ignored): always applied"
+                        .to_string()
+                }
+                None => format!("{name} at the workspace root: always applied"),
+                Some(current) => format!("{name} in a folder on the path of {current}"),
+            };
+            self.claude_file(&file, format, current.is_none(), reason, 0, &mut Vec::new());
         }
     }
 

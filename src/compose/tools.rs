@@ -11,6 +11,7 @@
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -85,7 +86,7 @@ impl ToolDefinition {
 }
 
 /// A tool definition that was skipped.
-#[derive(Serialize, Clone, Debug, PartialEq, Eq)]
+#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolIssue {
     /// Workspace-relative path of the file (or `server:<name>` for a server tool).

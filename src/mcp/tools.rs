@@ -16,7 +16,7 @@ use rmcp::service::{Peer, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::compose::{ToolDefinition, compose_prompt};
+use crate::compose::{ComposedPrompt, ToolDefinition, compose_prompt};
 use crate::enhance::{EnhanceRequest, EnhanceResult, result_text, validate};
 use crate::library::{GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME};
 use crate::stages::Stages;
@@ -257,7 +257,8 @@ pub struct ComposeToolRequest {
     /// Absolute path of the workspace root (default: the client's first root).
     #[serde(default)]
     pub dir: Option<std::path::PathBuf>,
-    /// The file the user is in (selects glob-scoped rules and the nearest AGENTS.md).
+    /// The file the user is in (selects glob-scoped rules, the nearest AGENTS.md and the
+    /// CLAUDE.md files on its path).
     #[serde(default)]
     pub file: Option<std::path::PathBuf>,
     /// Files to use as the docs instead of retrieving from the repository.
@@ -283,6 +284,7 @@ fn compose_definition() -> Tool {
     )
     .with_title("Compose prompt")
     .with_input_schema::<ComposeToolRequest>()
+    .with_output_schema::<ComposedPrompt>()
     .with_annotations(local_read_only())
 }
 

@@ -259,3 +259,48 @@ pub async fn http(cwd: &Path, args: &[&str]) -> Session {
         child: Some(child),
     }
 }
+
+/// A listed tool by name, from `tools/list`.
+pub async fn listed_tool(s: &Session, name: &str) -> rmcp::model::Tool {
+    let tools = within("tools/list", s.client.list_all_tools())
+        .await
+        .expect("tools/list");
+    tools
+        .into_iter()
+        .find(|t| t.name == name)
+        .unwrap_or_else(|| panic!("{name} is not listed"))
+}
+
+/// The tool's `outputSchema`, compiled with `jsonschema` (which checks it against the JSON Schema
+/// meta-schema first).
+pub fn output_validator(tool: &rmcp::model::Tool) -> jsonschema::Validator {
+    let schema = serde_json::Value::Object(
+        tool.output_schema
+            .as_deref()
+            .unwrap_or_else(|| panic!("{} has no outputSchema", tool.name))
+            .clone(),
+    );
+    jsonschema::validator_for(&schema).unwrap_or_else(|e| {
+        panic!(
+            "{}: outputSchema is not a valid JSON Schema: {e}",
+            tool.name
+        )
+    })
+}
+
+/// Fails listing every violation when `value` does not match the schema.
+pub fn assert_matches_schema(
+    validator: &jsonschema::Validator,
+    value: &serde_json::Value,
+    what: &str,
+) {
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("at `{}`: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what} does not match the outputSchema:\n{}\n{value:#}",
+        errors.join("\n")
+    );
+}
