@@ -70,7 +70,6 @@ pub struct EnhanceResult {
     pub status: EnhanceStatus,
     pub enhanced_prompt: String,
     pub warnings: Vec<String>,
-    #[schemars(with = "Vec<Value>")]
     pub findings: Vec<SecretFinding>,
     pub context: ContextSummary,
 }

@@ -219,7 +219,7 @@ impl std::fmt::Debug for ScanInput<'_> {
 }
 
 /// Which scanner reported a finding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum FindingSource {
     Promptd,
@@ -227,7 +227,7 @@ pub enum FindingSource {
 }
 
 /// A secret found in one input. Holds where it is and a short preview, never the secret.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretFinding {
     pub rule_id: String,
