@@ -18,6 +18,18 @@ pub const COMPUTED_VARIABLES: &[&str] = &[
     "lookback_days",
 ];
 
+/// The date `N` days before `now` (YYYY-MM-DD) for a variable named `<N>_days_ago`
+/// (`90_days_ago`), `N` up to 36600; `None` for any other name.
+pub fn days_ago_variable(name: &str, now: DateTime<Utc>) -> Option<String> {
+    let days: i64 = name
+        .strip_suffix("_days_ago")
+        .filter(|n| !n.is_empty() && n.len() <= 5 && n.bytes().all(|b| b.is_ascii_digit()))?
+        .parse()
+        .ok()
+        .filter(|d| *d <= 36_600)?;
+    Some((now - Duration::days(days)).format("%Y-%m-%d").to_string())
+}
+
 /// Where "now" comes from: the system clock, or a fixed instant (`--now`, `PROMPTD_NOW`, tests).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Clock {
@@ -107,6 +119,25 @@ pub fn computed_variables(now: DateTime<Utc>, period_days: i64) -> Map<String, V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn days_ago_names() {
+        let now = DateTime::parse_from_rfc3339("2026-01-15T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(
+            days_ago_variable("90_days_ago", now).as_deref(),
+            Some("2025-10-17")
+        );
+        assert_eq!(
+            days_ago_variable("0_days_ago", now).as_deref(),
+            Some("2026-01-15")
+        );
+        assert_eq!(days_ago_variable("_days_ago", now), None);
+        assert_eq!(days_ago_variable("x90_days_ago", now), None);
+        assert_eq!(days_ago_variable("999999_days_ago", now), None);
+        assert_eq!(days_ago_variable("today", now), None);
+    }
 
     #[test]
     fn range_and_quarter() {

@@ -423,7 +423,17 @@ impl Renderer {
         }
         let user = self.coerce_arguments(prompt, args)?;
         let mut warnings = Vec::new();
-        let (vars, provenance) = self.layer(prompt, &user, config, clock, &mut warnings)?;
+        let (mut vars, mut provenance) = self.layer(prompt, &user, config, clock, &mut warnings)?;
+        // `{{90_days_ago}}` and the like, found in real prompt files: computed on demand (the
+        // name is not a Jinja identifier, so only plain substitution can use it).
+        for v in &analysis.variables {
+            if !vars.contains_key(v)
+                && let Some(date) = clock::days_ago_variable(v, clock.now())
+            {
+                vars.insert(v.clone(), Value::String(date));
+                provenance.insert(v.clone(), VariableSource::Computed);
+            }
+        }
 
         let missing: Vec<String> = prompt
             .arguments

@@ -23,9 +23,13 @@ pub fn placeholders(body: &str) -> Vec<String> {
     out
 }
 
-/// Whether a placeholder key looks like a variable name (as opposed to `#if X` or `/if`).
+/// Whether a placeholder key looks like a variable name (as opposed to `#if X` or `/if`): an
+/// identifier, or a computed `<N>_days_ago` date.
 pub fn is_identifier(key: &str) -> bool {
     IDENT.is_match(key)
+        || key
+            .strip_suffix("_days_ago")
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Replaces each placeholder that `lookup` knows; returns the text and the keys replaced.
@@ -54,6 +58,7 @@ mod tests {
         assert_eq!(text, "{{#if x}}A Ada {{90_days_ago}}{{/if}}");
         assert_eq!(used, vec!["name"]);
         assert!(!is_identifier("#if x"));
-        assert!(!is_identifier("90_days_ago"));
+        assert!(is_identifier("90_days_ago"));
+        assert!(!is_identifier("90_days"));
     }
 }
