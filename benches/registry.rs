@@ -105,6 +105,31 @@ fn bench(c: &mut Criterion) {
     c.bench_function("wit-get-prompts list 1000 metadata-only", |b| {
         b.iter(|| black_box(lib.get_prompts(&req)).success)
     });
+    // The first listing after a (re)load builds the snapshot's cached listing.
+    c.bench_function(
+        "wit-get-prompts list 1000 metadata-only (first call after a reload)",
+        |b| {
+            b.iter_batched(
+                || {
+                    PromptLibrary::open_with_roots(
+                        LibraryOptions {
+                            cwd: dir.path().to_path_buf(),
+                            clock,
+                            ..Default::default()
+                        },
+                        roots(),
+                    )
+                    .unwrap()
+                },
+                // The library is handed back so that its drop is not timed.
+                |fresh| {
+                    let ok = black_box(fresh.get_prompts(&req)).success;
+                    (fresh, ok)
+                },
+                criterion::BatchSize::PerIteration,
+            )
+        },
+    );
 }
 
 criterion_group! {
