@@ -127,15 +127,7 @@ async fn mcp_tool_returns_text_and_ledger() {
     let ws = workspace();
     let s = mcp_support::stdio(ws.path(), &[]).await;
     let args = json!({"query": "add retries", "dir": ws.path(), "file": "src/net/client.rs", "docs": ["notes.md"]});
-    let result = mcp_support::within(
-        "compose_prompt",
-        s.client.call_tool(
-            CallToolRequestParams::new("compose_prompt")
-                .with_arguments(args.as_object().unwrap().clone()),
-        ),
-    )
-    .await
-    .unwrap();
+    let result = s.call("compose_prompt", args).await.unwrap();
     let v = result
         .structured_content
         .clone()

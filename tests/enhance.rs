@@ -16,7 +16,6 @@ use promptd::llm::{ChatClient, LlmConfig};
 use promptd::rag::RagConfig;
 use promptd::registry::{BuiltinSource, DirSource, PromptSource};
 use promptd::stages::RepositoryRetrievers;
-use rmcp::model::CallToolRequestParams;
 use serde_json::json;
 
 /// A GitHub token shape, assembled at run time so no file holds one.
@@ -293,15 +292,7 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
         "activeFile": "src/http_client.rs",
         "workingDirectory": repo.path(),
     });
-    let result = mcp_support::within(
-        "enhance_prompt",
-        s.client.call_tool(
-            CallToolRequestParams::new("enhance_prompt")
-                .with_arguments(args.as_object().unwrap().clone()),
-        ),
-    )
-    .await
-    .unwrap();
+    let result = s.call("enhance_prompt", args).await.unwrap();
     let structured = result
         .structured_content
         .clone()
@@ -316,15 +307,7 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
     // A bad field is -32602 naming it.
     let args =
         json!({"prompt": "x", "activeFile": "/etc/hostname", "workingDirectory": repo.path()});
-    let err = mcp_support::within(
-        "enhance_prompt with a bad activeFile",
-        s.client.call_tool(
-            CallToolRequestParams::new("enhance_prompt")
-                .with_arguments(args.as_object().unwrap().clone()),
-        ),
-    )
-    .await
-    .unwrap_err();
+    let err = s.call("enhance_prompt", args).await.unwrap_err();
     let msg = err.to_string();
     assert!(
         msg.contains("-32602") || msg.contains("Invalid params") || msg.contains("activeFile"),
@@ -363,15 +346,7 @@ async fn without_working_directory_the_clients_first_root_is_the_repository() {
         "prompt": "add backoff to fetch_with_retry in this file",
         "activeFile": "src/http_client.rs",
     });
-    let result = mcp_support::within(
-        "enhance_prompt with roots",
-        s.client.call_tool(
-            CallToolRequestParams::new("enhance_prompt")
-                .with_arguments(args.as_object().unwrap().clone()),
-        ),
-    )
-    .await
-    .unwrap();
+    let result = s.call("enhance_prompt", args).await.unwrap();
     let structured = result.structured_content.expect("structured content");
     assert_eq!(structured["status"], "enhanced", "{structured}");
     assert_eq!(structured["context"]["activeFile"], "src/http_client.rs");
@@ -394,15 +369,7 @@ async fn without_working_directory_the_clients_first_root_is_the_repository() {
     // No roots: the server's own directory, said in a warning.
     let s = mcp_support::stdio_with_env(elsewhere.path(), &[], &env).await;
     let args = json!({"prompt": "explain the layout"});
-    let result = mcp_support::within(
-        "enhance_prompt without roots",
-        s.client.call_tool(
-            CallToolRequestParams::new("enhance_prompt")
-                .with_arguments(args.as_object().unwrap().clone()),
-        ),
-    )
-    .await
-    .unwrap();
+    let result = s.call("enhance_prompt", args).await.unwrap();
     let structured = result.structured_content.expect("structured content");
     let warnings = structured["warnings"].to_string();
     assert!(
@@ -442,15 +409,7 @@ async fn mcp_structured_content_matches_the_output_schema_for_every_status() {
             "activeFile": "src/http_client.rs",
             "workingDirectory": repo.path(),
         });
-        let result = mcp_support::within(
-            status,
-            s.client.call_tool(
-                CallToolRequestParams::new("enhance_prompt")
-                    .with_arguments(args.as_object().unwrap().clone()),
-            ),
-        )
-        .await
-        .unwrap();
+        let result = s.call("enhance_prompt", args).await.unwrap();
         let structured = result.structured_content.expect("structured content");
         assert_eq!(structured["status"], status, "{structured:#}");
         if status == "blocked" {

@@ -185,6 +185,19 @@ fn header(kind: &str, begin: bool) -> String {
 }
 
 /// The corpus: positives (one per kind and context) and at least as many look-alike negatives.
+/// A format-valid fake Slack incoming-webhook URL.
+fn slack_webhook(g: &mut Fake) -> String {
+    cat(&[
+        "https://hooks.",
+        "slack.com/services/T",
+        &g.pick(&format!("{UPPER}{DIGITS}"), 8),
+        "/B",
+        &g.pick(&format!("{UPPER}{DIGITS}"), 10),
+        "/",
+        &g.pick(&alnum(), 24),
+    ])
+}
+
 pub fn corpus() -> Vec<CorpusItem> {
     let mut g = Fake::new(0x5EC2_E7C0_2F05);
     let mut items = Vec::new();
@@ -354,15 +367,7 @@ pub fn corpus() -> Vec<CorpusItem> {
         s.clone(),
         format!("SLACK_APP_TOKEN={s}\nSLACK_SOCKET_MODE=true\n"),
     );
-    let s = cat(&[
-        "https://hooks.",
-        "slack.com/services/T",
-        &g.pick(&format!("{UPPER}{DIGITS}"), 8),
-        "/B",
-        &g.pick(&format!("{UPPER}{DIGITS}"), 10),
-        "/",
-        &g.pick(&alnum(), 24),
-    ]);
+    let s = slack_webhook(&mut g);
     pos(
         "slack-webhook-url/shell-history",
         "slack-webhook-url",
@@ -760,15 +765,7 @@ pub fn corpus() -> Vec<CorpusItem> {
                 "apiVersion: v1\nkind: Secret\nmetadata:\n  name: ci-bot\ntype: Opaque\ndata:\n  value: {s}\n"
             ),
         );
-        let hook = cat(&[
-            "https://hooks.",
-            "slack.com/services/T",
-            &g.pick(&format!("{UPPER}{DIGITS}"), 8),
-            "/B",
-            &g.pick(&format!("{UPPER}{DIGITS}"), 10),
-            "/",
-            &g.pick(&alnum(), 24),
-        ]);
+        let hook = slack_webhook(&mut g);
         let s: String =
             percent_encoding::utf8_percent_encode(&hook, percent_encoding::NON_ALPHANUMERIC)
                 .to_string();

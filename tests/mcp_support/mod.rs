@@ -96,6 +96,25 @@ impl Session {
         }
     }
 
+    /// Calls `tool` with a JSON object of arguments, bounded by [`STEP`].
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+    ) -> Result<rmcp::model::CallToolResult, rmcp::ServiceError> {
+        let args = args
+            .as_object()
+            .expect("tool arguments are an object")
+            .clone();
+        within(
+            tool,
+            self.client.call_tool(
+                rmcp::model::CallToolRequestParams::new(tool.to_string()).with_arguments(args),
+            ),
+        )
+        .await
+    }
+
     /// Everything the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
