@@ -12,12 +12,7 @@ async fn http_prompts_completion_and_tool() {
     let cwd = tempfile::tempdir().unwrap();
     let prompts = fixture_prompts().display().to_string();
     let s = http(cwd.path(), &["--prompts", &prompts, "--page-size", "3"]).await;
-    checks::check_server_info(&s);
-    checks::check_list(&s).await;
-    checks::check_get(&s).await;
-    checks::check_errors(&s).await;
-    checks::check_tool(&s, cwd.path()).await;
-    checks::check_completion(&s).await;
+    checks::check_all(&s, cwd.path()).await;
     s.close().await;
 }
 

@@ -23,12 +23,7 @@ async fn stdio_prompts_completion_and_tool() {
     let args = fixture_args();
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let s = stdio(cwd.path(), &args).await;
-    checks::check_server_info(&s);
-    checks::check_list(&s).await;
-    checks::check_get(&s).await;
-    checks::check_errors(&s).await;
-    checks::check_tool(&s, cwd.path()).await;
-    checks::check_completion(&s).await;
+    checks::check_all(&s, cwd.path()).await;
     s.close().await;
 }
 

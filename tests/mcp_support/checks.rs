@@ -45,6 +45,17 @@ pub async fn list_all_names(client: &Client) -> (Vec<String>, usize) {
     (names, pages)
 }
 
+/// Every transport-independent check, in order, on a server started with the fixture prompts
+/// and `--page-size 3` in `cwd`.
+pub async fn check_all(s: &Session, cwd: &Path) {
+    check_server_info(s);
+    check_list(s).await;
+    check_get(s).await;
+    check_errors(s).await;
+    check_tool(s, cwd).await;
+    check_completion(s).await;
+}
+
 /// The server identifies itself and advertises what the issue promises.
 pub fn check_server_info(s: &Session) {
     let info = s.client.peer_info().expect("server info");
