@@ -24,6 +24,23 @@ pub struct TestArgs {
     /// Run only the cases whose `<prompt>@<case>` contains NAME.
     #[arg(long, value_name = "NAME")]
     pub filter: Option<String>,
+    /// What to do with snapshot files no case produces any more (a renamed or deleted case),
+    /// as `cargo insta test --unreferenced`. Not checked with --filter.
+    #[arg(long, value_enum, value_name = "WHAT", default_value_t = Unreferenced::Warn)]
+    pub unreferenced: Unreferenced,
+}
+
+/// `--unreferenced`: how stale snapshot files are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Unreferenced {
+    /// Say nothing.
+    Ignore,
+    /// List them (the run still passes).
+    Warn,
+    /// List them and fail the run.
+    Reject,
+    /// Delete them.
+    Delete,
 }
 
 /// Runs the cases; exit code 1 on any failure (mismatch, missing snapshot, failed assertion,
@@ -83,9 +100,35 @@ pub fn test(common: &CommonArgs, args: &TestArgs, out: &mut dyn Write) -> Result
             ),
         }
     }
+    let mut stale_rejected = false;
+    if args.filter.is_none() && args.unreferenced != Unreferenced::Ignore {
+        let stale = prompt_tests::unreferenced_snapshots(&snapshot, &options)?;
+        for path in stale.unwrap_or_default() {
+            let shown = prompt_tests::shown_path(&path, &base_dir);
+            match args.unreferenced {
+                Unreferenced::Ignore => {}
+                Unreferenced::Warn => writeln!(
+                    out,
+                    "warning: unreferenced snapshot {shown}: no case produces it (--unreferenced delete removes it)"
+                )?,
+                Unreferenced::Reject => {
+                    writeln!(
+                        out,
+                        "error: unreferenced snapshot {shown}: no case produces it"
+                    )?;
+                    failed.push(format!("unreferenced snapshot {shown}"));
+                    stale_rejected = true;
+                }
+                Unreferenced::Delete => {
+                    std::fs::remove_file(&path).with_context(|| format!("deleting {shown}"))?;
+                    writeln!(out, "deleted unreferenced snapshot {shown}")?;
+                }
+            }
+        }
+    }
     report::write_summary(out, &failed, &summary, &style)?;
     let no_match = args.filter.is_some() && summary.passed + summary.failed == 0;
-    Ok(u8::from(summary.failed > 0 || no_match))
+    Ok(u8::from(summary.failed > 0 || no_match || stale_rejected))
 }
 
 /// Colour on a terminal unless `NO_COLOR` is set; `CLICOLOR_FORCE` forces it.

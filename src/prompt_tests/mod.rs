@@ -323,6 +323,57 @@ pub fn run(
     Ok(summary)
 }
 
+/// Snapshot files (`.snap`, and `.snap.new` awaiting review) in the snapshot folders of the
+/// run's cases that no case produces any more: a renamed or deleted case leaves its snapshot
+/// behind, as `cargo insta test --unreferenced` reports. `None` when a declaration could not be
+/// read: nobody can tell which snapshots it meant to keep.
+pub fn unreferenced_snapshots(
+    snapshot: &LibrarySnapshot,
+    options: &TestOptions,
+) -> Result<Option<Vec<PathBuf>>, PromptTestError> {
+    let found = discover(&snapshot.registry, options.cases_dir.as_deref())?;
+    if !found.problems.is_empty() {
+        return Ok(None);
+    }
+    let referenced: std::collections::HashSet<&Path> =
+        found.cases.iter().map(|c| c.snapshot.as_path()).collect();
+    let mut folders: std::collections::BTreeSet<PathBuf> = found
+        .cases
+        .iter()
+        .filter_map(|c| c.snapshot.parent().map(Path::to_path_buf))
+        .collect();
+    if let Some(dir) = &options.cases_dir {
+        folders.insert(dir.join(SNAPSHOTS_DIR));
+    }
+    let mut stale = Vec::new();
+    for folder in folders {
+        let entries = match std::fs::read_dir(&folder) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(PromptTestError::Io {
+                    path: folder.display().to_string(),
+                    source,
+                });
+            }
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let accepted = match name.strip_suffix(".new") {
+                Some(pending) if pending.ends_with(".snap") => path.with_file_name(pending),
+                _ if name.ends_with(".snap") => path.clone(),
+                _ => continue,
+            };
+            if !referenced.contains(accepted.as_path()) {
+                stale.push(path);
+            }
+        }
+    }
+    stale.sort();
+    Ok(Some(stale))
+}
+
 /// Renders one case, checks its assertions and compares (and maybe writes) its snapshot.
 pub fn run_case(
     snapshot: &LibrarySnapshot,
