@@ -128,25 +128,6 @@ fn cpu_seconds() -> f64 {
     secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
-/// A digest of the top chunks (path, lines, score) for every query: equal digests before and
-/// after an indexing change mean the index answers identically.
-fn results_digest(retriever: &Retriever) -> String {
-    let mut hasher = blake3::Hasher::new();
-    for q in QUERIES {
-        let r = retriever.retrieve(&RetrievalQuery::new(*q)).unwrap();
-        for c in &r.chunks {
-            hasher.update(
-                format!(
-                    "{q}|{}|{}|{}|{:.4}\n",
-                    c.path, c.start_line, c.end_line, c.score
-                )
-                .as_bytes(),
-            );
-        }
-    }
-    hasher.finalize().to_hex()[..16].to_string()
-}
-
 fn percentile(mut samples: Vec<f64>, p: f64) -> f64 {
     samples.sort_by(f64::total_cmp);
     samples[((samples.len() - 1) as f64 * p).round() as usize]
@@ -168,8 +149,7 @@ fn query_latencies(retriever: &Retriever, rounds: usize) -> Vec<f64> {
 /// The file the re-index benches edit, relative to the tree, and its pristine registry copy.
 const TOUCHED: &str = "ignore-0.4.34/src/lib.rs";
 
-/// Puts the edited file back as the registry has it, so every run indexes the same content
-/// (and `query results digest` compares across builds).
+/// Puts the edited file back as the registry has it, so every run indexes the same content.
 fn restore_touched(repo: &Path) {
     let file = repo.join(TOUCHED);
     if file.exists() {
@@ -197,12 +177,9 @@ fn main() {
     println!("rag bench on {cores} cores");
 
     // 1. Full lexical index of a large real tree.
-    // RAG_BENCH_KEEP_INDEX=1 keeps the existing index (to compare query results of two builds).
     let tree = registry_tree();
     restore_touched(&tree);
-    if std::env::var_os("RAG_BENCH_KEEP_INDEX").is_none() {
-        let _ = std::fs::remove_dir_all(tree.join(".rag"));
-    }
+    let _ = std::fs::remove_dir_all(tree.join(".rag"));
     // The one-shot CLI path (`promptd index`): no folder watcher, every refresh walks.
     let walking = Retriever::open(
         &tree,
@@ -228,7 +205,6 @@ fn main() {
         cpu,
         summary.files as f64 / cpu
     );
-    println!("query results digest: {}", results_digest(&walking));
 
     // 2. Re-index: nothing changed, then one changed file; first walking (CLI), then with the
     // folder watcher of a long-lived retriever (`promptd serve`).
