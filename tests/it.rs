@@ -31,4 +31,5 @@ mod rag_cli;
 mod rag_embed;
 mod rag_eval;
 mod rag_retrieval;
+mod rag_watch;
 mod render_fixtures;

@@ -116,6 +116,8 @@ pub fn run_index(
 ) -> Result<i32, CliRagError> {
     let config = RagConfig {
         embeddings: config.embeddings && !args.no_embed,
+        // One refresh and done: watching folders would only cost.
+        watch: false,
         ..config
     };
     let retriever = Retriever::open(&args.dir, config)?;
@@ -201,6 +203,7 @@ pub fn run_context(
     // bounded by the index budget).
     let config = RagConfig {
         refresh_wait_ms: config.index_budget_secs * 1000,
+        watch: false,
         ..args.apply(config)
     };
     let retriever = Retriever::open(&args.dir, config)?;

@@ -144,20 +144,20 @@ pub fn load_excludes(repo: &Path) -> Result<Gitignore, RagError> {
 /// Walks `repo` (already canonical) and returns the indexable files sorted by path. Runs the
 /// walk on several threads: on large trees the `stat` calls dominate re-index time.
 pub fn discover(repo: &Path) -> Result<Vec<DiscoveredFile>, RagError> {
+    discover_with(repo, &|_| {})
+}
+
+/// [`discover`], calling `entering(dir)` for the root and every folder the walk enters, before
+/// its entries are listed (a watcher registers the folder there).
+pub fn discover_with(
+    repo: &Path,
+    entering: &(dyn Fn(&Path) + Sync),
+) -> Result<Vec<DiscoveredFile>, RagError> {
     ensure_exclude_file(repo)?;
     let excludes = load_excludes(repo)?;
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-    let walker = WalkBuilder::new(repo)
-        .hidden(true)
-        .git_ignore(true)
-        .git_global(true)
-        .git_exclude(true)
-        .ignore(true)
-        .parents(true)
-        .require_git(false)
-        .follow_links(false)
-        .threads(threads)
-        .build_parallel();
+    entering(repo);
+    let walker = walk_builder(repo).threads(threads).build_parallel();
     let found = Mutex::new(Vec::new());
     let excludes = &excludes;
     walker.run(|| {
@@ -166,56 +166,115 @@ pub fn discover(repo: &Path) -> Result<Vec<DiscoveredFile>, RagError> {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
-            let Some(file_type) = entry.file_type() else {
-                return WalkState::Continue;
-            };
-            let Ok(rel) = entry.path().strip_prefix(repo) else {
-                return WalkState::Continue;
-            };
-            if rel.as_os_str().is_empty() {
-                return WalkState::Continue;
-            }
-            let is_dir = file_type.is_dir();
-            if rel.starts_with(RAG_DIR)
-                // Parents were matched (and pruned) when the walk entered them.
-                || excludes.matched(rel, is_dir).is_ignore()
-            {
-                return if is_dir {
-                    WalkState::Skip
-                } else {
+            match visit(repo, excludes, &entry) {
+                Visit::File(file) => {
+                    found.lock().expect("walk result lock").push(file);
                     WalkState::Continue
-                };
+                }
+                Visit::Dir => {
+                    entering(entry.path());
+                    WalkState::Continue
+                }
+                Visit::Prune => WalkState::Skip,
+                Visit::Nothing => WalkState::Continue,
             }
-            if !file_type.is_file() {
-                return WalkState::Continue;
-            }
-            let Ok(meta) = entry.metadata() else {
-                return WalkState::Continue;
-            };
-            if meta.len() > MAX_FILE_BYTES {
-                return WalkState::Continue;
-            }
-            let mtime_ns = meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos() as u64);
-            let Some(rel_path) = rel_to_string(rel) else {
-                return WalkState::Continue;
-            };
-            let file = DiscoveredFile {
-                rel_path,
-                abs_path: entry.path().to_path_buf(),
-                size: meta.len(),
-                mtime_ns,
-            };
-            found.lock().expect("walk result lock").push(file);
-            WalkState::Continue
         })
     });
     let mut files = found.into_inner().expect("walk result lock");
     files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
     Ok(files)
+}
+
+/// The indexable files directly inside `dir` (a folder of `repo` the full walk enters), with
+/// the same rules as [`discover`]: the ignore files of `dir` and its parents apply.
+pub fn discover_dir(
+    repo: &Path,
+    dir: &Path,
+    excludes: &Gitignore,
+) -> Result<Vec<DiscoveredFile>, RagError> {
+    let mut files = Vec::new();
+    for entry in walk_builder(dir).max_depth(Some(1)).build() {
+        let entry = entry.map_err(|e| RagError::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        if entry.depth() == 0 {
+            continue;
+        }
+        if let Visit::File(file) = visit(repo, excludes, &entry) {
+            files.push(file);
+        }
+    }
+    Ok(files)
+}
+
+fn walk_builder(root: &Path) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
+    builder
+        .hidden(true)
+        .git_ignore(true)
+        .git_global(true)
+        .git_exclude(true)
+        .ignore(true)
+        .parents(true)
+        .require_git(false)
+        .follow_links(false);
+    builder
+}
+
+enum Visit {
+    File(DiscoveredFile),
+    /// A folder to descend into.
+    Dir,
+    /// An excluded folder.
+    Prune,
+    Nothing,
+}
+
+/// What the walk does with `entry`.
+fn visit(repo: &Path, excludes: &Gitignore, entry: &ignore::DirEntry) -> Visit {
+    let Some(file_type) = entry.file_type() else {
+        return Visit::Nothing;
+    };
+    let Ok(rel) = entry.path().strip_prefix(repo) else {
+        return Visit::Nothing;
+    };
+    if rel.as_os_str().is_empty() {
+        return Visit::Nothing;
+    }
+    let is_dir = file_type.is_dir();
+    if rel.starts_with(RAG_DIR)
+        // Parents were matched (and pruned) when the walk entered them.
+        || excludes.matched(rel, is_dir).is_ignore()
+    {
+        return if is_dir { Visit::Prune } else { Visit::Nothing };
+    }
+    if is_dir {
+        return Visit::Dir;
+    }
+    if !file_type.is_file() {
+        return Visit::Nothing;
+    }
+    let Ok(meta) = entry.metadata() else {
+        return Visit::Nothing;
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Visit::Nothing;
+    }
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64);
+    let Some(rel_path) = rel_to_string(rel) else {
+        return Visit::Nothing;
+    };
+    Visit::File(DiscoveredFile {
+        rel_path,
+        abs_path: entry.path().to_path_buf(),
+        size: meta.len(),
+        mtime_ns,
+    })
 }
 
 /// `/`-separated UTF-8 form of a relative path (non-UTF-8 paths are skipped).

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, RwLock};
 
@@ -217,7 +217,8 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 pub struct VectorCache {
     path: PathBuf,
     vectors: RwLock<HashMap<ContentHash, Vec<f32>>>,
-    file: Mutex<Option<BufWriter<File>>>,
+    /// Read-write handle, locked (see [`super::lock`]) while appending.
+    file: Mutex<Option<File>>,
     header: OnceLock<(ContentHash, usize)>,
 }
 
@@ -239,66 +240,63 @@ impl VectorCache {
         }
         let mut warning = None;
         let mut map = HashMap::new();
-        let mut valid_len = 0u64;
-        if let Ok(mut f) = File::open(&self.path) {
-            let mut bytes = Vec::new();
-            f.read_to_end(&mut bytes)
-                .map_err(|e| RagError::io(&self.path, e))?;
-            let header_len = 8 + 16 + 4;
-            let ok_header = bytes.len() >= header_len
-                && &bytes[..8] == CACHE_MAGIC
-                && bytes[8..24] == model_id
-                && u32::from_le_bytes(bytes[24..28].try_into().unwrap_or_default()) as usize == dim;
-            if ok_header {
-                let record = 16 + dim * 4;
-                let mut offset = header_len;
-                while offset + record <= bytes.len() {
-                    let mut hash = [0u8; 16];
-                    hash.copy_from_slice(&bytes[offset..offset + 16]);
-                    let v: Vec<f32> = bytes[offset + 16..offset + record]
-                        .chunks_exact(4)
-                        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                        .collect();
-                    map.insert(hash, v);
-                    offset += record;
-                }
-                valid_len = offset as u64;
-                if offset != bytes.len() {
-                    warning = Some(format!(
-                        "vector cache {} ended in a partial record; dropped it",
-                        self.path.display()
-                    ));
-                }
-            } else if !bytes.is_empty() {
+        let io = |e| RagError::io(&self.path, e);
+        // One handle for reading, repairing and appending, locked while in use: another process
+        // may be appending to the same file.
+        let mut f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(io)?;
+        f.lock().map_err(io)?;
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes).map_err(io)?;
+        let header_len = 8 + 16 + 4;
+        let ok_header = bytes.len() >= header_len
+            && &bytes[..8] == CACHE_MAGIC
+            && bytes[8..24] == model_id
+            && u32::from_le_bytes(bytes[24..28].try_into().unwrap_or_default()) as usize == dim;
+        if ok_header {
+            let record = 16 + dim * 4;
+            let mut offset = header_len;
+            while offset + record <= bytes.len() {
+                let mut hash = [0u8; 16];
+                hash.copy_from_slice(&bytes[offset..offset + 16]);
+                let v: Vec<f32> = bytes[offset + 16..offset + record]
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect();
+                map.insert(hash, v);
+                offset += record;
+            }
+            if offset != bytes.len() {
+                warning = Some(format!(
+                    "vector cache {} ended in a partial record; dropped it",
+                    self.path.display()
+                ));
+                f.set_len(offset as u64).map_err(io)?;
+            }
+        } else {
+            if !bytes.is_empty() {
                 warning = Some(format!(
                     "vector cache {} was written by another model or format; starting afresh",
                     self.path.display()
                 ));
             }
+            f.set_len(0).map_err(io)?;
+            f.seek(SeekFrom::Start(0)).map_err(io)?;
+            let mut header = Vec::with_capacity(header_len);
+            header.extend_from_slice(CACHE_MAGIC);
+            header.extend_from_slice(&model_id);
+            header.extend_from_slice(&(dim as u32).to_le_bytes());
+            f.write_all(&header).map_err(io)?;
         }
-        let file = if valid_len > 0 {
-            let f = OpenOptions::new()
-                .write(true)
-                .open(&self.path)
-                .map_err(|e| RagError::io(&self.path, e))?;
-            f.set_len(valid_len)
-                .map_err(|e| RagError::io(&self.path, e))?;
-            let mut f = OpenOptions::new()
-                .append(true)
-                .open(&self.path)
-                .map_err(|e| RagError::io(&self.path, e))?;
-            f.flush().map_err(|e| RagError::io(&self.path, e))?;
-            f
-        } else {
-            let mut f = File::create(&self.path).map_err(|e| RagError::io(&self.path, e))?;
-            f.write_all(CACHE_MAGIC)
-                .and_then(|_| f.write_all(&model_id))
-                .and_then(|_| f.write_all(&(dim as u32).to_le_bytes()))
-                .map_err(|e| RagError::io(&self.path, e))?;
-            f
-        };
+        f.unlock().map_err(io)?;
+        let file = f;
         *self.vectors.write().expect("vector cache lock") = map;
-        *self.file.lock().expect("vector file lock") = Some(BufWriter::new(file));
+        *self.file.lock().expect("vector file lock") = Some(file);
         let _ = self.header.set((model_id, dim));
         Ok(warning)
     }
@@ -331,15 +329,24 @@ impl VectorCache {
     pub fn insert(&self, entries: Vec<(ContentHash, Vec<f32>)>) -> Result<(), RagError> {
         {
             let mut file = self.file.lock().expect("vector file lock");
-            if let Some(w) = file.as_mut() {
+            if let Some(f) = file.as_mut() {
+                let io = |e| RagError::io(&self.path, e);
+                let mut batch = Vec::new();
                 for (hash, v) in &entries {
-                    w.write_all(hash).map_err(|e| RagError::io(&self.path, e))?;
+                    batch.extend_from_slice(hash);
                     for x in v {
-                        w.write_all(&x.to_le_bytes())
-                            .map_err(|e| RagError::io(&self.path, e))?;
+                        batch.extend_from_slice(&x.to_le_bytes());
                     }
                 }
-                w.flush().map_err(|e| RagError::io(&self.path, e))?;
+                // Whole records only, at the end as it is now (another process may have
+                // appended since): under the lock, seek and write are one step for the file.
+                f.lock().map_err(io)?;
+                let written = f
+                    .seek(SeekFrom::End(0))
+                    .and_then(|_| f.write_all(&batch))
+                    .and_then(|_| f.flush());
+                let unlocked = f.unlock();
+                written.and(unlocked).map_err(io)?;
             }
         }
         let mut map = self.vectors.write().expect("vector cache lock");

@@ -23,6 +23,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use super::RagError;
 use super::chunk::{ChunkOptions, chunk_file};
 use super::discover::{DiscoveredFile, looks_binary};
+use super::lock::RagLock;
 use super::tokenize;
 
 /// Bumped whenever the schema, chunking or manifest layout changes.
@@ -40,6 +41,25 @@ pub fn content_hash(bytes: &[u8]) -> ContentHash {
     let full = blake3::hash(bytes);
     let mut out = [0u8; 16];
     out.copy_from_slice(&full.as_bytes()[..16]);
+    out
+}
+
+/// [`content_hash`] of [`super::chunk::tagged_text`] without building that string (a copy of
+/// every indexed byte otherwise).
+pub fn tagged_hash(tags: &[String], text: &str) -> ContentHash {
+    let mut hasher = blake3::Hasher::new();
+    if !tags.is_empty() {
+        for (i, tag) in tags.iter().enumerate() {
+            if i > 0 {
+                hasher.update(b" ");
+            }
+            hasher.update(tag.as_bytes());
+        }
+        hasher.update(b"\n");
+    }
+    hasher.update(text.as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
     out
 }
 
@@ -180,6 +200,12 @@ impl CodeIndex {
         warnings: &mut Vec<String>,
     ) -> Result<(CodeIndex, Manifest), RagError> {
         std::fs::create_dir_all(rag_dir).map_err(|e| RagError::io(rag_dir, e))?;
+        if let Ok(Some(pair)) = Self::try_open(rag_dir, options) {
+            return Ok(pair);
+        }
+        // Missing or unusable: decide again under the index lock, since another process may be
+        // half-way through a commit (or a build) of this very index.
+        let _lock = RagLock::index(rag_dir)?;
         match Self::try_open(rag_dir, options) {
             Ok(Some(pair)) => return Ok(pair),
             Ok(None) => {}
@@ -296,7 +322,9 @@ impl CodeIndex {
         } else {
             std::thread::available_parallelism().map_or(1, |n| n.get().clamp(1, 4))
         };
-        let per_thread = if files < 64 { 16_000_000 } else { 48_000_000 };
+        // A large arena per thread means fewer, larger segments: every segment serialises its
+        // own term dictionary, and the merge policy merges small segments again later.
+        let per_thread = if files < 64 { 16_000_000 } else { 160_000_000 };
         self.index
             .writer_with_num_threads(threads, per_thread * threads)
             .map_err(|e| index_error(&self.rag_dir.join(INDEX_DIR), e))
@@ -429,6 +457,25 @@ impl CodeIndex {
         }
         on_commit(manifest, true);
         Ok(counts)
+    }
+
+    /// The manifest on disk when another process committed since `manifest` was read (the
+    /// reader then moves to that commit too). Call with the index lock held.
+    pub fn newer_manifest(&self, manifest: &Manifest) -> Result<Option<Manifest>, RagError> {
+        let path = self.rag_dir.join(MANIFEST);
+        let Ok(bytes) = std::fs::read(&path) else {
+            return Ok(None);
+        };
+        let Ok(disk) = serde_json::from_slice::<Manifest>(&bytes) else {
+            return Ok(None);
+        };
+        if disk.generation == manifest.generation {
+            return Ok(None);
+        }
+        self.reader
+            .reload()
+            .map_err(|e| index_error(&self.rag_dir.join(INDEX_DIR), e))?;
+        Ok(Some(disk))
     }
 
     fn save_manifest(&self, manifest: &Manifest) -> Result<(), RagError> {
@@ -654,7 +701,7 @@ fn process_file(
     let docs = chunks
         .into_iter()
         .map(|c| {
-            let tagged = c.tagged_text();
+            let hash = tagged_hash(&c.tags, &c.text);
             doc!(
                 fields.path => file.rel_path.as_str(),
                 fields.path_terms => path_terms.as_str(),
@@ -664,7 +711,7 @@ fn process_file(
                 fields.start_line => c.start_line as u64,
                 fields.end_line => c.end_line as u64,
                 fields.language => c.language.name(),
-                fields.hash => content_hash(tagged.as_bytes()).to_vec(),
+                fields.hash => hash.to_vec(),
             )
         })
         .collect();
@@ -673,5 +720,27 @@ fn process_file(
         existed,
         record,
         outcome: Outcome::Chunked(docs),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rag::chunk::tagged_text;
+
+    #[test]
+    fn tagged_hash_equals_hash_of_tagged_text() {
+        let cases: [Vec<String>; 3] = [
+            vec![],
+            vec!["[Function: a]".into()],
+            vec!["[A: b]".into(), "[C: d]".into()],
+        ];
+        for tags in cases {
+            let text = "fn a() {}\n";
+            assert_eq!(
+                tagged_hash(&tags, text),
+                content_hash(tagged_text(&tags, text).as_bytes())
+            );
+        }
     }
 }

@@ -12,9 +12,11 @@ pub mod discover;
 pub mod embed;
 pub mod format;
 pub mod index;
+pub mod lock;
 pub mod rank;
 mod retriever;
 pub mod tokenize;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -62,6 +64,10 @@ pub struct RagConfig {
     /// retriever answers from the cached index at once while the refresh runs in the
     /// background; the one-shot CLI waits up to the index budget instead).
     pub refresh_wait_ms: u64,
+    /// Watch the repository's folders so a refresh re-lists only folders with changes (a
+    /// long-lived retriever, e.g. under `promptd serve`); otherwise every refresh walks the
+    /// whole tree. One-shot commands turn it off.
+    pub watch: bool,
     /// Use the embedding model when one is available.
     pub embeddings: bool,
     /// Directory holding `model.onnx` + tokenizer files; falls back to `PROMPTD_EMBED_MODEL_DIR`,
@@ -99,6 +105,7 @@ impl Default for RagConfig {
             token_budget: 8000,
             index_budget_secs: 20,
             refresh_wait_ms: 0,
+            watch: true,
             embeddings: true,
             model_dir: None,
             ort_dylib_path: None,
@@ -143,6 +150,8 @@ pub enum RagError {
     },
     #[error("search index in {path}: {message}")]
     Index { path: PathBuf, message: String },
+    #[error("watching {path} for changes: {message}")]
+    Watch { path: PathBuf, message: String },
     #[error("embedding model: {0}")]
     Embed(String),
     #[error("invalid configuration: {0}")]
@@ -282,6 +291,7 @@ pub fn retrieve(
 ) -> Result<Retrieval, RagError> {
     let config = RagConfig {
         refresh_wait_ms: config.index_budget_secs.saturating_mul(1000),
+        watch: false,
         ..config
     };
     Retriever::open(repo_dir.as_ref(), config)?.retrieve(query)

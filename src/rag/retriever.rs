@@ -2,7 +2,7 @@
 //! embedding model, keeps them fresh with background refresh and embedding threads, and answers
 //! queries without ever blocking longer than the configured budgets.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -11,12 +11,14 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use super::chunk::{ChunkOptions, chunk_file, summary_line, tagged_text};
-use super::discover::{self, RAG_DIR};
+use super::discover::{self, DiscoveredFile, RAG_DIR};
 use super::embed::{Embedder, VectorCache, cosine};
 use super::format::{active_section, chunk_block, format_context};
 use super::index::{CodeIndex, IndexedChunk, Manifest, RefreshCounts};
+use super::lock::RagLock;
 use super::rank::{self, Fusion, ScoredChunk};
 use super::tokenize;
+use super::watch::{Changes, RepoWatcher};
 use super::{
     ActiveFileContext, RagConfig, RagError, Retrieval, RetrievalMode, RetrievalQuery,
     RetrievalStats, RetrievedChunk,
@@ -62,6 +64,8 @@ pub struct IndexSummary {
     /// Files re-chunked in this run.
     pub rechunked: usize,
     pub skipped_binary: usize,
+    /// Whether the whole tree was walked (else the folder watcher named what changed).
+    pub full_walk: bool,
     /// Chunk vectors computed in this run.
     pub embedded: usize,
     pub seconds: f64,
@@ -92,6 +96,8 @@ struct Inner {
     embedder: OnceLock<Result<Arc<Embedder>, String>>,
     open_warnings: Vec<String>,
     shutdown: AtomicBool,
+    /// Folder watcher of a long-lived retriever ([`RagConfig::watch`]).
+    watcher: Option<RepoWatcher>,
 }
 
 /// A repository's retrieval service. `Send + Sync`: share it behind an `Arc`. Dropping it stops
@@ -133,6 +139,18 @@ impl Retriever {
         let mut open_warnings = Vec::new();
         let (index, manifest) =
             CodeIndex::open(&rag_dir, chunk_options(&config), &mut open_warnings)?;
+        let watcher = if config.watch {
+            match RepoWatcher::start(&repo) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    // Still correct without it: every refresh walks the tree.
+                    tracing::warn!("{e}; refreshes will walk the whole repository");
+                    None
+                }
+            }
+        } else {
+            None
+        };
         let inner = Inner {
             vectors: VectorCache::new(&rag_dir),
             repo,
@@ -152,6 +170,7 @@ impl Retriever {
             embedder: OnceLock::new(),
             open_warnings,
             shutdown: AtomicBool::new(false),
+            watcher,
         };
         Ok(Retriever {
             inner: Arc::new(inner),
@@ -277,11 +296,26 @@ impl Inner {
             done: 0,
             total: 0,
         });
-        let files = discover::discover(&self.repo)?;
+        // Another process (`promptd index`, a second server) may refresh the same index: wait
+        // for it, then start from what it committed.
+        let _lock = RagLock::index(&self.repo.join(RAG_DIR))?;
         let mut manifest = {
             let mut state = self.lock_state();
             state.index_complete = false;
+            if let Some(newer) = self.index.newer_manifest(&state.manifest)? {
+                state.manifest = newer;
+            }
             state.manifest.clone()
+        };
+        let (files, full_walk) = match self.files_now(&manifest) {
+            Ok(files) => files,
+            Err(e) => {
+                self.lock_state().index_complete = true;
+                if let Some(w) = &self.watcher {
+                    w.force_walk();
+                }
+                return Err(e);
+            }
         };
         let counts: Result<RefreshCounts, RagError> = self.index.refresh(
             &mut manifest,
@@ -307,6 +341,9 @@ impl Inner {
             Ok(c) => c,
             Err(e) => {
                 self.lock_state().index_complete = true;
+                if let Some(w) = &self.watcher {
+                    w.force_walk();
+                }
                 return Err(e);
             }
         };
@@ -320,6 +357,7 @@ impl Inner {
             unchanged: counts.unchanged,
             rechunked: counts.chunked,
             skipped_binary: counts.skipped_binary,
+            full_walk,
             embedded: 0,
             seconds: started.elapsed().as_secs_f64(),
             embed_seconds: 0.0,
@@ -332,17 +370,95 @@ impl Inner {
         Ok(summary)
     }
 
+    /// The indexable files as they are now: the full walk, or — when the watcher can say what
+    /// changed — the manifest's files with only the folders holding changed paths re-listed.
+    /// The bool says whether the whole tree was walked.
+    fn files_now(&self, manifest: &Manifest) -> Result<(Vec<DiscoveredFile>, bool), RagError> {
+        let Some(watcher) = &self.watcher else {
+            return Ok((discover::discover(&self.repo)?, true));
+        };
+        let walk = || {
+            discover::discover_with(&self.repo, &|dir| watcher.watch_dir(dir)).map(|f| (f, true))
+        };
+        let paths = match watcher.changes() {
+            Changes::Walk => return walk(),
+            Changes::Paths(paths) => paths,
+        };
+        // Folders (relative, `/`-separated; "" is the root) whose entries are re-listed.
+        let mut dirs: BTreeSet<String> = BTreeSet::new();
+        for path in &paths {
+            let Some(rel) = path
+                .strip_prefix(&self.repo)
+                .ok()
+                .and_then(discover::rel_to_string)
+            else {
+                continue;
+            };
+            if rel.is_empty() {
+                continue;
+            }
+            let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+            if is_dir && watcher.is_watched(path) {
+                // Events about a known folder itself (attributes); its entries report their own.
+                continue;
+            }
+            let prefix = format!("{rel}/");
+            let was_dir = manifest
+                .files
+                .range(prefix.clone()..)
+                .next()
+                .is_some_and(|(p, _)| p.starts_with(&prefix));
+            if is_dir || was_dir {
+                // A folder appeared, vanished or moved: only a walk knows what it holds.
+                return walk();
+            }
+            let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
+            let parent_abs = self.repo.join(parent);
+            if !parent_abs.is_dir() || !watcher.is_watched(&parent_abs) {
+                return walk();
+            }
+            dirs.insert(parent.to_string());
+        }
+        let excludes = discover::load_excludes(&self.repo)?;
+        let mut files: Vec<DiscoveredFile> = manifest
+            .files
+            .iter()
+            .filter(|(rel, _)| !dirs.contains(rel.rsplit_once('/').map_or("", |(d, _)| d)))
+            .map(|(rel, record)| DiscoveredFile {
+                rel_path: rel.clone(),
+                abs_path: self.repo.join(rel),
+                size: record.size,
+                mtime_ns: record.mtime_ns,
+            })
+            .collect();
+        for dir in &dirs {
+            files.extend(discover::discover_dir(
+                &self.repo,
+                &self.repo.join(dir),
+                &excludes,
+            )?);
+        }
+        files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+        Ok((files, false))
+    }
+
     fn spawn_refresh(this: &Arc<Inner>, checkpoint: Option<Instant>) -> bool {
         {
             let mut state = this.lock_state();
             if state.refreshing {
                 return true;
             }
-            if state
-                .last_refresh
-                .is_some_and(|t| t.elapsed() < REFRESH_DEBOUNCE)
-            {
-                return false;
+            match &this.watcher {
+                // The watcher knows whether anything changed: no debounce needed.
+                Some(w) if w.is_clean() => return false,
+                Some(_) => {}
+                None if state
+                    .last_refresh
+                    .is_some_and(|t| t.elapsed() < REFRESH_DEBOUNCE) =>
+                {
+                    return false;
+                }
+                None => {}
             }
             state.refreshing = true;
             state.index_complete = false;
