@@ -143,10 +143,23 @@ impl Stages {
     /// Builds the collaborators from the project config (`guard` and `rag` sections) and the
     /// environment (`GITLEAKS_*`, `LLM_*`); environment variables win over the config file.
     pub fn new(library: Arc<PromptLibrary>) -> Result<Stages, String> {
+        Stages::build(library, false)
+    }
+
+    /// For one request and exit (`promptd enhance`, `promptd compose`): no folder watcher on the
+    /// repository, whatever the config says; the one refresh walks it.
+    pub fn one_shot(library: Arc<PromptLibrary>) -> Result<Stages, String> {
+        Stages::build(library, true)
+    }
+
+    fn build(library: Arc<PromptLibrary>, one_shot: bool) -> Result<Stages, String> {
         let config: Arc<ProjectConfig> = library.snapshot().config.clone();
         let guard_settings: GuardSettings = config.section_as("guard")?;
         let guard_options = guard_settings.to_options();
-        let rag: RagConfig = config.section_as("rag")?;
+        let mut rag: RagConfig = config.section_as("rag")?;
+        if one_shot {
+            rag.watch = false;
+        }
         Ok(Stages {
             library,
             guard_options,

@@ -55,7 +55,7 @@ pub struct ComposeArgs {
 
 fn stages(common: &CommonArgs) -> Result<Stages> {
     let library = Arc::new(common.open_library()?);
-    Stages::new(library).map_err(anyhow::Error::msg)
+    Stages::one_shot(library).map_err(anyhow::Error::msg)
 }
 
 /// `promptd enhance`: exit 0 when enhanced or the original is returned, 1 when blocked.
