@@ -53,6 +53,13 @@ impl Snapshot {
         }
     }
 
+    /// Builds the cached metadata-only listings now (a few ms for 1,000 prompts) instead of on
+    /// the first `wit-get-prompts` listing.
+    pub fn warm(&self) {
+        self.metadata_listing(false);
+        self.metadata_listing(true);
+    }
+
     /// The metadata-only listing `{prompts, totalCount}`, cached: the snapshot never changes.
     fn metadata_listing(&self, include_system: bool) -> Arc<Value> {
         self.listings[usize::from(include_system)]
@@ -165,8 +172,10 @@ impl PromptLibrary {
         let config_changed = config.raw != old.config.raw;
         let changed = config_changed || !registry.same_prompts(&old.registry);
         if changed || registry.diagnostics() != old.registry.diagnostics() {
-            self.current
-                .store(Arc::new(Snapshot::new(registry, config)));
+            let snapshot = Snapshot::new(registry, config);
+            // Built here, on the reloading thread, so that no request pays for it.
+            snapshot.warm();
+            self.current.store(Arc::new(snapshot));
         }
         ReloadOutcome { changed, problems }
     }
@@ -412,5 +421,37 @@ pub fn options_from_flags(
         config_path: config.map(Path::to_path_buf),
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
         clock,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::DirSource;
+
+    #[test]
+    fn reload_builds_the_listings_before_the_swap() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "A {{ x }}\n").unwrap();
+        let lib = PromptLibrary::open_with_roots(
+            LibraryOptions {
+                cwd: dir.path().to_path_buf(),
+                ..Default::default()
+            },
+            vec![Arc::new(DirSource::new(dir.path()))],
+        )
+        .unwrap();
+        assert!(lib.snapshot().listings[0].get().is_none(), "built lazily");
+        std::fs::write(dir.path().join("b.md"), "B\n").unwrap();
+        assert!(lib.reload().changed);
+        let snap = lib.snapshot();
+        let user = snap.listings[0]
+            .get()
+            .expect("user listing built by reload");
+        assert_eq!(user["totalCount"], 2);
+        assert!(
+            snap.listings[1].get().is_some(),
+            "full listing built by reload"
+        );
     }
 }

@@ -89,6 +89,9 @@ pub async fn serve_async(
     options: ServeOptions,
 ) -> Result<(), ServeError> {
     let clients = Arc::new(ConnectedClients::new());
+    // The listings clients ask for first are built beside the handshake, not in its way.
+    let warming = library.snapshot();
+    tokio::task::spawn_blocking(move || warming.warm());
     let stages = Arc::new(crate::stages::Stages::new(library.clone()).map_err(ServeError::Config)?);
     let server = PromptServer::new(stages, clients.clone(), options.handler);
     let _watcher = if options.watch {
