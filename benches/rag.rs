@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
+
+// The tests' way of finding the embedding model (environment, else `.deps/`).
+#[path = "../tests/rag_support/mod.rs"]
+mod rag_support;
 use promptd::rag::{Fusion, RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 
 // The allocator the `promptd` binary uses.
@@ -94,14 +98,8 @@ fn registry_crate(name: &str) -> PathBuf {
 }
 
 fn model_config() -> Option<RagConfig> {
-    let deps = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".deps");
-    let model = std::env::var_os("PROMPTD_EMBED_MODEL_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| deps.join("models/all-MiniLM-L6-v2"));
-    let runtime = std::env::var_os("ORT_DYLIB_PATH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| deps.join("onnxruntime/libonnxruntime.so"));
-    (model.join("model.onnx").is_file() && runtime.is_file()).then(|| RagConfig {
+    let (model, runtime) = rag_support::find_model_paths().ok()?;
+    Some(RagConfig {
         model_dir: Some(model),
         ort_dylib_path: Some(runtime),
         ..RagConfig::default()

@@ -765,7 +765,7 @@ impl Inner {
                 start_line: c.start_line,
                 end_line: c.end_line,
                 language: c.language.name().to_string(),
-                hash: super::index::content_hash(c.tagged_text().as_bytes()),
+                hash: super::index::tagged_hash(&c.tags, &c.text),
                 tags: c.tags,
                 symbols: c.symbols,
                 text: c.text,
@@ -798,14 +798,12 @@ impl Inner {
         let excerpts = scored
             .into_iter()
             .map(|(score, c)| {
-                let mut r = to_retrieved(ScoredChunk {
+                to_retrieved(ScoredChunk {
                     lexical: 0.0,
                     vector: None,
                     score,
                     chunk: c,
-                });
-                r.score = score;
-                r
+                })
             })
             .collect();
         Ok(ActiveFileContext {

@@ -323,8 +323,8 @@ pub fn lexical_config() -> RagConfig {
 }
 
 /// The embedding model and ONNX Runtime: `PROMPTD_EMBED_MODEL_DIR` / `ORT_DYLIB_PATH`, else
-/// `<crate>/.deps/…` as installed by `scripts/setup-model`.
-pub fn model_paths() -> (PathBuf, PathBuf) {
+/// `<crate>/.deps/…` as installed by `scripts/setup-model`; `Err` names what was looked for.
+pub fn find_model_paths() -> Result<(PathBuf, PathBuf), (PathBuf, PathBuf)> {
     let deps = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".deps");
     let model = std::env::var_os("PROMPTD_EMBED_MODEL_DIR")
         .map(PathBuf::from)
@@ -332,13 +332,22 @@ pub fn model_paths() -> (PathBuf, PathBuf) {
     let runtime = std::env::var_os("ORT_DYLIB_PATH")
         .map(PathBuf::from)
         .unwrap_or_else(|| deps.join("onnxruntime/libonnxruntime.so"));
-    assert!(
-        model.join("model.onnx").is_file() && runtime.is_file(),
-        "embedding model or ONNX Runtime missing ({} / {}): run scripts/setup-model",
-        model.display(),
-        runtime.display()
-    );
-    (model, runtime)
+    if model.join("model.onnx").is_file() && runtime.is_file() {
+        Ok((model, runtime))
+    } else {
+        Err((model, runtime))
+    }
+}
+
+/// [`find_model_paths`], which the tests require.
+pub fn model_paths() -> (PathBuf, PathBuf) {
+    find_model_paths().unwrap_or_else(|(model, runtime)| {
+        panic!(
+            "embedding model or ONNX Runtime missing ({} / {}): run scripts/setup-model",
+            model.display(),
+            runtime.display()
+        )
+    })
 }
 
 /// A configuration using the real model.
