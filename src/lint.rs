@@ -52,7 +52,7 @@ fn line_of(prompt: &PromptTemplate, needle: &str) -> usize {
 
 fn known_elsewhere(name: &str, config: &ProjectConfig) -> bool {
     COMPUTED_VARIABLES.contains(&name)
-        || crate::render::clock::days_ago_variable(name, chrono::DateTime::UNIX_EPOCH).is_some()
+        || crate::render::clock::days_ago_count(name).is_some()
         || KNOWN_KEYS.iter().any(|(_, v)| *v == name)
         || config.variables.contains_key(name)
 }

@@ -21,13 +21,17 @@ pub const COMPUTED_VARIABLES: &[&str] = &[
 /// The date `N` days before `now` (YYYY-MM-DD) for a variable named `<N>_days_ago`
 /// (`90_days_ago`), `N` up to 36600; `None` for any other name.
 pub fn days_ago_variable(name: &str, now: DateTime<Utc>) -> Option<String> {
-    let days: i64 = name
-        .strip_suffix("_days_ago")
+    let days = days_ago_count(name)?;
+    Some((now - Duration::days(days)).format("%Y-%m-%d").to_string())
+}
+
+/// `N` of a computable `<N>_days_ago` name (N up to 36600).
+pub fn days_ago_count(name: &str) -> Option<i64> {
+    name.strip_suffix("_days_ago")
         .filter(|n| !n.is_empty() && n.len() <= 5 && n.bytes().all(|b| b.is_ascii_digit()))?
         .parse()
         .ok()
-        .filter(|d| *d <= 36_600)?;
-    Some((now - Duration::days(days)).format("%Y-%m-%d").to_string())
+        .filter(|d| *d <= 36_600)
 }
 
 /// Where "now" comes from: the system clock, or a fixed instant (`--now`, `PROMPTD_NOW`, tests).
