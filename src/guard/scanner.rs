@@ -189,8 +189,9 @@ impl Scanner {
         hits
     }
 
-    /// The rules over one text, without decoding. `decoded` texts skip path-only rules (the
-    /// file itself was judged by its own scan).
+    /// The rules over one text, without decoding and before [`dedupe`] (which [`Self::scan`]
+    /// runs once over everything). `decoded` texts skip path-only rules (the file itself was
+    /// judged by its own scan).
     fn scan_text(
         &self,
         label: &str,
@@ -248,7 +249,6 @@ impl Scanner {
             }
             findings.extend(found);
         }
-        dedupe(&mut findings);
         findings
     }
 
