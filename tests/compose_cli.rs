@@ -6,7 +6,6 @@ use crate::mcp_support;
 use std::path::Path;
 use std::process::Command;
 
-use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
 fn workspace() -> tempfile::TempDir {
@@ -187,12 +186,6 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
     }
     let validator = mcp_support::output_validator(&tool);
 
-    let call = |args: Value| {
-        s.client.call_tool(
-            CallToolRequestParams::new("compose_prompt")
-                .with_arguments(args.as_object().unwrap().clone()),
-        )
-    };
     let args = json!({
         "query": "add retries",
         "dir": p,
@@ -200,9 +193,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
         "docs": ["notes.md", "src/net/client.rs"],
         "docsBudget": 30,
     });
-    let result = mcp_support::within("compose_prompt", call(args))
-        .await
-        .unwrap();
+    let result = s.call("compose_prompt", args).await.unwrap();
     let full = result.structured_content.expect("structured content");
     let ledger = &full["ledger"];
     assert!(
@@ -223,9 +214,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
 
     // No current file and a zero docs budget: no docs block, nothing included, still valid.
     let args = json!({"query": "why is CI red?", "dir": p, "docsBudget": 0});
-    let result = mcp_support::within("compose_prompt without a file", call(args))
-        .await
-        .unwrap();
+    let result = s.call("compose_prompt", args).await.unwrap();
     let bare = result.structured_content.expect("structured content");
     assert_eq!(bare["tokensPerBlock"]["docs"], 0);
     assert_eq!(bare["ledger"]["docsIncluded"], json!([]));
