@@ -4,7 +4,8 @@
 //! first; criterion then measures the repeatable operations.
 //!
 //! `cargo bench --bench rag` (needs `scripts/setup-model` for the vector parts; set
-//! `RAG_BENCH_QUICK=1` to skip the criterion groups).
+//! `RAG_BENCH_QUICK=1` to skip the criterion groups, `RAG_BENCH_FULL_INDEX_ONLY=N` to time only
+//! the full index, N times).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -169,18 +170,12 @@ fn touch_one_file(repo: &Path, round: usize) -> PathBuf {
     file
 }
 
-fn main() {
-    let quick = std::env::var_os("RAG_BENCH_QUICK").is_some();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("rag bench on {cores} cores");
-
-    // 1. Full lexical index of a large real tree.
-    let tree = registry_tree();
-    restore_touched(&tree);
-    let _ = std::fs::remove_dir_all(tree.join(".rag"));
+/// Indexes `tree` from scratch through the one-shot CLI path (`promptd index`: no folder
+/// watcher, every refresh walks) and prints files/s and CPU time.
+fn full_index(tree: &Path) -> (Retriever, promptd::rag::IndexSummary) {
     // The one-shot CLI path (`promptd index`): no folder watcher, every refresh walks.
     let walking = Retriever::open(
-        &tree,
+        tree,
         RagConfig {
             watch: false,
             ..lexical()
@@ -203,6 +198,29 @@ fn main() {
         cpu,
         summary.files as f64 / cpu
     );
+    (walking, summary)
+}
+
+fn main() {
+    let quick = std::env::var_os("RAG_BENCH_QUICK").is_some();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("rag bench on {cores} cores");
+
+    // 1. Full lexical index of a large real tree.
+    let tree = registry_tree();
+    restore_touched(&tree);
+    let only_full_index: Option<usize> = std::env::var("RAG_BENCH_FULL_INDEX_ONLY")
+        .ok()
+        .and_then(|n| n.parse().ok());
+    for _ in 1..only_full_index.unwrap_or(1) {
+        let _ = std::fs::remove_dir_all(tree.join(".rag"));
+        full_index(&tree);
+    }
+    let _ = std::fs::remove_dir_all(tree.join(".rag"));
+    let (walking, summary) = full_index(&tree);
+    if only_full_index.is_some() {
+        return;
+    }
 
     // 2. Re-index: nothing changed, then one changed file; first walking (CLI), then with the
     // folder watcher of a long-lived retriever (`promptd serve`).
