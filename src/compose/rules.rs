@@ -9,6 +9,7 @@
 //! | `agents-md` | `AGENTS.md` at the root | always |
 //! | `agents-md` | nearest `AGENTS.md` above the current file | when a current file is given; farther ones on the path are listed as superseded |
 //! | `claude-md` | `CLAUDE.md`, `.claude/CLAUDE.md` at the root | always |
+//! | `claude-rule` | `.claude/rules/**/*.md` at the root (Claude Code's modular rules, searched recursively, sorted by path) | without `paths` frontmatter → always; with `paths` globs → when they match |
 //! | `claude-local-md` | `CLAUDE.local.md` at the root (personal, git-ignored project memory) | always |
 //! | `claude-md` / `claude-local-md` | the same three files in each folder between the root and the current file's folder (inclusive) | when a current file is given; see below |
 //! | `claude-import` | `@path` imports of any of those files | like their importer; see below |
@@ -89,6 +90,7 @@ pub const MAX_IMPORT_DEPTH: usize = 5;
 pub enum RuleFormat {
     AgentsMd,
     ClaudeMd,
+    ClaudeRule,
     ClaudeLocalMd,
     ClaudeImport,
     Cursorrules,
@@ -105,6 +107,7 @@ impl RuleFormat {
         match self {
             Self::AgentsMd => "agents-md",
             Self::ClaudeMd => "claude-md",
+            Self::ClaudeRule => "claude-rule",
             Self::ClaudeLocalMd => "claude-local-md",
             Self::ClaudeImport => "claude-import",
             Self::Cursorrules => "cursorrules",
@@ -610,15 +613,20 @@ impl Discovery {
     }
 
     /// Claude Code's memory files of one folder, in the order Claude Code loads them: the shared
-    /// `CLAUDE.md` and `.claude/CLAUDE.md`, then the personal `CLAUDE.local.md` (loaded last so
-    /// it can refine them), each followed by its imports. At the root (`current` is `None`) they
-    /// are always on; in a folder on the path of the current file they apply to that file.
+    /// `CLAUDE.md` and `.claude/CLAUDE.md` (at the root, then the `.claude/rules/` files), then
+    /// the personal `CLAUDE.local.md` (loaded last so it can refine them), each followed by its
+    /// imports. At the root (`current` is `None`) they are always on; in a folder on the path of
+    /// the current file they apply to that file.
     fn claude_dir(&mut self, dir: &Path, current: Option<&str>) {
         for (name, format) in [
             ("CLAUDE.md", RuleFormat::ClaudeMd),
             (".claude/CLAUDE.md", RuleFormat::ClaudeMd),
             ("CLAUDE.local.md", RuleFormat::ClaudeLocalMd),
         ] {
+            if format == RuleFormat::ClaudeLocalMd && current.is_none() {
+                // Modular rules load with `.claude/CLAUDE.md`'s priority, before the personal file.
+                self.claude_rules(dir);
+            }
             let file = dir.join(name);
             if !file.is_file() {
                 continue;
@@ -633,6 +641,28 @@ impl Discovery {
                 Some(current) => format!("{name} in a folder on the path of {current}"),
             };
             self.claude_file(&file, format, current.is_none(), reason, 0, &mut Vec::new());
+        }
+    }
+
+    /// Claude Code's modular project rules: every `.md` file under `.claude/rules/`, in nested
+    /// folders too, sorted by path. A rule without `paths` frontmatter is always on; one with
+    /// `paths` (a YAML list of globs, or one comma-separated string, both seen in the wild)
+    /// applies when a glob matches the current file.
+    fn claude_rules(&mut self, dir: &Path) {
+        let format = RuleFormat::ClaudeRule;
+        for file in sorted_files_recursive(&dir.join(".claude/rules"), ".md") {
+            let Some(text) = self.read(&file, format) else {
+                continue;
+            };
+            let (front, body) = Frontmatter::split(&text);
+            let note = front.note();
+            let globs = front.globs("paths");
+            if globs.is_empty() {
+                let reason = format!("Claude Code rule without paths: always applied{note}");
+                self.include(&file, format, true, body, reason);
+            } else {
+                self.by_globs(&file, format, body, "paths", &globs, &note);
+            }
         }
     }
 
@@ -762,6 +792,34 @@ fn sorted_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
                     .is_some_and(|n| n.to_string_lossy().ends_with(suffix))
         })
         .collect();
+    files.sort();
+    files
+}
+
+/// [`sorted_files`] in `dir` and its subfolders (symlinked folders are not followed), sorted
+/// by path.
+fn sorted_files_recursive(dir: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => pending.push(path),
+                _ if path.is_file()
+                    && path
+                        .file_name()
+                        .is_some_and(|n| n.to_string_lossy().ends_with(suffix)) =>
+                {
+                    files.push(path)
+                }
+                _ => {}
+            }
+        }
+    }
     files.sort();
     files
 }
