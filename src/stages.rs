@@ -77,10 +77,10 @@ impl RepositoryRetrievers {
             .chunks
             .iter()
             .map(|c| DocChunk {
-                path: c.path.clone(),
-                start_line: c.start_line,
-                end_line: c.end_line,
-                text: c.text.clone(),
+                path: c.chunk.path.clone(),
+                start_line: c.chunk.start_line,
+                end_line: c.chunk.end_line,
+                text: c.chunk.text.clone(),
                 score: c.score,
             })
             .collect();
@@ -103,17 +103,9 @@ impl ContextRetriever for RepositoryRetrievers {
                 start_line: 1,
                 text: active.summary.clone(),
             });
-            chunks.extend(active.excerpts.iter().map(|c| ContextChunk {
-                path: c.path.clone(),
-                start_line: c.start_line,
-                text: c.text.clone(),
-            }));
+            chunks.extend(active.excerpts.iter().map(context_chunk));
         }
-        chunks.extend(r.chunks.iter().map(|c| ContextChunk {
-            path: c.path.clone(),
-            start_line: c.start_line,
-            text: c.text.clone(),
-        }));
+        chunks.extend(r.chunks.iter().map(context_chunk));
         Ok(RetrievedContext {
             formatted: r.formatted,
             chunks,
@@ -188,5 +180,13 @@ impl Stages {
             retriever: self.retrievers.clone(),
             llm: self.llm.clone(),
         }
+    }
+}
+
+fn context_chunk(c: &crate::rag::RetrievedChunk) -> ContextChunk {
+    ContextChunk {
+        path: c.chunk.path.clone(),
+        start_line: c.chunk.start_line,
+        text: c.chunk.text.clone(),
     }
 }

@@ -63,11 +63,15 @@ fn hybrid_ranking_uses_cached_vectors() {
         );
         assert!(result.chunks.iter().all(|c| c.vector.is_some()));
         assert!(
-            result.chunks.iter().take(3).any(|c| &c.path == path),
+            result.chunks.iter().take(3).any(|c| &c.chunk.path == path),
             "{text:?} → {:?}",
-            result.chunks.iter().map(|c| &c.path).collect::<Vec<_>>()
+            result
+                .chunks
+                .iter()
+                .map(|c| &c.chunk.path)
+                .collect::<Vec<_>>()
         );
-        top1 += usize::from(&result.chunks[0].path == path);
+        top1 += usize::from(&result.chunks[0].chunk.path == path);
     }
     assert!(
         top1 >= QUERIES.len() - 1,
@@ -104,7 +108,7 @@ fn long_lived_retriever_embeds_in_the_background() {
     let first = retriever
         .retrieve(&RetrievalQuery::new("multiply two matrices"))
         .unwrap();
-    assert_eq!(first.chunks[0].path, "native/matrix.cpp");
+    assert_eq!(first.chunks[0].chunk.path, "native/matrix.cpp");
     assert_eq!(first.stats.mode, RetrievalMode::Lexical);
     assert!(
         first
@@ -124,6 +128,6 @@ fn long_lived_retriever_embeds_in_the_background() {
         "{:?}",
         later.warnings
     );
-    assert_eq!(later.chunks[0].path, "native/matrix.cpp");
+    assert_eq!(later.chunks[0].chunk.path, "native/matrix.cpp");
     assert!(later.warnings.is_empty(), "{:?}", later.warnings);
 }

@@ -294,8 +294,8 @@ fn eval_retrieval() {
                 );
                 let mut files: Vec<&str> = Vec::new();
                 for c in &result.chunks {
-                    if !files.contains(&c.path.as_str()) {
-                        files.push(&c.path);
+                    if !files.contains(&c.chunk.path.as_str()) {
+                        files.push(&c.chunk.path);
                     }
                 }
                 let rank = files.iter().position(|f| q.expected.iter().any(|e| e == f));

@@ -93,7 +93,11 @@ fn secrets_excluded_by_path_while_auth_code_stays_retrievable() {
     )
     .unwrap();
     let result = all.retrieve(&query("password token")).unwrap();
-    let found: Vec<&str> = result.chunks.iter().map(|c| c.path.as_str()).collect();
+    let found: Vec<&str> = result
+        .chunks
+        .iter()
+        .map(|c| c.chunk.path.as_str())
+        .collect();
     assert!(found.contains(&"src/tokenizer.rs"), "{found:?}");
     assert!(found.contains(&"src/auth/login.rs"), "{found:?}");
     let secret = format!("{}{}", "AKIA", "FAKEFAKEFAKEFAKE");
@@ -109,18 +113,21 @@ fn obviously_relevant_function_ranks_first() {
     for (text, path, tag) in QUERIES {
         let result = retriever.retrieve(&query(text)).unwrap();
         let best = &result.chunks[0];
-        assert_eq!(&best.path, path, "query {text:?}: {:#?}", result.chunks);
+        assert_eq!(
+            &best.chunk.path, path,
+            "query {text:?}: {:#?}",
+            result.chunks
+        );
         assert!(
-            best.tags.iter().any(|t| t == tag),
+            best.chunk.tags.iter().any(|t| t == tag),
             "query {text:?}: tags {:?}",
-            best.tags
+            best.chunk.tags
         );
         assert_eq!(result.stats.mode, RetrievalMode::Lexical);
-        assert!(
-            result
-                .formatted
-                .contains(&format!("--- {path}:{}-{}", best.start_line, best.end_line))
-        );
+        assert!(result.formatted.contains(&format!(
+            "--- {path}:{}-{}",
+            best.chunk.start_line, best.chunk.end_line
+        )));
     }
 }
 
@@ -156,12 +163,21 @@ fn incremental_reindex_touches_only_changed_files() {
     );
     assert_eq!(changed.unchanged, first.files - 1);
     let result = retriever.retrieve(&query("purge expired entries")).unwrap();
-    assert_eq!(result.chunks[0].path, "src/cache/lru.rs");
-    assert!(result.chunks[0].text.contains("purge_expired_entries"));
+    assert_eq!(result.chunks[0].chunk.path, "src/cache/lru.rs");
+    assert!(
+        result.chunks[0]
+            .chunk
+            .text
+            .contains("purge_expired_entries")
+    );
     let old = retriever
         .retrieve(&query("least recently used evict"))
         .unwrap();
-    assert!(old.chunks.iter().all(|c| !c.text.contains("LruCache")));
+    assert!(
+        old.chunks
+            .iter()
+            .all(|c| !c.chunk.text.contains("LruCache"))
+    );
 
     // Same content, new mtime: fingerprint refreshed, nothing re-chunked.
     let path = repo.path().join("config/loader.py");
@@ -177,7 +193,7 @@ fn incremental_reindex_touches_only_changed_files() {
     let gone = retriever
         .retrieve(&query("slugify title URL slug"))
         .unwrap();
-    assert!(gone.chunks.iter().all(|c| c.path != "lib/slugify.rb"));
+    assert!(gone.chunks.iter().all(|c| c.chunk.path != "lib/slugify.rb"));
 
     // A fresh process sees the same state: nothing to redo.
     drop(retriever);
@@ -209,7 +225,7 @@ fn corrupt_or_old_index_is_rebuilt_with_a_warning() {
         "{:?}",
         result.warnings
     );
-    assert_eq!(result.chunks[0].path, "native/matrix.cpp");
+    assert_eq!(result.chunks[0].chunk.path, "native/matrix.cpp");
     drop(retriever);
 
     // Older format version.
@@ -239,7 +255,7 @@ fn corrupt_or_old_index_is_rebuilt_with_a_warning() {
         "{:?}",
         result.warnings
     );
-    assert_eq!(result.chunks[0].path, "mail/EmailSender.cs");
+    assert_eq!(result.chunks[0].chunk.path, "mail/EmailSender.cs");
 }
 
 #[test]
@@ -264,7 +280,7 @@ fn lexical_fallback_without_a_model_is_a_warning() {
         "{:?}",
         result.warnings
     );
-    assert_eq!(result.chunks[0].path, "web/src/api/client.ts");
+    assert_eq!(result.chunks[0].chunk.path, "web/src/api/client.ts");
     assert!(result.chunks.iter().all(|c| c.vector.is_none()));
 }
 
@@ -272,7 +288,7 @@ fn lexical_fallback_without_a_model_is_a_warning() {
 fn first_query_builds_the_index_within_the_budget() {
     let repo = fixture_repo();
     let result = retrieve(repo.path(), lexical_config(), &query("ring buffer push")).unwrap();
-    assert_eq!(result.chunks[0].path, "native/ringbuf.c");
+    assert_eq!(result.chunks[0].chunk.path, "native/ringbuf.c");
     assert!(result.stats.indexed_files >= 12);
     assert!(result.warnings.is_empty(), "{:?}", result.warnings);
 }
@@ -296,7 +312,7 @@ fn active_file_is_primary_target_and_excluded_from_references() {
         result
             .chunks
             .iter()
-            .all(|c| c.path != "web/src/api/client.ts")
+            .all(|c| c.chunk.path != "web/src/api/client.ts")
     );
     assert!(result.chunks.len() <= 3);
     let formatted = &result.formatted;
@@ -410,7 +426,7 @@ fn shared_retriever_answers_concurrent_queries() {
             let r = Arc::clone(&retriever);
             std::thread::spawn(move || {
                 let result = r.retrieve(&query(text)).unwrap();
-                assert_eq!(&result.chunks[0].path, path);
+                assert_eq!(&result.chunks[0].chunk.path, path);
             })
         })
         .collect();
@@ -464,5 +480,5 @@ fn first_build_over_budget_answers_from_what_exists_and_says_so() {
     assert!(retriever.wait_idle(std::time::Duration::from_secs(120)));
     let full = retriever.retrieve(&query("handle_request_899")).unwrap();
     assert_eq!(full.stats.indexed_files, 900);
-    assert_eq!(full.chunks[0].path, "src/module_899.rs");
+    assert_eq!(full.chunks[0].chunk.path, "src/module_899.rs");
 }

@@ -17,7 +17,7 @@ fn paths_of(retriever: &Retriever, query: &str) -> Vec<String> {
         .unwrap()
         .chunks
         .into_iter()
-        .map(|c| c.path)
+        .map(|c| c.chunk.path)
         .collect()
 }
 

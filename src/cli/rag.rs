@@ -183,13 +183,13 @@ struct JsonContext<'a> {
 
 fn json_chunk(c: &crate::rag::RetrievedChunk) -> JsonChunk<'_> {
     JsonChunk {
-        path: &c.path,
-        start_line: c.start_line,
-        end_line: c.end_line,
+        path: &c.chunk.path,
+        start_line: c.chunk.start_line,
+        end_line: c.chunk.end_line,
         score: c.score,
         lexical: c.lexical,
         vector: c.vector,
-        tags: &c.tags,
+        tags: &c.chunk.tags,
     }
 }
 

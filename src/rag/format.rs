@@ -4,40 +4,27 @@
 //! files, each headed by `path:start-end` and its tags, so the model edits the active file and
 //! only borrows conventions from the rest.
 
-use super::{ActiveFileContext, RetrievedChunk};
+use super::{ActiveFileContext, IndexedChunk, RetrievedChunk};
 
 pub const ACTIVE_HEADER: &str = "=== ACTIVE FILE (PRIMARY TARGET) ===";
 pub const REFERENCE_HEADER: &str = "=== REFERENCE CONTEXT (for patterns/conventions only) ===";
 
 /// One chunk block: `--- path:start-end [Tag: x] ---` then its lines in a fenced block.
-pub fn chunk_block(
-    path: &str,
-    start: usize,
-    end: usize,
-    tags: &[String],
-    language: &str,
-    text: &str,
-) -> String {
-    let mut header = format!("--- {path}:{start}-{end}");
-    for t in tags {
+pub fn chunk_block(c: &IndexedChunk) -> String {
+    let mut header = format!("--- {}:{}-{}", c.path, c.start_line, c.end_line);
+    for t in &c.tags {
         header.push(' ');
         header.push_str(t);
     }
     header.push_str(" ---");
+    let text = &c.text;
     let fence = if text.contains("```") { "````" } else { "```" };
-    let lang = if language == "text" { "" } else { language };
+    let lang = if c.language == "text" {
+        ""
+    } else {
+        &c.language
+    };
     format!("{header}\n{fence}{lang}\n{text}\n{fence}\n")
-}
-
-fn retrieved_block(c: &RetrievedChunk) -> String {
-    chunk_block(
-        &c.path,
-        c.start_line,
-        c.end_line,
-        &c.tags,
-        &c.language,
-        &c.text,
-    )
 }
 
 /// The active-file section alone (counted against the token budget first).
@@ -48,7 +35,7 @@ pub fn active_section(active: &ActiveFileContext) -> String {
     }
     for excerpt in &active.excerpts {
         out.push('\n');
-        out.push_str(&retrieved_block(excerpt));
+        out.push_str(&chunk_block(&excerpt.chunk));
     }
     out
 }
@@ -69,7 +56,7 @@ pub fn format_context(active: Option<&ActiveFileContext>, chunks: &[RetrievedChu
             if i > 0 {
                 out.push('\n');
             }
-            out.push_str(&retrieved_block(c));
+            out.push_str(&chunk_block(&c.chunk));
         }
     }
     out

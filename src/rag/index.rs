@@ -153,18 +153,28 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
-/// A chunk as the index returns it.
-#[derive(Debug, Clone, PartialEq)]
+/// A chunk as the index returns it; a retrieval result ([`super::RetrievedChunk`]) is one of
+/// these with its scores. Serialized without `hash` and `bm25`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct IndexedChunk {
+    /// Path relative to the repository, `/`-separated.
     pub path: String,
+    /// First line, 1-based.
     pub start_line: usize,
+    /// Last line, inclusive.
     pub end_line: usize,
     pub language: String,
+    /// Metadata tags such as `[Function: parse]`, `[Method: Parser.next]`.
     pub tags: Vec<String>,
     pub symbols: Vec<String>,
+    /// The source lines (tags are not repeated here).
     pub text: String,
+    /// [`tagged_hash`] of the chunk: the key of its cached vector.
+    #[serde(skip)]
     pub hash: ContentHash,
     /// Raw BM25 score (0 when not from a search).
+    #[serde(skip)]
     pub bm25: f32,
 }
 

@@ -23,6 +23,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use chunk::{Chunk, Language};
+pub use index::IndexedChunk;
 pub use rank::{Action, Fusion};
 pub use retriever::{IndexPhase, IndexProgress, IndexSummary, Retriever};
 
@@ -188,22 +189,13 @@ impl RetrievalQuery {
     }
 }
 
-/// A chunk chosen as reference context.
+/// A scored chunk: a ranking candidate, then a chunk chosen as reference context. Serialized
+/// flat: the chunk's fields, then the scores.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct RetrievedChunk {
-    /// Path relative to the repository, `/`-separated.
-    pub path: String,
-    /// First line, 1-based.
-    pub start_line: usize,
-    /// Last line, inclusive.
-    pub end_line: usize,
-    pub language: String,
-    /// Metadata tags such as `[Function: parse]`, `[Method: Parser.next]`.
-    pub tags: Vec<String>,
-    pub symbols: Vec<String>,
-    /// The source lines (tags are not repeated here).
-    pub text: String,
+    #[serde(flatten)]
+    pub chunk: IndexedChunk,
     /// Final score after fusion, aggregation and boosts.
     pub score: f32,
     /// BM25 normalised by the best candidate (0..=1).
@@ -314,5 +306,29 @@ mod tests {
         let json = serde_json::to_value(RagConfig::default()).unwrap();
         assert_eq!(json["indexBudgetSecs"], 20);
         assert_eq!(json["fusion"], "rrf");
+    }
+
+    #[test]
+    fn retrieved_chunk_serializes_flat_without_hash_or_bm25() {
+        let chunk = RetrievedChunk {
+            chunk: IndexedChunk {
+                path: "src/a.rs".into(),
+                start_line: 3,
+                end_line: 9,
+                language: "rust".into(),
+                tags: vec!["[Function: a]".into()],
+                symbols: vec!["a".into()],
+                text: "fn a() {}".into(),
+                hash: [7; 16],
+                bm25: 4.5,
+            },
+            score: 0.75,
+            lexical: 1.0,
+            vector: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&chunk).unwrap(),
+            r#"{"path":"src/a.rs","startLine":3,"endLine":9,"language":"rust","tags":["[Function: a]"],"symbols":["a"],"text":"fn a() {}","score":0.75,"lexical":1.0,"vector":null}"#
+        );
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::index::IndexedChunk;
-use super::{FilterCounts, RagConfig};
+use super::{FilterCounts, RagConfig, RetrievedChunk};
 use crate::tokens::count_tokens;
 
 /// How lexical and vector evidence combine.
@@ -131,16 +131,6 @@ fn matches_action(action: Action, chunk: &IndexedChunk) -> bool {
     }
 }
 
-/// A candidate with its scores.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ScoredChunk {
-    pub chunk: IndexedChunk,
-    /// BM25 / best BM25 among candidates.
-    pub lexical: f32,
-    pub vector: Option<f32>,
-    pub score: f32,
-}
-
 const RRF_K: f32 = 60.0;
 
 /// Scores candidates (in BM25 order) and sorts them best first. `vectors[i]` is the cosine of
@@ -150,7 +140,7 @@ pub fn fuse(
     vectors: Option<Vec<f32>>,
     config: &RagConfig,
     action: Option<Action>,
-) -> Vec<ScoredChunk> {
+) -> Vec<RetrievedChunk> {
     let max_bm25 = candidates
         .iter()
         .map(|c| c.bm25)
@@ -166,7 +156,7 @@ pub fn fuse(
         }
         rank
     });
-    let mut scored: Vec<ScoredChunk> = candidates
+    let mut scored: Vec<RetrievedChunk> = candidates
         .into_iter()
         .enumerate()
         .map(|(i, chunk)| {
@@ -191,7 +181,7 @@ pub fn fuse(
                 }
                 _ => lexical,
             };
-            ScoredChunk {
+            RetrievedChunk {
                 chunk,
                 lexical,
                 vector,
@@ -225,17 +215,17 @@ pub fn fuse(
 /// Threshold, dedupe and budget. `render` gives the text a chunk adds to the formatted context;
 /// `available_tokens` is what the budget leaves after the active-file section.
 pub fn filter(
-    scored: Vec<ScoredChunk>,
+    scored: Vec<RetrievedChunk>,
     threshold: f32,
     top_k: usize,
     available_tokens: usize,
-    render: impl Fn(&ScoredChunk) -> String,
-) -> (Vec<ScoredChunk>, FilterCounts) {
+    render: impl Fn(&RetrievedChunk) -> String,
+) -> (Vec<RetrievedChunk>, FilterCounts) {
     let mut counts = FilterCounts {
         candidates: scored.len(),
         ..FilterCounts::default()
     };
-    let mut kept: Vec<ScoredChunk> = Vec::new();
+    let mut kept: Vec<RetrievedChunk> = Vec::new();
     for (i, s) in scored.into_iter().enumerate() {
         // The best chunk always survives the threshold.
         if i == 0 || s.score >= threshold {
@@ -243,7 +233,7 @@ pub fn filter(
         }
     }
     counts.after_threshold = kept.len();
-    let mut unique: Vec<ScoredChunk> = Vec::with_capacity(kept.len());
+    let mut unique: Vec<RetrievedChunk> = Vec::with_capacity(kept.len());
     for s in kept {
         let overlaps = unique.iter().any(|u| {
             u.chunk.path == s.chunk.path
@@ -256,7 +246,7 @@ pub fn filter(
     }
     counts.after_dedup = unique.len();
     let mut used = 0usize;
-    let mut within: Vec<ScoredChunk> = Vec::new();
+    let mut within: Vec<RetrievedChunk> = Vec::new();
     for s in unique {
         if within.len() >= top_k.max(1) {
             break;

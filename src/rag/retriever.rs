@@ -16,7 +16,7 @@ use super::embed::{Embedder, VectorCache, cosine};
 use super::format::{active_section, chunk_block, format_context};
 use super::index::{CodeIndex, IndexedChunk, Manifest, RefreshCounts};
 use super::lock::RagLock;
-use super::rank::{self, Fusion, ScoredChunk};
+use super::rank::{self, Fusion};
 use super::tokenize;
 use super::watch::{Changes, RepoWatcher};
 use super::{
@@ -696,17 +696,10 @@ impl Inner {
             .map_or(0, |a| count_tokens(&active_section(a)));
         let available = config.token_budget.saturating_sub(active_tokens + 16);
         let (kept, filter) = rank::filter(scored, config.threshold, top_k, available, |s| {
-            chunk_block(
-                &s.chunk.path,
-                s.chunk.start_line,
-                s.chunk.end_line,
-                &s.chunk.tags,
-                &s.chunk.language,
-                &s.chunk.text,
-            )
+            chunk_block(&s.chunk)
         });
         stats.filter = filter;
-        let chunks: Vec<RetrievedChunk> = kept.into_iter().map(to_retrieved).collect();
+        let chunks = kept;
         let formatted = format_context(active_context.as_ref(), &chunks);
         let tokens = count_tokens(&formatted);
         stats.timings.rank_ms = ms(rank_started);
@@ -797,13 +790,11 @@ impl Inner {
         scored.sort_by_key(|(_, c)| c.start_line);
         let excerpts = scored
             .into_iter()
-            .map(|(score, c)| {
-                to_retrieved(ScoredChunk {
-                    lexical: 0.0,
-                    vector: None,
-                    score,
-                    chunk: c,
-                })
+            .map(|(score, c)| RetrievedChunk {
+                lexical: 0.0,
+                vector: None,
+                score,
+                chunk: c,
             })
             .collect();
         Ok(ActiveFileContext {
@@ -811,21 +802,6 @@ impl Inner {
             summary: summary_line(&text),
             excerpts,
         })
-    }
-}
-
-fn to_retrieved(s: ScoredChunk) -> RetrievedChunk {
-    RetrievedChunk {
-        path: s.chunk.path,
-        start_line: s.chunk.start_line,
-        end_line: s.chunk.end_line,
-        language: s.chunk.language,
-        tags: s.chunk.tags,
-        symbols: s.chunk.symbols,
-        text: s.chunk.text,
-        score: s.score,
-        lexical: s.lexical,
-        vector: s.vector,
     }
 }
 
