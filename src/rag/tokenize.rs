@@ -118,13 +118,7 @@ fn word_tokens(word: &str, scratch: &mut Scratch, mut emit: impl FnMut(&str, usi
         return;
     }
     let Scratch { lower, parts } = scratch;
-    lower.clear();
-    if word.is_ascii() {
-        lower.push_str(word);
-        lower.make_ascii_lowercase();
-    } else {
-        lower.extend(word.chars().flat_map(char::to_lowercase));
-    }
+    lower_into(lower, word);
     let whole = lower.trim_matches('_');
     if whole.is_empty() || is_stop_word(whole) || (whole.len() == 1 && !is_cjk(whole)) {
         // One-letter words are loop variables and articles.
@@ -138,17 +132,22 @@ fn word_tokens(word: &str, scratch: &mut Scratch, mut emit: impl FnMut(&str, usi
             if part.len() < 2 {
                 continue;
             }
-            lower.clear();
-            if part.is_ascii() {
-                lower.push_str(part);
-                lower.make_ascii_lowercase();
-            } else {
-                lower.extend(part.chars().flat_map(char::to_lowercase));
-            }
+            lower_into(lower, part);
             if !is_stop_word(lower) {
                 emit(lower, a, b);
             }
         }
+    }
+}
+
+/// Replaces `buffer` with `text` lower-cased (ASCII without decoding chars).
+fn lower_into(buffer: &mut String, text: &str) {
+    buffer.clear();
+    if text.is_ascii() {
+        buffer.push_str(text);
+        buffer.make_ascii_lowercase();
+    } else {
+        buffer.extend(text.chars().flat_map(char::to_lowercase));
     }
 }
 
