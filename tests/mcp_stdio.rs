@@ -119,3 +119,99 @@ fn stdio_exits_when_stdin_closes_and_stdout_is_only_frames() {
             .unwrap_or_else(|e| panic!("stdout line is not a JSON-RPC frame ({e}): {line}"));
     }
 }
+
+/// The 2026-07-28 lifecycle (no `initialize`): a client discovers the server, opens a
+/// `subscriptions/listen` stream for list changes and gets `prompts/list_changed` on it when a
+/// prompt file is created; only the prompts category is acknowledged (the tool list never
+/// changes), and the server forgets the stream once it is cancelled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_subscription_stream_carries_prompt_list_changes() {
+    use rmcp::model::{GetMeta, ProtocolVersion, ServerNotification, SubscriptionFilter};
+    use rmcp::transport::TokioChildProcess;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().display().to_string();
+    let cmd = mcp_support::promptd(cwd.path(), &["serve", "--prompts", &prompts]);
+    let transport = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn promptd serve")
+        .0;
+    let client = mcp_support::within(
+        "discover over stdio",
+        ().serve_with_lifecycle(
+            transport,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    )
+    .await
+    .expect("discover over stdio");
+    let mut subscription = mcp_support::within(
+        "subscriptions/listen",
+        client.listen(
+            SubscriptionFilter::builder()
+                .prompts_list_changed()
+                .tools_list_changed()
+                .build(),
+        ),
+    )
+    .await
+    .expect("listen");
+    assert_eq!(
+        subscription.acknowledged(),
+        &SubscriptionFilter::builder().prompts_list_changed().build()
+    );
+
+    std::fs::write(
+        dir.path().join("live.md"),
+        "---\ntitle: Live\n---\nversion one\n",
+    )
+    .unwrap();
+    let notification = mcp_support::within("list_changed on the stream", subscription.next())
+        .await
+        .expect("stream open")
+        .expect("a notification");
+    assert!(
+        matches!(
+            notification,
+            ServerNotification::PromptListChangedNotification(_)
+        ),
+        "{notification:?}"
+    );
+    assert_eq!(
+        notification.get_meta().subscription_id(),
+        Some(subscription.id().clone())
+    );
+    let listed = mcp_support::within("prompts/list", client.list_all_prompts())
+        .await
+        .expect("prompts/list");
+    assert!(listed.iter().any(|p| p.name == "live"), "{listed:?}");
+
+    // Cancelled: the stream ends, and a later change reaches nobody without failing the server.
+    mcp_support::within("cancel the subscription", subscription.cancel())
+        .await
+        .expect("cancel");
+    std::fs::write(
+        dir.path().join("second.md"),
+        "---\ntitle: Second\n---\ntext\n",
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let listed = mcp_support::within("prompts/list", client.list_all_prompts())
+            .await
+            .expect("server still answers after the stream ended");
+        if listed.iter().any(|p| p.name == "second") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "second prompt never listed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    mcp_support::within("client shutdown", client.cancel())
+        .await
+        .expect("client shutdown");
+}
