@@ -2,6 +2,10 @@
 //! `tests/fixtures/prompt_tests/` holds a `project/` (prompts, case files, snapshots, config) and
 //! a `runs.json` listing command lines to run in a temporary copy of it; the insta snapshot is
 //! every run's exit code, output, and the files it created, changed or removed.
+//!
+//! A pending snapshot that is part of a fixture is stored as `*.snap.pending` and copied as
+//! `*.snap.new`: a real `.snap.new` in this repository would be picked up (and accepted) by
+//! `cargo insta accept`, which scans the whole workspace.
 
 use crate::common;
 
@@ -17,7 +21,12 @@ fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let name = match name.strip_suffix(".snap.pending") {
+            Some(stem) => format!("{stem}.snap.new"),
+            None => name,
+        };
+        let target = to.join(name);
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
         } else {
