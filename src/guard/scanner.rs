@@ -111,9 +111,10 @@ impl Scanner {
     /// allowlists. Encoded segments are decoded and scanned too (see [`decode`]): a secret found
     /// inside one is reported on the encoded segment, its description naming the encodings.
     pub(crate) fn scan(&self, label: &str, path: Option<&str>, text: &str) -> Vec<SecretFinding> {
-        let mut findings = self.scan_text(label, path, text, false);
-        let segments = decode::encoded_segments(text);
+        // One line index of `text`, built on the first finding, for plain and decoded ones alike.
         let mut lines: Option<LineIndex> = None;
+        let mut findings = self.scan_text(label, path, text, false, &mut lines);
+        let segments = decode::encoded_segments(text);
         for (i, hit) in self.decoded_hits(path, &segments, 1) {
             let segment = &segments[i];
             let range = segment.range.clone();
@@ -165,7 +166,7 @@ impl Scanner {
         }
         let owner = |offset: usize| starts.partition_point(|&s| s <= offset) - 1;
         let mut hits: Vec<(usize, DecodedHit)> = self
-            .scan_text("decoded", path, &joined, true)
+            .scan_text("decoded", path, &joined, true, &mut None)
             .into_iter()
             .map(|f| {
                 (
@@ -191,16 +192,16 @@ impl Scanner {
 
     /// The rules over one text, without decoding and before [`dedupe`] (which [`Self::scan`]
     /// runs once over everything). `decoded` texts skip path-only rules (the file itself was
-    /// judged by its own scan).
+    /// judged by its own scan). `lines` is `text`'s line index, built on the first finding.
     fn scan_text(
         &self,
         label: &str,
         path: Option<&str>,
         text: &str,
         decoded: bool,
+        lines: &mut Option<LineIndex>,
     ) -> Vec<SecretFinding> {
         let enabled = self.enabled_rules(text.as_bytes());
-        let mut lines: Option<LineIndex> = None;
         // Findings of rules required by composite rules, computed once per text on first need.
         let mut auxiliary: Vec<Option<Vec<SecretFinding>>> = Vec::new();
         let mut findings = Vec::new();
@@ -208,14 +209,14 @@ impl Scanner {
             if !enabled[ri] || rule.skip_report || (decoded && rule.regex.is_none()) {
                 continue;
             }
-            let mut found = self.rule_findings(rule, label, path, text, &mut lines);
+            let mut found = self.rule_findings(rule, label, path, text, lines);
             if !rule.required.is_empty() && !found.is_empty() {
                 auxiliary.resize_with(self.rules.rules.len(), || None);
                 for q in &rule.required {
                     if auxiliary[q.rule].is_none() {
                         let aux = if enabled[q.rule] {
                             let required_rule = &self.rules.rules[q.rule];
-                            self.rule_findings(required_rule, label, path, text, &mut lines)
+                            self.rule_findings(required_rule, label, path, text, lines)
                         } else {
                             Vec::new()
                         };
@@ -265,6 +266,18 @@ impl Scanner {
     ) -> Vec<SecretFinding> {
         let bytes = text.as_bytes();
         let mut findings = Vec::new();
+        let mut push = |span: std::ops::Range<usize>, entropy: f64| {
+            let li = lines.get_or_insert_with(|| LineIndex::new(text));
+            findings.push(make_finding(
+                rule,
+                label,
+                text,
+                li,
+                span,
+                entropy,
+                FindingSource::Promptd,
+            ));
+        };
         if let Some(path_re) = &rule.path {
             match path {
                 Some(p) if path_re.is_match(p.as_bytes()) => {}
@@ -274,16 +287,7 @@ impl Scanner {
         let Some(re) = &rule.regex else {
             // A path-only rule: the whole input is the finding (e.g. a key file by name).
             if !text.is_empty() && !self.allowed(rule, path, "", "", "") {
-                let li = lines.get_or_insert_with(|| LineIndex::new(text));
-                findings.push(make_finding(
-                    rule,
-                    label,
-                    text,
-                    li,
-                    0..text.len(),
-                    0.0,
-                    FindingSource::Promptd,
-                ));
+                push(0..text.len(), 0.0);
             }
             return findings;
         };
@@ -322,16 +326,7 @@ impl Scanner {
             if self.allowed(rule, path, secret_text, &text[match_span], &text[line_span]) {
                 continue;
             }
-            let li = lines.get_or_insert_with(|| LineIndex::new(text));
-            findings.push(make_finding(
-                rule,
-                label,
-                text,
-                li,
-                span,
-                entropy,
-                FindingSource::Promptd,
-            ));
+            push(span, entropy);
         }
         findings
     }
