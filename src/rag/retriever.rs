@@ -219,21 +219,13 @@ impl Retriever {
     /// Waits until no background refresh or embedding runs (or `timeout` passes); returns
     /// whether everything is idle.
     pub fn wait_idle(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.inner.lock_state();
-        while state.refreshing || state.embedding {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = self
-                .inner
-                .changed
-                .wait_timeout(state, left)
-                .expect("retriever state lock")
-                .0;
-        }
-        true
+        let state = self.inner.lock_state();
+        let (_state, waited) = self
+            .inner
+            .changed
+            .wait_timeout_while(state, timeout, |s| s.refreshing || s.embedding)
+            .expect("retriever state lock");
+        !waited.timed_out()
     }
 
     /// Number of chunk vectors cached.
@@ -283,6 +275,16 @@ impl Inner {
             .clone()
     }
 
+    /// Ends a failed refresh: it no longer counts as under way, and the next refresh walks the
+    /// whole tree (the watcher's pending changes were already taken by this one).
+    fn refresh_failed(&self, e: RagError) -> RagError {
+        self.lock_state().index_complete = true;
+        if let Some(w) = &self.watcher {
+            w.force_walk();
+        }
+        e
+    }
+
     /// Discovers files and refreshes the index; `checkpoint` forces an intermediate commit.
     fn run_refresh(
         &self,
@@ -307,16 +309,9 @@ impl Inner {
             }
             state.manifest.clone()
         };
-        let (files, full_walk) = match self.files_now(&manifest) {
-            Ok(files) => files,
-            Err(e) => {
-                self.lock_state().index_complete = true;
-                if let Some(w) = &self.watcher {
-                    w.force_walk();
-                }
-                return Err(e);
-            }
-        };
+        let (files, full_walk) = self
+            .files_now(&manifest)
+            .map_err(|e| self.refresh_failed(e))?;
         let counts: Result<RefreshCounts, RagError> = self.index.refresh(
             &mut manifest,
             &files,
@@ -337,16 +332,7 @@ impl Inner {
                 })
             },
         );
-        let counts = match counts {
-            Ok(c) => c,
-            Err(e) => {
-                self.lock_state().index_complete = true;
-                if let Some(w) = &self.watcher {
-                    w.force_walk();
-                }
-                return Err(e);
-            }
-        };
+        let counts = counts.map_err(|e| self.refresh_failed(e))?;
         let summary = IndexSummary {
             files: manifest.files.len(),
             chunks: self.index.num_chunks(),
@@ -559,24 +545,16 @@ impl Inner {
             let files = this.lock_state().manifest.files.len();
             return (warnings, files);
         }
-        let deadline = Instant::now() + wait + Duration::from_millis(if empty { 500 } else { 0 });
-        let mut state = this.lock_state();
-        loop {
-            let partial_ready =
-                empty && state.commits > commits_before && !state.manifest.files.is_empty();
-            if !state.refreshing || state.index_complete || partial_ready {
-                break;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            state = this
-                .changed
-                .wait_timeout(state, left)
-                .expect("retriever state lock")
-                .0;
-        }
+        let wait = wait + Duration::from_millis(if empty { 500 } else { 0 });
+        let state = this.lock_state();
+        let (state, _) = this
+            .changed
+            .wait_timeout_while(state, wait, |s| {
+                let partial_ready =
+                    empty && s.commits > commits_before && !s.manifest.files.is_empty();
+                s.refreshing && !s.index_complete && !partial_ready
+            })
+            .expect("retriever state lock");
         if let Some(e) = state.last_error.clone() {
             warnings.push(format!("index refresh failed: {e}"));
         }

@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use notify::event::ModifyKind;
 use notify::{Config, Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher};
@@ -142,23 +142,13 @@ impl RepoWatcher {
         let number = self.markers.fetch_add(1, Ordering::SeqCst) + 1;
         let marker = self.rag_dir.join(format!("{SYNC_PREFIX}{number}"));
         let flushed = std::fs::write(&marker, b"").is_ok() && {
-            let deadline = Instant::now() + SYNC_WAIT;
-            let mut pending = self.shared.lock();
-            loop {
-                if pending.synced >= number {
-                    break true;
-                }
-                let left = deadline.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    break false;
-                }
-                pending = self
-                    .shared
-                    .marker_seen
-                    .wait_timeout(pending, left)
-                    .expect("watch state lock")
-                    .0;
-            }
+            let pending = self.shared.lock();
+            let (_pending, waited) = self
+                .shared
+                .marker_seen
+                .wait_timeout_while(pending, SYNC_WAIT, |p| p.synced < number)
+                .expect("watch state lock");
+            !waited.timed_out()
         };
         let _ = std::fs::remove_file(&marker);
         let mut pending = self.shared.lock();
