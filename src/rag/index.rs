@@ -472,6 +472,17 @@ impl CodeIndex {
     /// The manifest on disk when another process committed since `manifest` was read (the
     /// reader then moves to that commit too). Call with the index lock held.
     pub fn newer_manifest(&self, manifest: &Manifest) -> Result<Option<Manifest>, RagError> {
+        // The committed generation is the payload of tantivy's small meta.json: the manifest (a
+        // few MB on a large tree) is read and parsed only when another process committed.
+        let committed = self
+            .index
+            .load_metas()
+            .ok()
+            .and_then(|metas| metas.payload)
+            .and_then(|payload| payload.parse::<u64>().ok());
+        if committed == Some(manifest.generation) {
+            return Ok(None);
+        }
         let path = self.rag_dir.join(MANIFEST);
         let Ok(bytes) = std::fs::read(&path) else {
             return Ok(None);
