@@ -27,11 +27,17 @@ pub fn days_ago_variable(name: &str, now: DateTime<Utc>) -> Option<String> {
 
 /// `N` of a computable `<N>_days_ago` name (N up to 36600).
 pub fn days_ago_count(name: &str) -> Option<i64> {
-    name.strip_suffix("_days_ago")
-        .filter(|n| !n.is_empty() && n.len() <= 5 && n.bytes().all(|b| b.is_ascii_digit()))?
+    days_ago_digits(name)
+        .filter(|n| n.len() <= 5)?
         .parse()
         .ok()
         .filter(|d| *d <= 36_600)
+}
+
+/// The digits `N` of a name shaped `<N>_days_ago`, whatever their value.
+pub fn days_ago_digits(name: &str) -> Option<&str> {
+    name.strip_suffix("_days_ago")
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Where "now" comes from: the system clock, or a fixed instant (`--now`, `PROMPTD_NOW`, tests).

@@ -26,10 +26,7 @@ pub fn placeholders(body: &str) -> Vec<String> {
 /// Whether a placeholder key looks like a variable name (as opposed to `#if X` or `/if`): an
 /// identifier, or a computed `<N>_days_ago` date.
 pub fn is_identifier(key: &str) -> bool {
-    IDENT.is_match(key)
-        || key
-            .strip_suffix("_days_ago")
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    IDENT.is_match(key) || super::clock::days_ago_digits(key).is_some()
 }
 
 /// Replaces each placeholder that `lookup` knows; returns the text and the keys replaced.
