@@ -25,7 +25,15 @@ pub const KNOWN_KEYS: &[(&str, &str)] = &[
 ];
 
 /// Sections owned by other modules; present keys are not "unknown".
-pub const SECTION_KEYS: &[&str] = &["variables", "rag", "guard", "compose", "test", "$schema"];
+pub const SECTION_KEYS: &[&str] = &[
+    "variables",
+    "rag",
+    "guard",
+    "compose",
+    "test",
+    "limits",
+    "$schema",
+];
 
 /// Errors reading the config file. Each names the file; parse errors carry line and column.
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,7 @@ pub mod config;
 pub mod enhance;
 pub mod guard;
 pub mod library;
+pub mod limits;
 pub mod lint;
 pub mod llm;
 pub mod mcp;

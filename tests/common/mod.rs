@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod llm_server;
+pub mod process;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

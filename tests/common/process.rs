@@ -1,0 +1,134 @@
+//! The real `promptd` binary as a child process: one command builder with one environment
+//! policy, and bounded runs that report the child's peak resident memory (for the hostile-input
+//! tests, which assert time and memory bounds).
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Environment variables that change what promptd reads; every spawned binary starts without
+/// them, so a developer's own settings never leak into a test.
+pub const CLEARED_ENV: &[&str] = &[
+    "PROMPTD_PROMPTS",
+    "PROMPTD_CONFIG",
+    "PROMPTD_NOW",
+    "PROMPTD_AUTH_TOKEN",
+    "GITLEAKS_BIN",
+    "GITLEAKS_CONFIG",
+    "LLM_BASE_URL",
+    "LLM_MODEL",
+    "LLM_API_KEY",
+    "LLM_TIMEOUT_SECS",
+];
+
+/// `promptd` with the cleared environment; the caller adds arguments and a directory.
+pub fn promptd() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_promptd"));
+    for var in CLEARED_ENV {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// What a bounded run ended with.
+#[derive(Debug)]
+pub struct Bounded {
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+    /// Peak resident set size of the child, in MiB (from `wait4`'s rusage).
+    pub peak_rss_mib: f64,
+    /// The child did not finish in time and was killed.
+    pub timed_out: bool,
+}
+
+impl Bounded {
+    /// Exited on its own (not killed by a signal or the timeout).
+    pub fn exited(&self) -> bool {
+        !self.timed_out && self.status.is_some_and(|s| s.signal().is_none())
+    }
+
+    pub fn code(&self) -> Option<i32> {
+        self.status.and_then(|s| s.code())
+    }
+}
+
+/// Runs `cmd` to completion within `timeout` (killed after it), feeding `stdin` and collecting
+/// both streams; reports the child's peak RSS.
+pub fn run_bounded(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Bounded {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let mut child = cmd.spawn().expect("spawn promptd");
+    let input = stdin.to_vec();
+    let mut sin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = sin.write_all(&input);
+    });
+    let out = reader(child.stdout.take().unwrap());
+    let err = reader(child.stderr.take().unwrap());
+    let (status, peak_rss_mib, timed_out) = wait_bounded(&mut child, timeout);
+    let elapsed = started.elapsed();
+    let _ = writer.join();
+    Bounded {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+        elapsed,
+        peak_rss_mib,
+        timed_out,
+    }
+}
+
+fn reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Waits for `child` at most `timeout` (then kills it), and reaps it with `wait4` for its peak
+/// RSS. Returns (status, peak RSS MiB, timed out).
+pub fn wait_bounded(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>, f64, bool) {
+    let deadline = Instant::now() + timeout;
+    let mut timed_out = false;
+    loop {
+        // Peek without reaping, so wait4 below still gets the rusage.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let rc = unsafe {
+            libc::waitid(
+                libc::P_PID,
+                child.id(),
+                &mut info,
+                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+            )
+        };
+        if rc == 0 && unsafe { info.si_pid() } != 0 {
+            break;
+        }
+        if Instant::now() >= deadline {
+            timed_out = true;
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut status: libc::c_int = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
+    let status = (pid > 0).then(|| ExitStatus::from_raw(status));
+    (status, usage.ru_maxrss as f64 / 1024.0, timed_out)
+}
+
+/// Current peak RSS (VmHWM) of a running process, in MiB.
+pub fn peak_rss_of(pid: u32) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
