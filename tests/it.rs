@@ -15,6 +15,7 @@ mod cli;
 mod compose_cli;
 mod compose_stages;
 mod enhance;
+mod fuzz;
 mod get_prompts;
 mod guard_cli;
 mod guard_corpus;
