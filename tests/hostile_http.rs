@@ -233,6 +233,12 @@ async fn request(to: SocketAddr, session: &str, method: &str, params: Value) -> 
     reply.message()
 }
 
+/// A `wit-get-prompts` call in a session; the JSON-RPC reply.
+async fn tool(to: SocketAddr, session: &str, args: Value) -> Value {
+    let params = json!({"name": "wit-get-prompts", "arguments": args});
+    request(to, session, "tools/call", params).await
+}
+
 /// A normal client is served: a new session lists the tools.
 async fn still_serves(to: SocketAddr) {
     let session = open_session(to, &[]).await;
@@ -259,15 +265,13 @@ async fn http_batch_is_deduplicated_capped_and_not_sent_twice() {
     let to = server.addr;
     let session = open_session(to, &[]).await;
     let rss_before = server.peak_rss_mib();
-    let call = |args: Value| json!({"name": "wit-get-prompts", "arguments": args});
 
     // 400,000 copies of one name: one prompt, rendered once.
     let started = Instant::now();
-    let reply = request(
+    let reply = tool(
         to,
         &session,
-        "tools/call",
-        call(json!({"promptNames": names("greet", 400_000)})),
+        json!({"promptNames": names("greet", 400_000)}),
     )
     .await;
     let result = &reply["result"];
@@ -283,13 +287,7 @@ async fn http_batch_is_deduplicated_capped_and_not_sent_twice() {
 
     // 400,000 distinct names: refused, naming the argument, its count and the limit.
     let distinct: Vec<String> = (0..400_000).map(|i| format!("p{i}")).collect();
-    let reply = request(
-        to,
-        &session,
-        "tools/call",
-        call(json!({"promptNames": distinct})),
-    )
-    .await;
+    let reply = tool(to, &session, json!({"promptNames": distinct})).await;
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(
@@ -305,13 +303,7 @@ async fn http_batch_is_deduplicated_capped_and_not_sent_twice() {
     );
 
     // A large result: structuredContent carries it, the text is a summary, not a copy.
-    let reply = request(
-        to,
-        &session,
-        "tools/call",
-        call(json!({"promptName": "big"})),
-    )
-    .await;
+    let reply = tool(to, &session, json!({"promptName": "big"})).await;
     let result = &reply["result"];
     let content = result["structuredContent"]["data"]["prompt"]["content"]
         .as_str()
@@ -323,39 +315,26 @@ async fn http_batch_is_deduplicated_capped_and_not_sent_twice() {
         "{text}"
     );
     // A small one keeps the JSON text for older clients.
-    let reply = request(
-        to,
-        &session,
-        "tools/call",
-        call(json!({"promptName": "greet"})),
-    )
-    .await;
+    let reply = tool(to, &session, json!({"promptName": "greet"})).await;
     let text = reply["result"]["content"][0]["text"].as_str().unwrap();
     let copy: Value = serde_json::from_str(text).unwrap();
     assert_eq!(copy, reply["result"]["structuredContent"]);
 
-    // Over the response cap: an error naming the limit, not a truncation.
-    let reply = request(
+    // Repeats do not count against the batch cap (5).
+    let reply = tool(
         to,
         &session,
-        "tools/call",
-        call(
-            json!({"promptNames": ["big", "big", "big", "big", "big", "greet"],
-                    "args": {"who": "x".repeat(3000)}}),
-        ),
+        json!({
+        "promptNames": ["big", "big", "big", "big", "big", "greet"],
+        "args": {"who": "x".repeat(3000)}}),
     )
     .await;
     assert_eq!(
         reply["result"]["structuredContent"]["data"]["totalCount"], 2,
         "{reply}"
     );
-    let reply = request(
-        to,
-        &session,
-        "tools/call",
-        call(json!({"args": {"who": "z".repeat(19_000)}})),
-    )
-    .await;
+    // Over the response cap: an error naming the limit, not a truncation.
+    let reply = tool(to, &session, json!({"args": {"who": "z".repeat(19_000)}})).await;
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
     assert!(
         reply["error"]["message"]
@@ -366,13 +345,7 @@ async fn http_batch_is_deduplicated_capped_and_not_sent_twice() {
     );
 
     // System prompts are not served through the tool either.
-    let reply = request(
-        to,
-        &session,
-        "tools/call",
-        call(json!({"promptName": "internal"})),
-    )
-    .await;
+    let reply = tool(to, &session, json!({"promptName": "internal"})).await;
     assert_eq!(reply["result"]["isError"], true, "{reply}");
     assert!(reply.to_string().contains("not found"), "{reply}");
 

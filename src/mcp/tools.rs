@@ -109,9 +109,7 @@ pub fn envelope_result<T: Serialize>(
     envelope: &T,
     is_error: bool,
 ) -> Result<CallToolResult, ErrorData> {
-    let value = serde_json::to_value(envelope).map_err(|e| {
-        ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
-    })?;
+    let value = to_json(envelope)?;
     let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
     result.structured_content = Some(value);
     result.is_error = Some(is_error);
@@ -132,9 +130,7 @@ pub fn sized_envelope_result<T: Serialize>(
     limits: &Limits,
     structured: bool,
 ) -> Result<CallToolResult, ErrorData> {
-    let value = serde_json::to_value(envelope).map_err(|e| {
-        ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
-    })?;
+    let value = to_json(envelope)?;
     let bytes = json_len(&value);
     if bytes > limits.max_response_bytes {
         return Err(ErrorData::invalid_params(
@@ -166,6 +162,12 @@ pub fn sized_envelope_result<T: Serialize>(
     };
     result.is_error = Some(is_error);
     Ok(result)
+}
+
+/// A result as JSON; failing to serialize is a server fault.
+fn to_json<T: Serialize>(envelope: &T) -> Result<serde_json::Value, ErrorData> {
+    serde_json::to_value(envelope)
+        .map_err(|e| ErrorData::internal_error(format!("cannot serialize the result: {e}"), None))
 }
 
 /// Length of `value` as compact JSON, without building the text.
