@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::config::{ConfigError, ProjectConfig};
+use crate::limits::Limits;
 use crate::registry::{
     ArgType, PromptCategory, PromptSource, PromptTemplate, Registry, standard_roots,
 };
@@ -191,10 +192,76 @@ impl PromptLibrary {
             .render(name, args, &snap.config, &self.options.clock)
     }
 
-    /// The `wit-get-prompts` contract.
+    /// The `wit-get-prompts` contract for a trusted caller (the CLI): every prompt is visible,
+    /// and a request over a limit is answered with `success: false` and the limit's message.
     pub fn get_prompts(&self, req: &GetPromptsRequest) -> GetPromptsResponse {
-        get_prompts(&self.snapshot(), &self.options.clock, req)
+        self.get_prompts_for(req, Visibility::All)
+            .unwrap_or_else(|e| GetPromptsResponse::refused(&e))
     }
+
+    /// The `wit-get-prompts` contract for a caller that sees `visibility`, within the snapshot
+    /// config's limits (`maxBatch`, `maxResponseBytes`).
+    pub fn get_prompts_for(
+        &self,
+        req: &GetPromptsRequest,
+        visibility: Visibility,
+    ) -> Result<GetPromptsResponse, GetPromptsError> {
+        let snap = self.snapshot();
+        let limits = snapshot_limits(&snap);
+        get_prompts(&snap, &self.options.clock, req, visibility, &limits)
+    }
+}
+
+/// The limits of a snapshot's config; a broken `limits` section falls back to the defaults
+/// (reported by `promptd check`).
+pub fn snapshot_limits(snap: &Snapshot) -> Limits {
+    Limits::from_config(&snap.config).unwrap_or_else(|e| {
+        tracing::warn!("config `limits`: {e}; using the defaults");
+        Limits::default()
+    })
+}
+
+/// Which prompts a caller is served: the one visibility policy of `prompts/list`,
+/// `prompts/get`, completion and `wit-get-prompts`. System prompts (the stages' internal
+/// templates) are served to MCP clients only when the server runs with `--expose-system`; the
+/// stages render them internally regardless, and the CLI (the prompt folders' owner) sees all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visibility {
+    /// User prompts only.
+    UserOnly,
+    /// User and system prompts.
+    All,
+}
+
+impl Visibility {
+    /// The visibility of an MCP server started with or without `--expose-system`.
+    pub fn for_clients(expose_system: bool) -> Visibility {
+        if expose_system {
+            Visibility::All
+        } else {
+            Visibility::UserOnly
+        }
+    }
+
+    /// Whether `t` is served.
+    pub fn shows(self, t: &PromptTemplate) -> bool {
+        self == Visibility::All || t.category == PromptCategory::User
+    }
+}
+
+/// A `wit-get-prompts` request refused by a limit: the caller asked for too much.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GetPromptsError {
+    #[error(
+        "promptNames: {count} distinct names, over the limit of {limit} per call \
+         (limits.maxBatch); ask in several calls"
+    )]
+    TooManyNames { count: usize, limit: usize },
+    #[error(
+        "the result would exceed {limit} bytes (limits.maxResponseBytes) after {prompts} \
+         prompt(s); ask for fewer promptNames or use includeContent=false"
+    )]
+    TooLarge { prompts: usize, limit: usize },
 }
 
 /// Input of `wit-get-prompts`.
@@ -306,8 +373,53 @@ pub fn not_found_message(name: &str) -> String {
     )
 }
 
-/// Answers a `wit-get-prompts` request against one snapshot.
-pub fn get_prompts(snap: &Snapshot, clock: &Clock, req: &GetPromptsRequest) -> GetPromptsResponse {
+impl GetPromptsResponse {
+    /// The envelope of a refused request.
+    pub fn refused(e: &GetPromptsError) -> GetPromptsResponse {
+        let mut metadata = Map::new();
+        metadata.insert("tool".into(), json!(TOOL_NAME));
+        GetPromptsResponse {
+            success: false,
+            data: Arc::new(Value::Null),
+            errors: vec![e.to_string()],
+            warnings: Vec::new(),
+            metadata,
+        }
+    }
+}
+
+/// `names` without repeats, in the order of their first occurrence.
+fn distinct(names: &[String]) -> Vec<&str> {
+    let mut seen = std::collections::HashSet::with_capacity(names.len().min(1024));
+    names
+        .iter()
+        .map(String::as_str)
+        .filter(|n| seen.insert(*n))
+        .collect()
+}
+
+/// Answers a `wit-get-prompts` request against one snapshot, showing only what `visibility`
+/// allows (a hidden prompt is "not found", like a missing one). A batch is deduplicated (first
+/// occurrence wins) and capped at `limits.max_batch`; rendering stops with an error once the
+/// rendered text passes `limits.max_response_bytes`.
+pub fn get_prompts(
+    snap: &Snapshot,
+    clock: &Clock,
+    req: &GetPromptsRequest,
+    visibility: Visibility,
+    limits: &Limits,
+) -> Result<GetPromptsResponse, GetPromptsError> {
+    let names = req.prompt_names.as_deref().map(distinct);
+    if let Some(names) = &names
+        && names.len() > limits.max_batch
+    {
+        return Err(GetPromptsError::TooManyNames {
+            count: names.len(),
+            limit: limits.max_batch,
+        });
+    }
+    let lookup = |name: &str| snap.registry.get(name).filter(|t| visibility.shows(t));
+    let include_system = req.include_system && visibility == Visibility::All;
     let args = req.args.clone().unwrap_or_default();
     let args_provided = !args.is_empty();
     let mut errors = Vec::new();
@@ -317,17 +429,24 @@ pub fn get_prompts(snap: &Snapshot, clock: &Clock, req: &GetPromptsRequest) -> G
 
     let render = |t: &PromptTemplate| snap.renderer.render(&t.name, &args, &snap.config, clock);
 
+    if req.include_system && !include_system {
+        warnings.push(
+            "includeSystem ignored: this server does not serve system prompts (--expose-system)"
+                .to_string(),
+        );
+    }
+
     if let Some(name) = &req.prompt_name {
         metadata.insert("promptName".into(), json!(name));
-        let Some(t) = snap.registry.get(name) else {
+        let Some(t) = lookup(name) else {
             metadata.insert("found".into(), json!(false));
-            return GetPromptsResponse {
+            return Ok(GetPromptsResponse {
                 success: false,
                 data: Arc::new(Value::Null),
                 errors: vec![not_found_message(name)],
                 warnings,
                 metadata,
-            };
+            });
         };
         let mut summary = PromptSummary::of(t);
         if req.include_content {
@@ -339,51 +458,60 @@ pub fn get_prompts(snap: &Snapshot, clock: &Clock, req: &GetPromptsRequest) -> G
                 Err(e) => errors.push(e.to_string()),
             }
         }
+        if summary
+            .content
+            .as_ref()
+            .is_some_and(|c| c.len() > limits.max_response_bytes)
+        {
+            return Err(GetPromptsError::TooLarge {
+                prompts: 1,
+                limit: limits.max_response_bytes,
+            });
+        }
         metadata.insert("contentIncluded".into(), json!(summary.content.is_some()));
         metadata.insert("templateArgsProvided".into(), json!(args_provided));
-        return GetPromptsResponse {
+        return Ok(GetPromptsResponse {
             success: true,
             data: Arc::new(json!({ "prompt": summary })),
             errors,
             warnings,
             metadata,
-        };
+        });
     }
 
-    if req.prompt_names.is_none() && !req.include_content {
-        let data = snap.metadata_listing(req.include_system);
+    if names.is_none() && !req.include_content {
+        let data = snap.metadata_listing(include_system);
         let total = data["totalCount"].clone();
         metadata.insert("totalPrompts".into(), total);
         metadata.insert("contentIncluded".into(), json!(false));
         metadata.insert("templateArgsProvided".into(), json!(args_provided));
-        return GetPromptsResponse {
+        return Ok(GetPromptsResponse {
             success: true,
             data,
             errors,
             warnings,
             metadata,
-        };
+        });
     }
-    let (selected, batch): (Vec<&Arc<PromptTemplate>>, bool) = match &req.prompt_names {
+    let selected: Vec<&Arc<PromptTemplate>> = match &names {
         Some(names) => {
             let mut found = Vec::new();
             for n in names {
-                match snap.registry.get(n) {
+                match lookup(n) {
                     Some(t) => found.push(t),
                     None => errors.push(not_found_message(n)),
                 }
             }
-            (found, true)
+            found
         }
-        None => (
-            snap.registry
-                .prompts()
-                .filter(|t| req.include_system || t.category == PromptCategory::User)
-                .collect(),
-            false,
-        ),
+        None => snap
+            .registry
+            .prompts()
+            .filter(|t| include_system || t.category == PromptCategory::User)
+            .collect(),
     };
     let mut prompts = Vec::with_capacity(selected.len());
+    let mut content_bytes = 0usize;
     for t in selected {
         let mut summary = PromptSummary::of(t);
         if req.include_content {
@@ -392,22 +520,29 @@ pub fn get_prompts(snap: &Snapshot, clock: &Clock, req: &GetPromptsRequest) -> G
                 Err(e) => warnings.push(format!("{}: {e}", t.name)),
             }
         }
+        content_bytes += summary.content.as_ref().map_or(0, String::len);
+        if content_bytes > limits.max_response_bytes {
+            return Err(GetPromptsError::TooLarge {
+                prompts: prompts.len() + 1,
+                limit: limits.max_response_bytes,
+            });
+        }
         prompts.push(summary);
     }
     let total = prompts.len();
-    if batch {
-        metadata.insert("promptNames".into(), json!(req.prompt_names));
+    if let Some(names) = &names {
+        metadata.insert("promptNames".into(), json!(names));
     }
     metadata.insert("totalPrompts".into(), json!(total));
     metadata.insert("contentIncluded".into(), json!(req.include_content));
     metadata.insert("templateArgsProvided".into(), json!(args_provided));
-    GetPromptsResponse {
+    Ok(GetPromptsResponse {
         success: errors.is_empty(),
         data: Arc::new(json!({ "prompts": prompts, "totalCount": total })),
         errors,
         warnings,
         metadata,
-    }
+    })
 }
 
 /// Builds library options from the common CLI/server flags.

@@ -24,6 +24,10 @@ pub struct Limits {
     pub max_batch: usize,
     /// Largest tool result, in bytes of JSON; a larger one is an error, not a truncation.
     pub max_response_bytes: usize,
+    /// Largest tool result also sent as JSON text beside `structuredContent`; a larger result's
+    /// text content is a one-line summary pointing at `structuredContent`, so the payload is
+    /// never sent twice.
+    pub max_text_copy_bytes: usize,
     /// Most streamable-HTTP sessions alive at once.
     pub max_sessions: usize,
     /// Most streamable-HTTP sessions alive at once for one peer address.
@@ -35,8 +39,13 @@ pub struct Limits {
     pub session_idle_pressure_secs: u64,
     /// Time an HTTP peer has to send a request's headers (seconds).
     pub header_read_timeout_secs: u64,
-    /// An HTTP connection with no request in flight is closed after this many seconds.
+    /// An HTTP connection that moves no byte in either direction for this many seconds is
+    /// closed (a stalled body, a peer that stopped reading); an idle keep-alive connection is
+    /// closed after `headerReadTimeoutSecs`.
     pub connection_idle_secs: u64,
+    /// Shortest bearer token accepted for a non-loopback HTTP bind, in characters (not
+    /// counting surrounding whitespace).
+    pub min_auth_token_chars: usize,
     /// Largest document file `compose_prompt` reads as docs, in bytes.
     pub max_doc_bytes: u64,
     /// Most files one repository index takes.
@@ -57,12 +66,14 @@ impl Default for Limits {
             max_request_bytes: 4 * 1024 * 1024,
             max_batch: 100,
             max_response_bytes: 16 * 1024 * 1024,
+            max_text_copy_bytes: 64 * 1024,
             max_sessions: 1024,
             max_sessions_per_peer: 64,
             session_idle_secs: 300,
             session_idle_pressure_secs: 30,
             header_read_timeout_secs: 10,
             connection_idle_secs: 120,
+            min_auth_token_chars: 16,
             max_doc_bytes: 1024 * 1024,
             max_index_files: 200_000,
             max_index_bytes: 2 * 1024 * 1024 * 1024,

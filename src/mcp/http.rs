@@ -1,51 +1,159 @@
 //! Streamable HTTP: rmcp's `StreamableHttpService` mounted at `/mcp` on axum, one MCP session
-//! per client, behind an optional bearer-token check.
+//! per client, served by our own HTTP/1 connection loop.
+//!
+//! Layers, outermost first: the bearer-token check (when a token is set); the request guard
+//! ([`guard`]: the body read whole within `limits.maxRequestBytes`, 413 over it and 400 for
+//! broken framing; new sessions admitted by [`BoundedSessions`], 503 or 429 with `Retry-After`
+//! over the caps; DELETE of an unknown session 404, of a live one 204); then rmcp, which checks
+//! `Host` (loopback names and the bound address, unless bound publicly) and `Origin` (403 for any
+//! origin not in `serve.allowedOrigins`; requests without `Origin` pass). Each connection must
+//! send its request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection
+//! is closed after it too) and is dropped when no byte moves for `limits.connectionIdleSecs`.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::body::{Body, Bytes};
+use axum::extract::{ConnectInfo, Request, State};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde::Deserialize;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
+use super::sessions::{BoundedSessions, Refusal, SessionLimits};
 use super::{PromptServer, ServeError};
+use crate::limits::Limits;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
 
-/// Checks that binding `addr` is allowed: loopback always, anything else only with a token.
-pub fn check_bind(addr: SocketAddr, token: Option<&str>) -> Result<(), ServeError> {
-    if addr.ip().is_loopback() || token.is_some_and(|t| !t.is_empty()) {
-        Ok(())
-    } else {
-        Err(ServeError::InsecureBind { addr })
+/// The session header of streamable HTTP.
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Config section of the HTTP server.
+pub const SECTION: &str = "serve";
+
+/// The `serve` config section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Browser origins allowed to call the server (`scheme://host[:port]`, `:*` for any port,
+    /// or `null`). A request carrying any other `Origin` gets 403; requests without `Origin`
+    /// (non-browser clients) are allowed.
+    pub allowed_origins: Vec<String>,
+}
+
+impl HttpConfig {
+    /// The `serve` section of a project config, each origin checked.
+    pub fn from_config(config: &crate::config::ProjectConfig) -> Result<HttpConfig, String> {
+        let c: HttpConfig = config.section_as(SECTION)?;
+        for (i, o) in c.allowed_origins.iter().enumerate() {
+            if !origin_is_well_formed(o) {
+                return Err(format!(
+                    "{SECTION}.allowedOrigins[{i}]: `{o}` is not an origin: expected \
+                     scheme://host[:port] (port `*` for any) or `null`"
+                ));
+            }
+        }
+        Ok(c)
     }
 }
 
-/// The axum router: `/mcp`, with the bearer check when a token is set.
+fn origin_is_well_formed(o: &str) -> bool {
+    if o == "null" {
+        return true;
+    }
+    let o = o.strip_suffix(":*").unwrap_or(o);
+    match o.parse::<axum::http::Uri>() {
+        Ok(uri) => {
+            uri.scheme().is_some()
+                && uri.host().is_some_and(|h| !h.is_empty())
+                && uri.path_and_query().is_none_or(|p| p.as_str() == "/")
+                && !o.ends_with('/')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Checks that binding `addr` is allowed: loopback always, anything else only with a token of
+/// at least `min_token_chars` non-blank characters.
+pub fn check_bind(
+    addr: SocketAddr,
+    token: Option<&str>,
+    min_token_chars: usize,
+) -> Result<(), ServeError> {
+    if addr.ip().is_loopback() {
+        return Ok(());
+    }
+    let Some(token) = token.map(str::trim).filter(|t| !t.is_empty()) else {
+        return Err(ServeError::InsecureBind { addr });
+    };
+    let chars = token.chars().count();
+    if chars < min_token_chars {
+        return Err(ServeError::WeakToken {
+            addr,
+            chars,
+            min: min_token_chars,
+        });
+    }
+    Ok(())
+}
+
+/// What the router needs besides the server.
+#[derive(Debug, Clone)]
+pub struct RouterOptions {
+    pub token: Option<String>,
+    /// The address actually bound.
+    pub local: SocketAddr,
+    pub limits: Limits,
+    pub config: HttpConfig,
+}
+
+/// The axum router: `/mcp` behind the request guard, and the bearer check when a token is set.
 pub fn router(
     server: PromptServer,
-    token: Option<String>,
-    public: bool,
+    options: &RouterOptions,
+    sessions: Arc<BoundedSessions>,
     ct: CancellationToken,
 ) -> axum::Router {
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(ct);
-    if public {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(ct)
+        .with_max_request_body_bytes(options.limits.max_request_bytes)
+        .with_allowed_origins(options.config.allowed_origins.clone())
+        .enforce_origin_validation();
+    let ip = options.local.ip();
+    if ip.is_loopback() {
+        // Loopback names, and the address bound (127.0.0.2 is loopback too).
+        let mut hosts = config.allowed_hosts.clone();
+        hosts.push(ip.to_string());
+        config = config.with_allowed_hosts(hosts);
+    } else {
         // Clients reach a public bind under names we cannot know; the token protects it.
         config = config.disable_allowed_hosts();
     }
-    let service = StreamableHttpService::new(
-        move || Ok(server.clone()),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
-    let router = axum::Router::new().nest_service(MCP_PATH, service);
-    match token.filter(|t| !t.is_empty()) {
+    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let guard_state = Arc::new(GuardState {
+        sessions,
+        max_request_bytes: options.limits.max_request_bytes,
+        retry_after: options.limits.session_idle_pressure_secs.max(1),
+    });
+    let router = axum::Router::new()
+        .nest_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(guard_state, guard));
+    match options
+        .token
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
         Some(token) => router.layer(middleware::from_fn_with_state(
             Arc::<str>::from(token),
             require_bearer,
@@ -62,20 +170,325 @@ pub async fn serve(
     token: Option<String>,
     ct: CancellationToken,
 ) -> Result<(), ServeError> {
-    check_bind(addr, token.as_deref())?;
+    let snapshot = server.library().snapshot();
+    let limits = Limits::from_config(&snapshot.config).map_err(ServeError::Config)?;
+    let config = HttpConfig::from_config(&snapshot.config).map_err(ServeError::Config)?;
+    check_bind(addr, token.as_deref(), limits.min_auth_token_chars)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;
     let local = listener
         .local_addr()
         .map_err(|source| ServeError::Bind { addr, source })?;
-    let public = !addr.ip().is_loopback();
-    let app = router(server, token, public, ct.child_token());
+    let sessions = Arc::new(BoundedSessions::new(SessionLimits::from_limits(&limits)));
+    sessions.spawn_reaper(ct.child_token());
+    let options = RouterOptions {
+        token,
+        local,
+        limits: limits.clone(),
+        config,
+    };
+    let app = router(server, &options, sessions, ct.child_token());
     eprintln!("promptd: serving MCP at http://{local}{MCP_PATH}");
-    axum::serve(listener, app)
-        .with_graceful_shutdown(async move { ct.cancelled_owned().await })
-        .await
-        .map_err(ServeError::Io)
+    accept_loop(listener, app, &limits, ct).await;
+    Ok(())
+}
+
+/// Accepts connections until `ct` is cancelled; each is served on its own task.
+async fn accept_loop(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    limits: &Limits,
+    ct: CancellationToken,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
+    let idle = Duration::from_secs(limits.connection_idle_secs);
+    loop {
+        let (stream, remote) = tokio::select! {
+            () = ct.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors and the like: wait instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let activity = Arc::new(Activity::new());
+        let io = TokioIo::new(Watched {
+            inner: stream,
+            activity: activity.clone(),
+        });
+        let app = app.clone();
+        let service =
+            hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+                request.extensions_mut().insert(ConnectInfo(remote));
+                let mut app = app.clone();
+                async move { tower_service::Service::call(&mut app, request).await }
+            });
+        let conn = http.serve_connection(io, service);
+        let ct = ct.clone();
+        tokio::spawn(async move {
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                result = conn.as_mut() => {
+                    if let Err(e) = result {
+                        tracing::debug!("connection from {remote}: {e}");
+                    }
+                }
+                () = activity.idle_for(idle) => {
+                    tracing::debug!("closing connection from {remote}: no traffic for {idle:?}");
+                }
+                () = ct.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
+                }
+            }
+        });
+    }
+}
+
+/// When a connection last moved a byte.
+#[derive(Debug)]
+struct Activity {
+    start: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            start: Instant::now(),
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Returns once no byte has moved for `idle`.
+    async fn idle_for(&self, idle: Duration) {
+        loop {
+            let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+            let deadline = last + idle;
+            if Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep_until(deadline.into()).await;
+        }
+    }
+}
+
+/// A socket that records its traffic in an [`Activity`].
+struct Watched<S> {
+    inner: S,
+    activity: Arc<Activity>,
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.activity.touch();
+        }
+        polled
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.activity.touch();
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// What the request guard needs.
+#[derive(Debug)]
+struct GuardState {
+    sessions: Arc<BoundedSessions>,
+    max_request_bytes: usize,
+    /// `Retry-After` of a refused session, in seconds.
+    retry_after: u64,
+}
+
+/// The fields of a JSON-RPC message the guard looks at.
+#[derive(Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    #[serde(default)]
+    method: Option<String>,
+}
+
+async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Next) -> Response {
+    let session = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    if request.method() == Method::DELETE {
+        return delete_session(&state, session.as_deref(), request, next).await;
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let peer = request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    let (parts, body) = request.into_parts();
+    let bytes = match read_body(body, state.max_request_bytes).await {
+        Ok(b) => b,
+        Err(response) => return response,
+    };
+    // Only an `initialize` without a session creates one.
+    let mut reservation = None;
+    if session.is_none()
+        && let Ok(envelope) = serde_json::from_slice::<Envelope>(&bytes)
+        && envelope.method.as_deref() == Some("initialize")
+    {
+        let peer = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        match state.sessions.reserve(peer) {
+            Ok(r) => reservation = Some(r),
+            Err(refusal) => return refused(&refusal, envelope.id, state.retry_after),
+        }
+    }
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if let Some(r) = reservation
+        && let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+    {
+        r.commit(id);
+    }
+    response
+}
+
+/// Reads a request body whole: 413 over `max` bytes (naming the limit), 400 when its framing
+/// is broken (bad chunked encoding, a connection cut mid-body).
+async fn read_body(body: Body, max: usize) -> Result<Bytes, Response> {
+    use http_body_util::BodyExt;
+    match http_body_util::Limited::new(body, max).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(plain(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "413 Payload Too Large: the request body exceeds {max} bytes \
+                 (limits.maxRequestBytes)\n"
+            ),
+        )),
+        Err(e) => Err(plain(
+            StatusCode::BAD_REQUEST,
+            format!("400 Bad Request: cannot read the request body: {e}\n"),
+        )),
+    }
+}
+
+/// DELETE closes a live session (204); an unknown or closed one is 404, as for any request.
+async fn delete_session(
+    state: &GuardState,
+    session: Option<&str>,
+    request: Request,
+    next: Next,
+) -> Response {
+    if let Some(id) = session
+        && !state.sessions.is_live(id)
+    {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "404 Not Found: no such session (unknown, expired or already closed)\n".into(),
+        );
+    }
+    let mut response = next.run(request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        *response.body_mut() = Body::empty();
+    }
+    response
+}
+
+/// A refused `initialize`: 503 when the server is full, 429 when this peer has too many
+/// sessions; both with `Retry-After` and a JSON-RPC error naming the limit.
+fn refused(refusal: &Refusal, id: Option<serde_json::Value>, retry_after: u64) -> Response {
+    let status = match refusal {
+        Refusal::Total { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        Refusal::PerPeer { .. } => StatusCode::TOO_MANY_REQUESTS,
+    };
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.unwrap_or(serde_json::Value::Null),
+        "error": { "code": SERVER_BUSY, "message": refusal.to_string() },
+    });
+    (
+        status,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::RETRY_AFTER, HeaderValue::from(retry_after)),
+        ],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// JSON-RPC error code of a request refused for capacity (in the implementation-defined
+/// server-error range): neither the caller's mistake (-32602) nor a fault (-32603).
+pub const SERVER_BUSY: i32 = -32000;
+
+fn plain(status: StatusCode, text: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text,
+    )
+        .into_response()
 }
 
 async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
@@ -83,8 +496,7 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(bearer_token);
     match supplied {
         Some(s) if constant_time_eq(s.as_bytes(), token.as_bytes()) => next.run(request).await,
         _ => (
@@ -94,6 +506,15 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
         )
             .into_response(),
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` value; the scheme name is matched without
+/// regard to case (RFC 7235).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
 }
 
 /// Compares without an early exit, so timing does not reveal how much of a guess was right.
@@ -111,13 +532,51 @@ mod tests {
     #[test]
     fn binding_rules() {
         let lo: SocketAddr = "127.0.0.1:0".parse().unwrap();
+        let lo2: SocketAddr = "127.0.0.2:0".parse().unwrap();
         let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
-        assert!(check_bind(lo, None).is_ok());
-        assert!(check_bind(any, None).is_err());
-        assert!(check_bind(any, Some("")).is_err());
-        assert!(check_bind(any, Some("t")).is_ok());
+        let strong = "0123456789abcdef";
+        assert!(check_bind(lo, None, 16).is_ok());
+        assert!(check_bind(lo2, None, 16).is_ok());
+        assert!(check_bind(any, None, 16).is_err());
+        assert!(check_bind(any, Some(""), 16).is_err());
+        assert!(check_bind(any, Some("   \t"), 16).is_err());
+        let weak = check_bind(any, Some("t"), 16).unwrap_err().to_string();
+        assert!(weak.contains("limits.minAuthTokenChars"), "{weak}");
+        assert!(check_bind(any, Some(&format!(" {} ", &strong[1..])), 16).is_err());
+        assert!(check_bind(any, Some(strong), 16).is_ok());
         assert!(constant_time_eq(b"abc", b"abc"));
         assert!(!constant_time_eq(b"abc", b"abd"));
         assert!(!constant_time_eq(b"abc", b"ab"));
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("BEARER  abc "), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
+    }
+
+    #[test]
+    fn allowed_origins_are_checked() {
+        for good in [
+            "https://app.example.com",
+            "http://localhost:3000",
+            "http://localhost:*",
+            "null",
+        ] {
+            assert!(origin_is_well_formed(good), "{good}");
+        }
+        for bad in ["example.com", "https://", "https://a.com/path", "*", ""] {
+            assert!(!origin_is_well_formed(bad), "{bad}");
+        }
+        let cfg = crate::config::ProjectConfig::parse(
+            r#"{"serve":{"allowedOrigins":["https://ok.example","nope"]}}"#,
+            None,
+        )
+        .unwrap();
+        let err = HttpConfig::from_config(&cfg).unwrap_err();
+        assert!(err.contains("serve.allowedOrigins[1]"), "{err}");
     }
 }

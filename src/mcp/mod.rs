@@ -14,6 +14,7 @@ pub mod clients;
 pub mod convert;
 pub mod http;
 pub mod server;
+pub mod sessions;
 pub mod tools;
 
 use std::net::SocketAddr;
@@ -47,6 +48,15 @@ pub enum ServeError {
          --auth-token or PROMPTD_AUTH_TOKEN"
     )]
     InsecureBind { addr: SocketAddr },
+    #[error(
+        "refusing to serve on {addr}: the auth token has {chars} character(s), fewer than \
+         {min} (limits.minAuthTokenChars); use a long random token"
+    )]
+    WeakToken {
+        addr: SocketAddr,
+        chars: usize,
+        min: usize,
+    },
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,

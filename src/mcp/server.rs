@@ -16,8 +16,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use super::clients::ConnectedClients;
 use super::convert;
 use super::tools::{self, ToolContext};
-use crate::library::PromptLibrary;
-use crate::registry::{PromptCategory, PromptTemplate};
+use crate::library::{PromptLibrary, Visibility};
+use crate::registry::PromptTemplate;
 use crate::stages::Stages;
 
 /// Default `prompts/list` page size.
@@ -74,8 +74,13 @@ impl PromptServer {
         &self.clients
     }
 
+    /// What this server's clients are served.
+    pub fn visibility(&self) -> Visibility {
+        Visibility::for_clients(self.options.expose_system)
+    }
+
     fn offered(&self, t: &PromptTemplate) -> bool {
-        self.options.expose_system || t.category == PromptCategory::User
+        self.visibility().shows(t)
     }
 }
 
@@ -200,6 +205,7 @@ impl ServerHandler for PromptServer {
             library: self.library.clone(),
             stages: self.stages.clone(),
             peer: Some(context.peer.clone()),
+            visibility: self.visibility(),
         };
         let result = (entry.call)(ctx, request.arguments.unwrap_or_default()).await?;
         Ok(result.into())

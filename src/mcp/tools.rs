@@ -18,7 +18,10 @@ use serde::Deserialize;
 
 use crate::compose::{ComposedPrompt, ToolDefinition, compose_prompt};
 use crate::enhance::{EnhanceRequest, EnhanceResult, result_text, validate};
-use crate::library::{GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME};
+use crate::library::{
+    GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME, Visibility, snapshot_limits,
+};
+use crate::limits::Limits;
 use crate::stages::Stages;
 
 /// What a tool call can use.
@@ -28,6 +31,8 @@ pub struct ToolContext {
     pub stages: Arc<Stages>,
     /// The calling client (for its roots); `None` outside a session.
     pub peer: Option<Peer<RoleServer>>,
+    /// Which prompts the client is served.
+    pub visibility: Visibility,
 }
 
 /// The future a tool call returns.
@@ -104,13 +109,91 @@ pub fn envelope_result<T: Serialize>(
     envelope: &T,
     is_error: bool,
 ) -> Result<CallToolResult, ErrorData> {
-    let value = serde_json::to_value(envelope).map_err(|e| {
-        ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
-    })?;
+    let value = to_json(envelope)?;
     let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
     result.structured_content = Some(value);
     result.is_error = Some(is_error);
     Ok(result)
+}
+
+/// How a large tool result is carried. `structuredContent` (MCP 2025-06-18) is the result for
+/// clients that negotiated 2025-06-18 or later; the spec asks for the same JSON as text too, for
+/// older clients, which this follows while the JSON is at most `limits.maxTextCopyBytes`. Above
+/// that, the text content is a one-line summary pointing at `structuredContent`, so the payload
+/// is never sent twice. A client that negotiated an older version cannot read
+/// `structuredContent`: it gets the JSON as text only. A result over `limits.maxResponseBytes`
+/// is an error (-32602), never a truncation.
+pub fn sized_envelope_result<T: Serialize>(
+    tool: &str,
+    envelope: &T,
+    is_error: bool,
+    limits: &Limits,
+    structured: bool,
+) -> Result<CallToolResult, ErrorData> {
+    let value = to_json(envelope)?;
+    let bytes = json_len(&value);
+    if bytes > limits.max_response_bytes {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "{tool}: the result is {bytes} bytes, over the limit of {} \
+                 (limits.maxResponseBytes); ask for less",
+                limits.max_response_bytes
+            ),
+            None,
+        ));
+    }
+    let mut result = if !structured {
+        let mut r = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+        r.structured_content = None;
+        r
+    } else if bytes <= limits.max_text_copy_bytes {
+        let mut r = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+        r.structured_content = Some(value);
+        r
+    } else {
+        let summary = format!(
+            "{tool}: the result ({bytes} bytes of JSON) is in structuredContent; it is not \
+             repeated as text above {} bytes (limits.maxTextCopyBytes)",
+            limits.max_text_copy_bytes
+        );
+        let mut r = CallToolResult::success(vec![ContentBlock::text(summary)]);
+        r.structured_content = Some(value);
+        r
+    };
+    result.is_error = Some(is_error);
+    Ok(result)
+}
+
+/// A result as JSON; failing to serialize is a server fault.
+fn to_json<T: Serialize>(envelope: &T) -> Result<serde_json::Value, ErrorData> {
+    serde_json::to_value(envelope)
+        .map_err(|e| ErrorData::internal_error(format!("cannot serialize the result: {e}"), None))
+}
+
+/// Length of `value` as compact JSON, without building the text.
+fn json_len(value: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` to an infallible writer cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Whether the calling client reads `structuredContent`: it negotiated MCP 2025-06-18 or
+/// later (a call outside a handshake, such as a stateless HTTP request, is taken as current).
+fn reads_structured_content(peer: Option<&Peer<RoleServer>>) -> bool {
+    peer.and_then(|p| p.peer_info()).is_none_or(|info| {
+        info.protocol_version.as_str() >= rmcp::model::ProtocolVersion::V_2025_06_18.as_str()
+    })
 }
 
 /// Annotations of a tool that only reads local state and answers the same to the same call.
@@ -140,8 +223,18 @@ fn get_prompts_definition() -> Tool {
 fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
         let req: GetPromptsRequest = parse_arguments(TOOL_NAME, args)?;
-        let resp = ctx.library.get_prompts(&req);
-        envelope_result(&resp, !resp.success)
+        let structured = reads_structured_content(ctx.peer.as_ref());
+        // Rendering a batch can take a while: off the request loop (stdio is one thread).
+        tokio::task::spawn_blocking(move || {
+            let limits = snapshot_limits(&ctx.library.snapshot());
+            let resp = ctx
+                .library
+                .get_prompts_for(&req, ctx.visibility)
+                .map_err(|e| ErrorData::invalid_params(format!("{TOOL_NAME}: {e}"), None))?;
+            sized_envelope_result(TOOL_NAME, &resp, !resp.success, &limits, structured)
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("{TOOL_NAME}: {e}"), None))?
     })
 }
 

@@ -325,9 +325,17 @@ pub async fn check_tool(s: &Session, cwd: &Path) {
         .collect();
     assert!(names.contains(&"greet") && !names.contains(&"hidden"));
     assert_eq!(v["data"]["totalCount"], names.len());
+    // System prompts are not served without --expose-system, whatever the tool is asked.
     let (v, _) = tool(c, json!({"includeContent": false, "includeSystem": true})).await;
-    let cli = cli_json(cwd, &["list", "--json"]);
-    assert_eq!(v, cli, "same envelope as `promptd list --json`");
+    assert_eq!(v["data"]["totalCount"], names.len(), "{v}");
+    assert!(
+        v["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("--expose-system")
+    );
+    let (v, err) = tool(c, json!({"promptName": "hidden"})).await;
+    assert_eq!((v["success"].as_bool(), err), (Some(false), Some(true)));
 
     // Listing with content.
     let (v, _) = tool(c, json!({"args": {"who": "Z", "topic": "T"}})).await;
