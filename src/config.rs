@@ -32,6 +32,7 @@ pub const SECTION_KEYS: &[&str] = &[
     "compose",
     "test",
     "limits",
+    "workspace",
     "$schema",
 ];
 

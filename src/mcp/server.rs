@@ -201,7 +201,8 @@ impl ServerHandler for PromptServer {
             stages: self.stages.clone(),
             peer: Some(context.peer.clone()),
         };
-        let result = (entry.call)(ctx, request.arguments.unwrap_or_default()).await?;
+        let result =
+            tools::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await?;
         Ok(result.into())
     }
 
