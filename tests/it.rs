@@ -22,6 +22,7 @@ mod guard_corpus;
 mod guard_gitleaks;
 mod guard_redact;
 mod guard_rules;
+mod hostile_workspace;
 mod library_reload;
 mod llm;
 mod mcp_http;
