@@ -66,6 +66,21 @@ fn structured(result: Result<rmcp::model::CallToolResult, rmcp::ServiceError>) -
         .expect("structured content")
 }
 
+/// `promptd serve --http` in `dir` with a connected client, and the server's pid (for its
+/// peak RSS).
+async fn http_session(dir: &Path, env: &[(&str, &str)]) -> (Session, u32) {
+    let (child, url, stderr) = mcp_support::http_server_with_env(dir, &[], env).await;
+    let pid = child.id().unwrap();
+    let (client, changed) = mcp_support::http_client(&url, None).await;
+    let session = Session {
+        client,
+        changed,
+        stderr,
+        child: Some(child),
+    };
+    (session, pid)
+}
+
 /// A short compose call that must succeed: the server still serves.
 async fn still_serves(s: &Session, dir: &Path) {
     let args = json!({"query": "retries", "dir": dir, "docs": ["notes.md"]});
@@ -252,15 +267,7 @@ async fn one_index_takes_at_most_the_configured_files() {
         )
         .unwrap();
     }
-    let (child, url, _log) = mcp_support::http_server(ws.path(), &[]).await;
-    let pid = child.id().unwrap();
-    let (client, _changed) = mcp_support::http_client(&url, None).await;
-    let s = Session {
-        client,
-        changed: tokio::sync::mpsc::unbounded_channel().1,
-        stderr: Default::default(),
-        child: Some(child),
-    };
+    let (s, pid) = http_session(ws.path(), &[]).await;
     let args = json!({"query": "retry policy", "dir": ws.path()});
     let out = structured(s.call("compose_prompt", args).await);
     let warnings = out["warnings"].to_string();
@@ -411,15 +418,7 @@ async fn an_llm_answer_over_the_cap_returns_the_original_prompt() {
     ])
     .await;
     let env = [("LLM_BASE_URL", server.url.as_str()), ("LLM_MODEL", "huge")];
-    let (child, url, _log) = mcp_support::http_server_with_env(ws.path(), &[], &env).await;
-    let pid = child.id().unwrap();
-    let (client, _changed) = mcp_support::http_client(&url, None).await;
-    let s = Session {
-        client,
-        changed: tokio::sync::mpsc::unbounded_channel().1,
-        stderr: Default::default(),
-        child: Some(child),
-    };
+    let (s, pid) = http_session(ws.path(), &env).await;
     let args = json!({"prompt": "add backoff", "workingDirectory": ws.path()});
     let started = Instant::now();
     let out = structured(s.call("enhance_prompt", args.clone()).await);

@@ -219,14 +219,7 @@ impl CodeIndex {
         match Self::try_open(rag_dir, options) {
             Ok(Some(pair)) => return Ok(pair),
             Ok(None) => {}
-            Err(reason) => {
-                let warning = format!(
-                    "retrieval index in {} {reason}; rebuilding it",
-                    rag_dir.display()
-                );
-                tracing::warn!("{warning}");
-                warnings.push(warning);
-            }
+            Err(reason) => rebuilding(rag_dir, &reason, warnings),
         }
         Self::create(rag_dir, options)
     }
@@ -242,12 +235,7 @@ impl CodeIndex {
     ) -> Result<(CodeIndex, Manifest), RagError> {
         std::fs::create_dir_all(rag_dir).map_err(|e| RagError::io(rag_dir, e))?;
         let _lock = RagLock::index(rag_dir)?;
-        let warning = format!(
-            "retrieval index in {} failed ({reason}); rebuilding it",
-            rag_dir.display()
-        );
-        tracing::warn!("{warning}");
-        warnings.push(warning);
+        rebuilding(rag_dir, &format!("failed ({reason})"), warnings);
         Self::create(rag_dir, options)
     }
 
@@ -703,6 +691,16 @@ impl CodeIndex {
             bm25,
         }
     }
+}
+
+/// Logs and records why the index in `rag_dir` is rebuilt.
+fn rebuilding(rag_dir: &Path, reason: &str, warnings: &mut Vec<String>) {
+    let warning = format!(
+        "retrieval index in {} {reason}; rebuilding it",
+        rag_dir.display()
+    );
+    tracing::warn!("{warning}");
+    warnings.push(warning);
 }
 
 fn index_error(path: &Path, e: impl std::fmt::Display) -> RagError {
