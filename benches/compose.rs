@@ -19,7 +19,13 @@ fn stages(c: &mut Criterion) {
     let root = fixture("rules_and_docs");
     let mut request = ComposeRequest::new("Add retry to the HTTP client", &root);
     request.current_file = Some("src/app/main.ts".into());
-    let guide = DocChunk::from_file(&root, "docs/http.md".as_ref()).unwrap();
+    let workspace = promptd::workspace::Workspace::open(
+        &root,
+        &promptd::workspace::WorkspacePolicy::trusted(&Default::default()),
+    )
+    .unwrap();
+    let max = promptd::limits::Limits::default().max_doc_bytes;
+    let guide = DocChunk::read(&workspace, "doc", "docs/http.md".as_ref(), max).unwrap();
     // 40 ranked chunks so the budget fitting does real work.
     request.docs = (0..40)
         .map(|i| DocChunk {

@@ -75,7 +75,7 @@ fn bench(c: &mut Criterion) {
             active_file: Some("src/environment.rs".into()),
             working_directory: Some(repo.clone()),
         },
-        &repo,
+        &promptd::workspace::WorkspacePolicy::trusted(&Default::default()),
     )
     .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -33,6 +33,7 @@ pub const SECTION_KEYS: &[&str] = &[
     "test",
     "limits",
     "serve",
+    "workspace",
     "$schema",
 ];
 

@@ -22,6 +22,7 @@ use crate::guard::{Guard, ScanInput, SecretFinding};
 use crate::library::PromptLibrary;
 use crate::llm::ChatClient;
 use crate::tokens::count_tokens;
+use crate::workspace::{Workspace, WorkspaceError, WorkspacePolicy};
 
 /// Registry name of the rewrite template.
 pub const TEMPLATE: &str = "enhance_prompt";
@@ -105,11 +106,11 @@ pub struct RetrievedContext {
 
 /// The retrieval stage, as enhance sees it.
 pub trait ContextRetriever: Send + Sync {
-    /// Retrieves context for `query` in `repo` (canonical), with `active_file` (canonical,
-    /// inside `repo`) as the primary target.
+    /// Retrieves context for `query` in `repo`, with `active_file` (canonical, inside `repo`)
+    /// as the primary target.
     fn retrieve(
         &self,
-        repo: &Path,
+        repo: &Workspace,
         query: &str,
         active_file: Option<&Path>,
     ) -> Result<RetrievedContext, String>;
@@ -119,19 +120,19 @@ pub trait ContextRetriever: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct ValidatedRequest {
     pub prompt: String,
-    /// Canonical repository root.
-    pub repo: PathBuf,
+    /// The repository: a checked, canonical workspace.
+    pub repo: Workspace,
     /// Canonical active file, inside `repo`.
     pub active_file: Option<PathBuf>,
     /// The active file relative to `repo`, for the template.
     pub active_file_rel: Option<String>,
 }
 
-/// Checks the request: the repository must exist and be a directory, the active file must
-/// resolve (symlinks followed) inside it.
+/// Checks the request: `workingDirectory` must be a workspace `policy` admits, the active file
+/// must resolve (symlinks followed) to a file inside it.
 pub fn validate(
     req: &EnhanceRequest,
-    default_dir: &Path,
+    policy: &WorkspacePolicy,
 ) -> Result<ValidatedRequest, EnhanceError> {
     if req.prompt.trim().is_empty() {
         return Err(EnhanceError::InvalidField {
@@ -139,46 +140,29 @@ pub fn validate(
             message: "must not be empty".into(),
         });
     }
-    let dir = req.working_directory.as_deref().unwrap_or(default_dir);
-    let repo = std::fs::canonicalize(dir).map_err(|e| EnhanceError::InvalidField {
-        field: "workingDirectory",
-        message: format!("{}: {e}", dir.display()),
-    })?;
-    if !repo.is_dir() {
+    let invalid = |field: &'static str| {
+        move |e: WorkspaceError| EnhanceError::InvalidField {
+            field,
+            message: e.to_string(),
+        }
+    };
+    let Some(dir) = req.working_directory.as_deref() else {
         return Err(EnhanceError::InvalidField {
             field: "workingDirectory",
-            message: format!("{} is not a directory", dir.display()),
+            message: "missing".into(),
         });
-    }
+    };
+    let repo = Workspace::open(dir, policy).map_err(invalid("workingDirectory"))?;
     let (active_file, active_file_rel) = match &req.active_file {
         None => (None, None),
         Some(f) => {
-            let joined = if f.is_absolute() {
-                f.clone()
-            } else {
-                repo.join(f)
-            };
-            let real = std::fs::canonicalize(&joined).map_err(|e| EnhanceError::InvalidField {
-                field: "activeFile",
-                message: format!("{}: {e}", joined.display()),
-            })?;
-            let rel = real
-                .strip_prefix(&repo)
-                .map_err(|_| EnhanceError::InvalidField {
-                    field: "activeFile",
-                    message: format!(
-                        "{} resolves outside the working directory {}",
-                        f.display(),
-                        repo.display()
-                    ),
-                })?;
+            let (real, rel) = repo.resolve_inside(f).map_err(invalid("activeFile"))?;
             if !real.is_file() {
                 return Err(EnhanceError::InvalidField {
                     field: "activeFile",
                     message: format!("{} is not a file", f.display()),
                 });
             }
-            let rel = rel.to_string_lossy().replace('\\', "/");
             (Some(real), Some(rel))
         }
     };
@@ -286,7 +270,7 @@ impl Enhancer {
         if !context.formatted.trim().is_empty() {
             args.insert("context".into(), Value::String(context.formatted.clone()));
         }
-        if let Some(name) = req.repo.file_name() {
+        if let Some(name) = req.repo.root().file_name() {
             args.insert(
                 "repository".into(),
                 Value::String(name.to_string_lossy().into_owned()),

@@ -27,3 +27,4 @@ pub mod render;
 pub mod stages;
 pub mod tokens;
 pub mod watch;
+pub mod workspace;

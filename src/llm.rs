@@ -28,6 +28,8 @@ pub struct LlmConfig {
     pub model: String,
     pub api_key: Option<String>,
     pub timeout: Duration,
+    /// Largest response body read (`limits.maxLlmResponseBytes`); a larger one is a failure.
+    pub max_response_bytes: usize,
 }
 
 impl std::fmt::Debug for LlmConfig {
@@ -38,13 +40,15 @@ impl std::fmt::Debug for LlmConfig {
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "<set>"))
             .field("timeout", &self.timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .finish()
     }
 }
 
 impl LlmConfig {
     /// Reads `LLM_BASE_URL`, `LLM_MODEL`, `LLM_API_KEY` and `LLM_TIMEOUT_SECS`; `None` when the
-    /// URL or the model is missing (the LLM is "not configured").
+    /// URL or the model is missing (the LLM is "not configured"). The response bound is the
+    /// default of `limits.maxLlmResponseBytes`.
     pub fn from_env() -> Option<LlmConfig> {
         let get = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         let timeout = get("LLM_TIMEOUT_SECS")
@@ -56,6 +60,7 @@ impl LlmConfig {
             model: get("LLM_MODEL")?,
             api_key: get("LLM_API_KEY"),
             timeout,
+            max_response_bytes: crate::limits::Limits::default().max_llm_response_bytes,
         })
     }
 }
@@ -71,6 +76,8 @@ pub enum LlmError {
     Transport(String),
     #[error("malformed LLM answer: {0}")]
     Malformed(String),
+    #[error("LLM answer larger than {0} bytes (limits.maxLlmResponseBytes)")]
+    TooLarge(usize),
 }
 
 impl LlmError {
@@ -179,21 +186,43 @@ impl ChatClient {
             .and_then(|v| v.trim().parse::<f64>().ok())
             .filter(|s| s.is_finite() && *s >= 0.0)
             .map(Duration::from_secs_f64);
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| fail(LlmError::Transport(e.to_string())))?;
+        let body = read_bounded(resp, self.config.max_response_bytes).await;
         if !status.is_success() {
+            let body = match body {
+                Ok(bytes) => excerpt(&String::from_utf8_lossy(&bytes)),
+                Err(e) => e.to_string(),
+            };
             return Err(Attempt {
                 error: LlmError::Http {
                     status: status.as_u16(),
-                    body: excerpt(&text),
+                    body,
                 },
                 retry_after,
             });
         }
-        parse_answer(&text).map_err(fail)
+        let body = body.map_err(fail)?;
+        parse_answer(&String::from_utf8_lossy(&body)).map_err(fail)
     }
+}
+
+/// The response body, read chunk by chunk with a running total: never more than `limit` bytes
+/// are held.
+async fn read_bounded(mut resp: reqwest::Response, limit: usize) -> Result<Vec<u8>, LlmError> {
+    if resp.content_length().is_some_and(|n| n > limit as u64) {
+        return Err(LlmError::TooLarge(limit));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| LlmError::Transport(e.to_string()))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(LlmError::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// The assistant text of a chat-completions response (string or content-part array).

@@ -6,22 +6,37 @@
 //! open on the first request for their repository, so `promptd serve` starts at once.
 
 use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
-use crate::compose::DocChunk;
+use crate::compose::{
+    ComposeError, ComposeRequest, ComposeSettings, ComposedPrompt, DocChunk, ToolDefinition,
+    compose_prompt,
+};
 use crate::config::ProjectConfig;
 use crate::enhance::{ContextChunk, ContextRetriever, Enhancer, RetrievedContext};
-use crate::guard::{Guard, GuardOptions, GuardSettings};
+use crate::guard::{Guard, GuardOptions, GuardSettings, ScanInput, SecretFinding};
 use crate::library::PromptLibrary;
+use crate::limits::Limits;
 use crate::llm::{ChatClient, LlmConfig};
-use crate::rag::{RagConfig, Retrieval, RetrievalQuery, Retriever};
+use crate::rag::discover::IndexBounds;
+use crate::rag::{RagConfig, RagError, Retrieval, RetrievalQuery, Retriever};
+use crate::workspace::{Workspace, WorkspacePolicy, WorkspaceSettings};
 
-/// One retriever per repository, opened on first use and kept for the process's life.
+/// One retriever per repository, opened on first use and kept for the process's life. A
+/// retriever whose index fails while in use (a search error) is replaced at once by one on a
+/// rebuilt index; one that panics is marked damaged, and the next request rebuilds it.
 #[derive(Default)]
 pub struct RepositoryRetrievers {
     config: RagConfig,
-    open: Mutex<HashMap<PathBuf, Arc<Retriever>>>,
+    open: Mutex<HashMap<PathBuf, Slot>>,
+}
+
+enum Slot {
+    Open(Arc<Retriever>),
+    /// Panicked while answering: the next request opens it on a rebuilt index.
+    Damaged(String),
 }
 
 impl std::fmt::Debug for RepositoryRetrievers {
@@ -39,40 +54,75 @@ impl RepositoryRetrievers {
         }
     }
 
-    /// The retriever of a (canonical) repository root.
-    pub fn get(&self, repo: &Path) -> Result<Arc<Retriever>, String> {
-        let mut open = self
-            .open
-            .lock()
-            .map_err(|_| "retriever cache poisoned".to_string())?;
-        if let Some(r) = open.get(repo) {
-            return Ok(r.clone());
-        }
-        let r = Arc::new(Retriever::open(repo, self.config.clone()).map_err(|e| e.to_string())?);
-        open.insert(repo.to_path_buf(), r.clone());
+    fn slots(&self) -> MutexGuard<'_, HashMap<PathBuf, Slot>> {
+        // A panic while the map was held cannot leave it torn (each change is one insert).
+        self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The retriever of a workspace.
+    pub fn get(&self, workspace: &Workspace) -> Result<Arc<Retriever>, String> {
+        let mut open = self.slots();
+        let repo = workspace.root();
+        let rebuild = match open.get(repo) {
+            Some(Slot::Open(r)) => return Ok(r.clone()),
+            Some(Slot::Damaged(reason)) => Some(reason.clone()),
+            None => None,
+        };
+        let config = self.config.clone();
+        let r = match &rebuild {
+            None => Retriever::open_workspace(workspace, config),
+            Some(reason) => Retriever::open_rebuilt(workspace, config, reason),
+        };
+        let r = Arc::new(r.map_err(|e| e.to_string())?);
+        open.insert(repo.to_path_buf(), Slot::Open(r.clone()));
         Ok(r)
     }
 
-    /// Retrieves for `query` in `repo`.
+    /// Retrieves for `query` in `workspace`.
     pub fn retrieval(
         &self,
-        repo: &Path,
+        workspace: &Workspace,
         query: &str,
         active_file: Option<&Path>,
     ) -> Result<Retrieval, String> {
-        let retriever = self.get(repo)?;
         let q = RetrievalQuery {
             query: query.to_string(),
             active_file: active_file.map(Path::to_path_buf),
             top_k: None,
         };
-        retriever.retrieve(&q).map_err(|e| e.to_string())
+        let repo = workspace.root().to_path_buf();
+        let answer = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            self.get(workspace).map(|r| r.retrieve(&q))
+        }));
+        match answer {
+            Ok(Err(open_failed)) => Err(open_failed),
+            Ok(Ok(Ok(r))) => Ok(r),
+            Ok(Ok(Err(e @ RagError::Index { .. }))) => {
+                let rebuilt =
+                    Retriever::open_rebuilt(workspace, self.config.clone(), &e.to_string())
+                        .map(Arc::new)
+                        .map_err(|e| e.to_string())?;
+                self.slots().insert(repo, Slot::Open(rebuilt.clone()));
+                rebuilt.retrieve(&q).map_err(|e| e.to_string())
+            }
+            Ok(Ok(Err(e))) => Err(e.to_string()),
+            Err(panic) => {
+                let reason = format!("panicked: {}", panic_message(panic.as_ref()));
+                tracing::error!("retrieval in {}: {reason}", repo.display());
+                self.slots().insert(repo, Slot::Damaged(reason));
+                std::panic::resume_unwind(panic)
+            }
+        }
     }
 
     /// Retrieved chunks as composer docs. The current file selects rules, not docs: retrieval
     /// ranks every file, the current one included, as reference material.
-    pub fn docs(&self, repo: &Path, query: &str) -> Result<(Vec<DocChunk>, Vec<String>), String> {
-        let r = self.retrieval(repo, query, None)?;
+    pub fn docs(
+        &self,
+        workspace: &Workspace,
+        query: &str,
+    ) -> Result<(Vec<DocChunk>, Vec<String>), String> {
+        let r = self.retrieval(workspace, query, None)?;
         let docs = r
             .chunks
             .iter()
@@ -88,10 +138,19 @@ impl RepositoryRetrievers {
     }
 }
 
+/// The text of a panic's payload.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
 impl ContextRetriever for RepositoryRetrievers {
     fn retrieve(
         &self,
-        repo: &Path,
+        repo: &Workspace,
         query: &str,
         active_file: Option<&Path>,
     ) -> Result<RetrievedContext, String> {
@@ -117,6 +176,7 @@ impl ContextRetriever for RepositoryRetrievers {
 /// The shared collaborators.
 pub struct Stages {
     pub library: Arc<PromptLibrary>,
+    pub limits: Limits,
     guard_options: GuardOptions,
     guard: OnceLock<Result<Arc<Guard>, String>>,
     pub retrievers: Arc<RepositoryRetrievers>,
@@ -132,8 +192,9 @@ impl std::fmt::Debug for Stages {
 }
 
 impl Stages {
-    /// Builds the collaborators from the project config (`guard` and `rag` sections) and the
-    /// environment (`GITLEAKS_*`, `LLM_*`); environment variables win over the config file.
+    /// Builds the collaborators from the project config (`guard`, `rag` and `limits` sections)
+    /// and the environment (`GITLEAKS_*`, `LLM_*`); environment variables win over the config
+    /// file.
     pub fn new(library: Arc<PromptLibrary>) -> Result<Stages, String> {
         Stages::build(library, false)
     }
@@ -148,16 +209,23 @@ impl Stages {
         let config: Arc<ProjectConfig> = library.snapshot().config.clone();
         let guard_settings: GuardSettings = config.section_as("guard")?;
         let guard_options = guard_settings.to_options();
+        let limits = Limits::from_config(&config)?;
         let mut rag: RagConfig = config.section_as("rag")?;
+        rag.index_bounds = IndexBounds::from_limits(&limits);
         if one_shot {
             rag.watch = false;
         }
+        let llm = LlmConfig::from_env().map(|mut c| {
+            c.max_response_bytes = limits.max_llm_response_bytes;
+            ChatClient::new(c)
+        });
         Ok(Stages {
             library,
+            limits,
             guard_options,
             guard: OnceLock::new(),
             retrievers: Arc::new(RepositoryRetrievers::new(rag)),
-            llm: LlmConfig::from_env().map(ChatClient::new),
+            llm,
         })
     }
 
@@ -172,6 +240,16 @@ impl Stages {
             .clone()
     }
 
+    /// The `workspace` section of the config as it is now.
+    pub fn workspace_settings(&self) -> Result<WorkspaceSettings, String> {
+        WorkspaceSettings::from_config(&self.library.snapshot().config)
+    }
+
+    /// The workspace policy for a trusted caller (the CLI user).
+    pub fn trusted_policy(&self) -> Result<WorkspacePolicy, String> {
+        Ok(WorkspacePolicy::trusted(&self.workspace_settings()?))
+    }
+
     /// The enhance stage over these collaborators.
     pub fn enhancer(&self) -> Enhancer {
         Enhancer {
@@ -181,6 +259,119 @@ impl Stages {
             llm: self.llm.clone(),
         }
     }
+
+    /// Composes the prompt for `input` in `workspace`: docs from `input.docs` (each checked: a
+    /// regular file inside the workspace, at most `limits.maxDocBytes`), else retrieved from
+    /// the workspace (a failed retrieval is a warning). Every doc passes the secret guard; one
+    /// with a finding is left out, with a warning and its (redacted) findings in the result.
+    pub fn compose(
+        &self,
+        workspace: &Workspace,
+        input: &ComposeInput,
+        server_tools: Vec<ToolDefinition>,
+    ) -> Result<ComposedPrompt, ComposeError> {
+        let snapshot = self.library.snapshot();
+        let settings: ComposeSettings = snapshot
+            .config
+            .section_as("compose")
+            .map_err(ComposeError::Settings)?;
+        let mut warnings = Vec::new();
+        let docs: Vec<DocChunk> = if input.docs.is_empty() {
+            match self.retrievers.docs(workspace, &input.query) {
+                Ok((docs, w)) => {
+                    warnings.extend(w);
+                    docs
+                }
+                Err(e) => {
+                    warnings.push(format!("retrieval failed: {e}; composing without docs"));
+                    Vec::new()
+                }
+            }
+        } else {
+            input
+                .docs
+                .iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    DocChunk::read(
+                        workspace,
+                        &format!("docs[{i}]"),
+                        f,
+                        self.limits.max_doc_bytes,
+                    )
+                })
+                .collect::<Result<_, _>>()?
+        };
+        let (docs, findings) = self.guard_docs(docs, &mut warnings)?;
+        let mut request = ComposeRequest::new(&input.query, workspace.root());
+        request.current_file = input.file.clone();
+        request.docs = docs;
+        request.docs_budget = input.docs_budget.unwrap_or(settings.docs_budget);
+        request.server_tools = server_tools;
+        let mut composed = compose_prompt(&self.library, &request, input.system.as_deref())?;
+        composed.warnings.splice(0..0, warnings);
+        composed.findings = findings;
+        Ok(composed)
+    }
+
+    /// Scans every doc; keeps the clean ones, and for each other says why it was left out.
+    fn guard_docs(
+        &self,
+        docs: Vec<DocChunk>,
+        warnings: &mut Vec<String>,
+    ) -> Result<(Vec<DocChunk>, Vec<SecretFinding>), ComposeError> {
+        if docs.is_empty() {
+            return Ok((docs, Vec::new()));
+        }
+        let guard = self.guard().map_err(ComposeError::Guard)?;
+        let mut kept = Vec::with_capacity(docs.len());
+        let mut findings = Vec::new();
+        for doc in docs {
+            let label = format!("doc:{}:{}", doc.path, doc.start_line);
+            let input = ScanInput::new(label, doc.text.as_str()).with_path(doc.path.clone());
+            let report = guard
+                .scan(&[input])
+                .map_err(|e| ComposeError::Guard(e.to_string()))?;
+            if report.is_clean() {
+                kept.push(doc);
+                continue;
+            }
+            let rules: Vec<String> = report
+                .findings
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{} at line {}",
+                        f.rule_id,
+                        doc.start_line + f.line.saturating_sub(1)
+                    )
+                })
+                .collect();
+            warnings.push(format!(
+                "left out doc {}:{}-{}: possible secret(s) ({}); see findings",
+                doc.path,
+                doc.start_line,
+                doc.end_line,
+                rules.join(", ")
+            ));
+            findings.extend(report.findings);
+        }
+        Ok((kept, findings))
+    }
+}
+
+/// What a compose call asks for besides its workspace (`promptd compose` and the MCP tool
+/// `compose_prompt` alike).
+#[derive(Debug, Clone, Default)]
+pub struct ComposeInput {
+    pub query: String,
+    /// The file the user is in.
+    pub file: Option<PathBuf>,
+    /// Files to use as the docs instead of retrieving.
+    pub docs: Vec<PathBuf>,
+    pub docs_budget: Option<usize>,
+    /// System prompt name.
+    pub system: Option<String>,
 }
 
 fn context_chunk(c: &crate::rag::RetrievedChunk) -> ContextChunk {

@@ -83,8 +83,15 @@ fn request(case: &Case, root: &Path, query: &str, current_file: Option<&str>) ->
             }
         })
         .collect();
-    for file in &case.doc_files {
-        docs.push(DocChunk::from_file(root, Path::new(file)).unwrap());
+    let workspace = promptd::workspace::Workspace::open(
+        root,
+        &promptd::workspace::WorkspacePolicy::trusted(&Default::default()),
+    )
+    .unwrap();
+    let max = promptd::limits::Limits::default().max_doc_bytes;
+    for (i, file) in case.doc_files.iter().enumerate() {
+        let entry = format!("docs[{i}]");
+        docs.push(DocChunk::read(&workspace, &entry, Path::new(file), max).unwrap());
     }
     ComposeRequest {
         query: query.to_string(),

@@ -76,6 +76,7 @@ fn enhancer(url: Option<&str>, extra: Option<&Path>, timeout: Duration) -> Enhan
                 model: "rewriter-1".into(),
                 api_key: Some("sk-local-test".into()),
                 timeout,
+                max_response_bytes: promptd::limits::Limits::default().max_llm_response_bytes,
             })
         }),
     }
@@ -87,7 +88,11 @@ fn request(repo: &Path, prompt: &str, active: Option<&str>) -> promptd::enhance:
         active_file: active.map(Into::into),
         working_directory: Some(repo.to_path_buf()),
     };
-    validate(&req, repo).unwrap()
+    validate(&req, &trusted()).unwrap()
+}
+
+fn trusted() -> promptd::workspace::WorkspacePolicy {
+    promptd::workspace::WorkspacePolicy::trusted(&Default::default())
 }
 
 #[tokio::test]
@@ -254,7 +259,7 @@ fn validation_names_the_field_at_fault() {
                 active_file: active,
                 working_directory: Some(dir),
             },
-            repo.path(),
+            &trusted(),
         )
         .unwrap_err()
         .to_string()

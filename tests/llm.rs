@@ -13,6 +13,7 @@ fn client(url: &str, timeout: Duration) -> ChatClient {
         model: "test-model".into(),
         api_key: Some("sk-test-not-a-secret".into()),
         timeout,
+        max_response_bytes: promptd::limits::Limits::default().max_llm_response_bytes,
     })
 }
 

@@ -9,9 +9,9 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use super::CommonArgs;
-use crate::compose::{ComposeRequest, ComposeSettings, DocChunk, compose_prompt};
 use crate::enhance::{EnhanceRequest, EnhanceStatus, result_text, validate};
-use crate::stages::Stages;
+use crate::stages::{ComposeInput, Stages};
+use crate::workspace::Workspace;
 
 #[derive(Debug, Args)]
 pub struct EnhanceArgs {
@@ -39,7 +39,8 @@ pub struct ComposeArgs {
     /// The file the user is in (selects glob-scoped rules, nearest AGENTS.md).
     #[arg(long, value_name = "CURRENT")]
     pub file: Option<PathBuf>,
-    /// Use these files as the docs (repeatable) instead of retrieving from the repository.
+    /// Use these files as the docs (repeatable) instead of retrieving from the repository:
+    /// regular files inside the workspace, each at most `limits.maxDocBytes`.
     #[arg(long = "doc", value_name = "F")]
     pub docs: Vec<PathBuf>,
     /// Token budget of the docs block (default: config `compose.docsBudget`, else 2048).
@@ -61,13 +62,16 @@ fn stages(common: &CommonArgs) -> Result<Stages> {
 /// `promptd enhance`: exit 0 when enhanced or the original is returned, 1 when blocked.
 pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> Result<u8> {
     let stages = stages(common)?;
-    let cwd = std::env::current_dir()?;
     let request = EnhanceRequest {
         prompt: args.prompt.clone(),
         active_file: args.active_file.clone(),
-        working_directory: Some(args.dir.clone().unwrap_or(cwd.clone())),
+        working_directory: Some(match &args.dir {
+            Some(d) => d.clone(),
+            None => std::env::current_dir()?,
+        }),
     };
-    let validated = validate(&request, &cwd)?;
+    let policy = stages.trusted_policy().map_err(anyhow::Error::msg)?;
+    let validated = validate(&request, &policy)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -89,49 +93,6 @@ pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> 
     Ok(u8::from(result.status == EnhanceStatus::Blocked))
 }
 
-/// Builds a compose request: docs from `--doc` files, else retrieved from the workspace.
-pub fn compose_request(
-    stages: &Stages,
-    query: &str,
-    root: PathBuf,
-    current_file: Option<PathBuf>,
-    doc_files: &[PathBuf],
-    docs_budget: Option<usize>,
-) -> Result<(ComposeRequest, Vec<String>)> {
-    let settings: ComposeSettings = stages
-        .library
-        .snapshot()
-        .config
-        .section_as("compose")
-        .map_err(anyhow::Error::msg)?;
-    let root = std::fs::canonicalize(&root)
-        .with_context(|| format!("workspace root {}", root.display()))?;
-    let mut warnings = Vec::new();
-    let docs: Vec<DocChunk> = if doc_files.is_empty() {
-        match stages.retrievers.docs(&root, query) {
-            Ok((docs, w)) => {
-                warnings.extend(w);
-                docs
-            }
-            Err(e) => {
-                warnings.push(format!("retrieval failed: {e}; composing without docs"));
-                Vec::new()
-            }
-        }
-    } else {
-        doc_files
-            .iter()
-            .map(|f| DocChunk::from_file(&root, f))
-            .collect::<Result<_, _>>()?
-    };
-    let mut request = ComposeRequest::new(query, root);
-    request.current_file = current_file;
-    request.docs = docs;
-    request.docs_budget = docs_budget.unwrap_or(settings.docs_budget);
-    request.server_tools = crate::mcp::tools::server_tool_definitions();
-    Ok((request, warnings))
-}
-
 /// `promptd compose`.
 pub fn compose(common: &CommonArgs, args: &ComposeArgs, out: &mut dyn Write) -> Result<u8> {
     let stages = stages(common)?;
@@ -139,16 +100,20 @@ pub fn compose(common: &CommonArgs, args: &ComposeArgs, out: &mut dyn Write) -> 
         Some(d) => d.clone(),
         None => std::env::current_dir()?,
     };
-    let (request, warnings) = compose_request(
-        &stages,
-        &args.query,
-        root,
-        args.file.clone(),
-        &args.docs,
-        args.docs_budget,
+    let policy = stages.trusted_policy().map_err(anyhow::Error::msg)?;
+    let workspace = Workspace::open(&root, &policy).context("--dir")?;
+    let input = ComposeInput {
+        query: args.query.clone(),
+        file: args.file.clone(),
+        docs: args.docs.clone(),
+        docs_budget: args.docs_budget,
+        system: args.system.clone(),
+    };
+    let composed = stages.compose(
+        &workspace,
+        &input,
+        crate::mcp::tools::server_tool_definitions(),
     )?;
-    let mut composed = compose_prompt(&stages.library, &request, args.system.as_deref())?;
-    composed.warnings.splice(0..0, warnings);
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &composed)?;
         writeln!(out)?;

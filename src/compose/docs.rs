@@ -18,6 +18,7 @@
 //! chunk before it, because it merges with that chunk's final newline (`\n\n` is one token).
 //! The unit tests check the sum against the whole block's count on awkward chunk endings.
 
+use std::io::Read;
 use std::path::Path;
 
 use schemars::JsonSchema;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ComposeError;
 use crate::tokens::count_tokens;
+use crate::workspace::Workspace;
 
 /// One piece of documentation offered to the composer.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -42,23 +44,47 @@ pub struct DocChunk {
 }
 
 impl DocChunk {
-    /// A whole file as one chunk (the `--doc` case), scored 1.0. `path` is resolved against
-    /// `workspace_root` when relative, and shown relative to it when inside it.
-    pub fn from_file(workspace_root: &Path, path: &Path) -> Result<Self, ComposeError> {
-        let full = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            workspace_root.join(path)
+    /// A whole file as one chunk (the `--doc` case), scored 1.0. `path` (absolute, or relative
+    /// to the workspace root) must resolve, symlinks followed, to a regular file inside the
+    /// workspace of at most `max_bytes` bytes of UTF-8 text; it is shown relative to the root.
+    /// `entry` names the argument in errors (`docs[0]`).
+    pub fn read(
+        workspace: &Workspace,
+        entry: &str,
+        path: &Path,
+        max_bytes: u64,
+    ) -> Result<Self, ComposeError> {
+        let fail = |message: String| ComposeError::Doc {
+            entry: entry.to_string(),
+            path: path.to_path_buf(),
+            message,
         };
-        let text = std::fs::read_to_string(&full).map_err(|source| ComposeError::DocFile {
-            path: full.clone(),
-            source,
-        })?;
-        let shown = full
-            .strip_prefix(workspace_root)
-            .unwrap_or(&full)
-            .to_string_lossy()
-            .replace('\\', "/");
+        let (full, shown) = workspace
+            .resolve_inside(path)
+            .map_err(|e| fail(e.to_string()))?;
+        // Checked before opening: opening a FIFO or a device may block or never end.
+        let meta = std::fs::metadata(&full).map_err(|e| fail(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(fail("not a regular file".into()));
+        }
+        let file = std::fs::File::open(&full).map_err(|e| fail(e.to_string()))?;
+        let too_large = || {
+            fail(format!(
+                "larger than {max_bytes} bytes (limits.maxDocBytes)"
+            ))
+        };
+        if meta.len() > max_bytes {
+            return Err(too_large());
+        }
+        // The size read is bounded whatever the metadata said (a file may grow meanwhile).
+        let mut bytes = Vec::new();
+        file.take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| fail(e.to_string()))?;
+        if bytes.len() as u64 > max_bytes {
+            return Err(too_large());
+        }
+        let text = String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8 text ({e})")))?;
         Ok(Self {
             path: shown,
             start_line: 1,

@@ -77,6 +77,31 @@ pub enum ComposeError {
     },
     #[error("composer template: {0}")]
     Template(String),
+    /// A `docs` entry (or `--doc` file) that may not be read: outside the workspace, not a
+    /// regular file, over `limits.maxDocBytes`, or not UTF-8 text.
+    #[error("`{entry}` ({path}): {message}")]
+    Doc {
+        entry: String,
+        path: PathBuf,
+        message: String,
+    },
+    /// The `compose` config section is invalid.
+    #[error("compose settings: {0}")]
+    Settings(String),
+    /// The secret guard could not run; no doc is composed unscanned.
+    #[error("secret scanner unavailable: {0}; no docs were composed")]
+    Guard(String),
+}
+
+impl ComposeError {
+    /// Whether the caller is at fault (a bad argument), not the server (a broken template,
+    /// config or scanner).
+    pub fn is_caller_error(&self) -> bool {
+        !matches!(
+            self,
+            ComposeError::Template(_) | ComposeError::Settings(_) | ComposeError::Guard(_)
+        )
+    }
 }
 
 /// Composer settings, carried under `"compose"` in `.ado-mcp-config.json`; CLI flags override.
@@ -104,7 +129,7 @@ pub struct ComposeRequest {
     pub workspace_root: PathBuf,
     /// The file the user is in, absolute or relative to the workspace root.
     pub current_file: Option<PathBuf>,
-    /// Chunks from the retrieval stage and/or whole `--doc` files ([`DocChunk::from_file`]).
+    /// Chunks from the retrieval stage and/or whole `--doc` files ([`DocChunk::read`]).
     pub docs: Vec<DocChunk>,
     /// Token budget of the docs block ([`DEFAULT_DOCS_BUDGET`] by default).
     pub docs_budget: usize,
@@ -231,8 +256,11 @@ pub struct ComposedPrompt {
     pub tokens_per_block: BlockTokens,
     pub ledger: ComposeLedger,
     /// Problems that did not stop composing (undefined template variables, a frame that breaks
-    /// the cacheable prefix).
+    /// the cacheable prefix, docs left out).
     pub warnings: Vec<String>,
+    /// Possible secrets (redacted) in docs that were left out for them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<crate::guard::SecretFinding>,
 }
 
 impl ComposedPrompt {
@@ -315,5 +343,6 @@ pub fn render_default_frame(
             docs_dropped: stages.docs_dropped.clone(),
         },
         warnings: Vec::new(),
+        findings: Vec::new(),
     }
 }

@@ -207,7 +207,8 @@ impl ServerHandler for PromptServer {
             peer: Some(context.peer.clone()),
             visibility: self.visibility(),
         };
-        let result = (entry.call)(ctx, request.arguments.unwrap_or_default()).await?;
+        let result =
+            tools::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await?;
         Ok(result.into())
     }
 

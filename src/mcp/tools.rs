@@ -4,6 +4,8 @@
 //! adding one [`ToolEntry`] to [`TOOLS`].
 
 use std::future::Future;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
 
@@ -16,13 +18,14 @@ use rmcp::service::{Peer, RoleServer};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::compose::{ComposedPrompt, ToolDefinition, compose_prompt};
+use crate::compose::{ComposedPrompt, ToolDefinition};
 use crate::enhance::{EnhanceRequest, EnhanceResult, result_text, validate};
 use crate::library::{
     GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME, Visibility, snapshot_limits,
 };
 use crate::limits::Limits;
-use crate::stages::Stages;
+use crate::stages::{ComposeInput, Stages};
+use crate::workspace::{Workspace, WorkspacePolicy};
 
 /// What a tool call can use.
 #[derive(Debug, Clone)]
@@ -266,69 +269,122 @@ fn enhance_definition() -> Tool {
     )
 }
 
-/// The client's first root, as a directory path (file:// URIs only). Roots are deprecated by
-/// SEP-2577 but are what today's IDE clients send to say which folder is open.
+/// The client's roots as directory paths, in its order; an empty list when it offers none.
+/// Roots are deprecated by SEP-2577 but are what today's IDE clients send to say which folder
+/// is open. A root that is not a local `file://` URI is left out.
 #[allow(deprecated)]
-async fn first_root(peer: &Peer<RoleServer>) -> Option<std::path::PathBuf> {
-    let info = peer.peer_info()?;
-    info.capabilities.roots.as_ref()?;
-    let roots = tokio::time::timeout(std::time::Duration::from_secs(5), peer.list_roots())
-        .await
-        .ok()?
-        .ok()?;
-    let uri = roots.roots.first()?.uri.clone();
-    let path = uri.strip_prefix("file://")?;
-    Some(std::path::PathBuf::from(percent_decode(path)))
+async fn client_roots(peer: &Peer<RoleServer>) -> Vec<PathBuf> {
+    let Some(info) = peer.peer_info() else {
+        return Vec::new();
+    };
+    if info.capabilities.roots.is_none() {
+        return Vec::new();
+    }
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(5), peer.list_roots()).await;
+    let Ok(Ok(roots)) = listed else {
+        return Vec::new();
+    };
+    roots
+        .roots
+        .iter()
+        .filter_map(|r| {
+            let path = file_uri_path(&r.uri);
+            if path.is_none() {
+                tracing::warn!("client root {} is not a local file:// URI; ignored", r.uri);
+            }
+            path
+        })
+        .collect()
 }
 
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Ok(b) = u8::from_str_radix(&s[i + 1..i + 3], 16)
-        {
-            out.push(b);
-            i += 3;
-            continue;
+/// The local path of a `file://` URI (host empty or `localhost`), percent-decoded byte-wise;
+/// `None` for any other URI.
+fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let (scheme, rest) = uri.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("file") {
+        return None;
+    }
+    let slash = rest.find('/')?;
+    let (host, path) = rest.split_at(slash);
+    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+        return None;
+    }
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(path).collect();
+    Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+}
+
+/// The workspace of a call: `given`, else the client's first root, else the server's directory
+/// (with a warning); over MCP it must lie inside a root the client declared, the server's
+/// directory or a configured folder. A refusal is -32602 naming `field`.
+async fn call_workspace(
+    ctx: &ToolContext,
+    tool: &str,
+    field: &str,
+    given: Option<PathBuf>,
+) -> Result<(PathBuf, WorkspacePolicy, Option<String>), ErrorData> {
+    let settings = ctx
+        .stages
+        .workspace_settings()
+        .map_err(|e| ErrorData::internal_error(format!("{tool}: {e}"), None))?;
+    let roots = match &ctx.peer {
+        Some(peer) => client_roots(peer).await,
+        None => Vec::new(),
+    };
+    let server_dir = std::env::current_dir().ok();
+    let policy = WorkspacePolicy::client(&settings, &roots, server_dir.as_deref());
+    let (dir, warning) = match (given, roots.first(), &server_dir) {
+        (Some(dir), _, _) => (dir, None),
+        (None, Some(root), _) => (root.clone(), None),
+        (None, None, Some(cwd)) => {
+            let warning = format!(
+                "no {field} given and the client offers no roots: using the server's directory {}",
+                cwd.display()
+            );
+            (cwd.clone(), Some(warning))
         }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+        (None, None, None) => {
+            return Err(ErrorData::invalid_params(
+                format!("{tool}: `{field}`: missing, and the client offers no roots"),
+                None,
+            ));
+        }
+    };
+    Ok((dir, policy, warning))
 }
 
-/// `workingDirectory`, else the client's first root, else the server's directory (with a
-/// warning).
-async fn working_directory(
-    given: Option<std::path::PathBuf>,
-    peer: Option<&Peer<RoleServer>>,
-) -> (std::path::PathBuf, Option<String>) {
-    if let Some(dir) = given {
-        return (dir, None);
+/// Runs a tool call on a task of its own, so a panic in a stage answers -32603 (a server fault)
+/// naming the tool, and the server goes on serving.
+pub async fn call_contained(
+    entry: &ToolEntry,
+    ctx: ToolContext,
+    args: JsonObject,
+) -> Result<CallToolResult, ErrorData> {
+    match tokio::spawn((entry.call)(ctx, args)).await {
+        Ok(result) => result,
+        Err(e) => {
+            let why = if e.is_panic() {
+                crate::stages::panic_message(e.into_panic().as_ref())
+            } else {
+                e.to_string()
+            };
+            tracing::error!("tool {} failed: {why}", entry.name);
+            Err(ErrorData::internal_error(
+                format!("{}: internal error: {why}", entry.name),
+                None,
+            ))
+        }
     }
-    if let Some(peer) = peer
-        && let Some(root) = first_root(peer).await
-    {
-        return (root, None);
-    }
-    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
-    let warning = format!(
-        "no workingDirectory given and the client offers no roots: using the server's directory {}",
-        cwd.display()
-    );
-    (cwd, Some(warning))
 }
 
 fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
         let mut req: EnhanceRequest = parse_arguments(ENHANCE_TOOL, args)?;
-        let (dir, warning) =
-            working_directory(req.working_directory.take(), ctx.peer.as_ref()).await;
-        req.working_directory = Some(dir.clone());
-        let validated = validate(&req, &dir)
+        let given = req.working_directory.take();
+        let (dir, policy, warning) =
+            call_workspace(&ctx, ENHANCE_TOOL, "workingDirectory", given).await?;
+        req.working_directory = Some(dir);
+        let validated = validate(&req, &policy)
             .map_err(|e| ErrorData::invalid_params(format!("{ENHANCE_TOOL}: {e}"), None))?;
         let enhancer = ctx.stages.enhancer();
         let result = enhancer
@@ -347,14 +403,16 @@ fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
 pub struct ComposeToolRequest {
     /// The user's current request.
     pub query: String,
-    /// Absolute path of the workspace root (default: the client's first root).
+    /// Absolute path of the workspace root, inside a root the client declared (default: the
+    /// client's first root).
     #[serde(default)]
     pub dir: Option<std::path::PathBuf>,
     /// The file the user is in (selects glob-scoped rules, the nearest AGENTS.md and the
     /// CLAUDE.md files on its path).
     #[serde(default)]
     pub file: Option<std::path::PathBuf>,
-    /// Files to use as the docs instead of retrieving from the repository.
+    /// Files inside the workspace to use as the docs instead of retrieving from the
+    /// repository (regular files, size-capped, scanned for secrets).
     #[serde(default)]
     pub docs: Vec<std::path::PathBuf>,
     /// Token budget of the docs block (default 2048).
@@ -384,31 +442,75 @@ fn compose_definition() -> Tool {
 fn compose_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
         let req: ComposeToolRequest = parse_arguments(COMPOSE_TOOL, args)?;
-        let (dir, warning) = working_directory(req.dir.clone(), ctx.peer.as_ref()).await;
-        let invalid = |e: String| ErrorData::invalid_params(format!("{COMPOSE_TOOL}: {e}"), None);
+        let (dir, policy, warning) = call_workspace(&ctx, COMPOSE_TOOL, "dir", req.dir).await?;
+        let workspace = Workspace::open(&dir, &policy)
+            .map_err(|e| ErrorData::invalid_params(format!("{COMPOSE_TOOL}: `dir`: {e}"), None))?;
+        let input = ComposeInput {
+            query: req.query,
+            file: req.file,
+            docs: req.docs,
+            docs_budget: req.docs_budget,
+            system: req.system,
+        };
         let stages = ctx.stages.clone();
         let composed = tokio::task::spawn_blocking(move || {
-            let (request, warnings) = crate::cli::stages::compose_request(
-                &stages,
-                &req.query,
-                dir,
-                req.file.clone(),
-                &req.docs,
-                req.docs_budget,
-            )
-            .map_err(|e| format!("{e:#}"))?;
-            let mut composed = compose_prompt(&stages.library, &request, req.system.as_deref())
-                .map_err(|e| e.to_string())?;
-            composed
-                .warnings
-                .splice(0..0, warning.into_iter().chain(warnings));
-            Ok::<_, String>(composed)
+            stages.compose(&workspace, &input, server_tool_definitions())
         })
         .await
-        .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
-        .map_err(invalid)?;
+        .map_err(|e| {
+            let why = if e.is_panic() {
+                crate::stages::panic_message(e.into_panic().as_ref())
+            } else {
+                e.to_string()
+            };
+            ErrorData::internal_error(format!("{COMPOSE_TOOL}: internal error: {why}"), None)
+        })?;
+        let mut composed = composed.map_err(|e| {
+            let message = format!("{COMPOSE_TOOL}: {e}");
+            if e.is_caller_error() {
+                ErrorData::invalid_params(message, None)
+            } else {
+                ErrorData::internal_error(message, None)
+            }
+        })?;
+        composed.warnings.splice(0..0, warning);
         let mut out = envelope_result(&composed, false)?;
         out.content = vec![ContentBlock::text(composed.text.clone())];
         Ok(out)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn file_uris_decode_byte_wise_and_other_schemes_are_refused() {
+        assert_eq!(
+            file_uri_path("file:///home/me/my%20repo").unwrap(),
+            PathBuf::from("/home/me/my repo")
+        );
+        assert_eq!(
+            file_uri_path("FILE://localhost/srv/x").unwrap(),
+            PathBuf::from("/srv/x")
+        );
+        // `%` before a multi-byte character: kept as is, no panic.
+        assert_eq!(
+            file_uri_path("file:///tmp/a%é%2").unwrap(),
+            PathBuf::from("/tmp/a%é%2")
+        );
+        // Bytes that are not UTF-8 stay bytes.
+        let raw = file_uri_path("file:///tmp/%FF").unwrap();
+        assert_eq!(raw.as_os_str().as_bytes(), b"/tmp/\xff");
+        for uri in [
+            "https://example.com/x",
+            "file://server/share",
+            "file:relative",
+            "/tmp",
+        ] {
+            assert_eq!(file_uri_path(uri), None, "{uri}");
+        }
+    }
 }

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::UNIX_EPOCH;
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -141,16 +142,67 @@ pub fn load_excludes(repo: &Path) -> Result<Gitignore, RagError> {
     })
 }
 
+/// How much one index may take: the most files, and the most bytes of their content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexBounds {
+    pub max_files: usize,
+    pub max_bytes: u64,
+}
+
+impl Default for IndexBounds {
+    fn default() -> Self {
+        IndexBounds::from_limits(&crate::limits::Limits::default())
+    }
+}
+
+impl IndexBounds {
+    /// `limits.maxIndexFiles` and `limits.maxIndexBytes`.
+    pub fn from_limits(limits: &crate::limits::Limits) -> IndexBounds {
+        IndexBounds {
+            max_files: limits.max_index_files,
+            max_bytes: limits.max_index_bytes,
+        }
+    }
+
+    /// Keeps the longest prefix of `files` (sorted by path) within the bounds; says what was
+    /// left out, naming the limit's config key.
+    pub fn apply(&self, files: &mut Vec<DiscoveredFile>) -> Option<String> {
+        let mut bytes = 0u64;
+        let mut keep = 0;
+        let mut key = None;
+        for file in files.iter() {
+            if keep == self.max_files {
+                key = Some(("limits.maxIndexFiles", format!("{} files", self.max_files)));
+                break;
+            }
+            if bytes + file.size > self.max_bytes {
+                key = Some(("limits.maxIndexBytes", format!("{} bytes", self.max_bytes)));
+                break;
+            }
+            bytes += file.size;
+            keep += 1;
+        }
+        let (key, limit) = key?;
+        files.truncate(keep);
+        Some(format!(
+            "the repository holds more than the {limit} one index may take ({key}): indexed \
+             the first {keep} files by path; the rest is not searchable"
+        ))
+    }
+}
+
 /// Walks `repo` (already canonical) and returns the indexable files sorted by path. Runs the
-/// walk on several threads: on large trees the `stat` calls dominate re-index time.
-pub fn discover(repo: &Path) -> Result<Vec<DiscoveredFile>, RagError> {
-    discover_with(repo, &|_| {})
+/// walk on several threads: on large trees the `stat` calls dominate re-index time. The walk
+/// stops once it has found more than `bounds` allow (see [`IndexBounds::apply`]).
+pub fn discover(repo: &Path, bounds: IndexBounds) -> Result<Vec<DiscoveredFile>, RagError> {
+    discover_with(repo, bounds, &|_| {})
 }
 
 /// [`discover`], calling `entering(dir)` for the root and every folder the walk enters, before
 /// its entries are listed (a watcher registers the folder there).
 pub fn discover_with(
     repo: &Path,
+    bounds: IndexBounds,
     entering: &(dyn Fn(&Path) + Sync),
 ) -> Result<Vec<DiscoveredFile>, RagError> {
     ensure_exclude_file(repo)?;
@@ -160,16 +212,25 @@ pub fn discover_with(
     let walker = walk_builder(repo).threads(threads).build_parallel();
     let found = Mutex::new(Vec::new());
     let excludes = &excludes;
+    let (count, bytes) = (AtomicUsize::new(0), AtomicU64::new(0));
     walker.run(|| {
-        let found = &found;
+        let (found, count, bytes) = (&found, &count, &bytes);
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
             };
             match visit(repo, excludes, &entry) {
                 Visit::File(file) => {
+                    let size = file.size;
                     found.lock().expect("walk result lock").push(file);
-                    WalkState::Continue
+                    let over_files = count.fetch_add(1, Ordering::Relaxed) + 1 > bounds.max_files;
+                    let over_bytes =
+                        bytes.fetch_add(size, Ordering::Relaxed) + size > bounds.max_bytes;
+                    if over_files || over_bytes {
+                        WalkState::Quit
+                    } else {
+                        WalkState::Continue
+                    }
                 }
                 Visit::Dir => {
                     entering(entry.path());

@@ -219,20 +219,43 @@ impl CodeIndex {
         match Self::try_open(rag_dir, options) {
             Ok(Some(pair)) => return Ok(pair),
             Ok(None) => {}
-            Err(reason) => {
-                let warning = format!(
-                    "retrieval index in {} {reason}; rebuilding it",
-                    rag_dir.display()
-                );
-                tracing::warn!("{warning}");
-                warnings.push(warning);
-            }
+            Err(reason) => rebuilding(rag_dir, &reason, warnings),
         }
         Self::create(rag_dir, options)
     }
 
-    /// `Ok(None)`: no index yet. `Err(reason)`: an index exists but cannot be used.
+    /// Drops the index in `rag_dir` and builds an empty one (the next refresh fills it), with a
+    /// warning saying why: for an index that failed while in use (a search error, a panic),
+    /// which its checksums may not show.
+    pub fn rebuild(
+        rag_dir: &Path,
+        options: ChunkOptions,
+        reason: &str,
+        warnings: &mut Vec<String>,
+    ) -> Result<(CodeIndex, Manifest), RagError> {
+        std::fs::create_dir_all(rag_dir).map_err(|e| RagError::io(rag_dir, e))?;
+        let _lock = RagLock::index(rag_dir)?;
+        rebuilding(rag_dir, &format!("failed ({reason})"), warnings);
+        Self::create(rag_dir, options)
+    }
+
+    /// `Ok(None)`: no index yet. `Err(reason)`: an index exists but cannot be used, a panic
+    /// of tantivy on damaged files included.
     fn try_open(
+        rag_dir: &Path,
+        options: ChunkOptions,
+    ) -> Result<Option<(CodeIndex, Manifest)>, String> {
+        std::panic::catch_unwind(|| Self::try_open_unguarded(rag_dir, options)).unwrap_or_else(
+            |panic| {
+                Err(format!(
+                    "is damaged (opening it panicked: {})",
+                    crate::stages::panic_message(panic.as_ref())
+                ))
+            },
+        )
+    }
+
+    fn try_open_unguarded(
         rag_dir: &Path,
         options: ChunkOptions,
     ) -> Result<Option<(CodeIndex, Manifest)>, String> {
@@ -282,6 +305,16 @@ impl CodeIndex {
         let (schema, fields) = schema();
         if index.schema() != schema {
             return Err("has another schema".into());
+        }
+        // Every segment file carries a CRC32 footer: damage from outside (a disk error, a stray
+        // write) shows here, before a search trips over it.
+        let damaged = index
+            .validate_checksum()
+            .map_err(|e| format!("is damaged (cannot verify its files: {e})"))?;
+        if !damaged.is_empty() {
+            let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
+            names.sort();
+            return Err(format!("has damaged files ({})", names.join(", ")));
         }
         let code_index = Self::wrap(rag_dir, index, fields).map_err(|e| e.to_string())?;
         Ok(Some((code_index, manifest)))
@@ -658,6 +691,16 @@ impl CodeIndex {
             bm25,
         }
     }
+}
+
+/// Logs and records why the index in `rag_dir` is rebuilt.
+fn rebuilding(rag_dir: &Path, reason: &str, warnings: &mut Vec<String>) {
+    let warning = format!(
+        "retrieval index in {} {reason}; rebuilding it",
+        rag_dir.display()
+    );
+    tracing::warn!("{warning}");
+    warnings.push(warning);
 }
 
 fn index_error(path: &Path, e: impl std::fmt::Display) -> RagError {

@@ -86,6 +86,10 @@ pub struct RagConfig {
     pub embed_threads: Option<usize>,
     /// Chunks per embedding batch.
     pub embed_batch: usize,
+    /// How much one index may take (from the `limits` section: `maxIndexFiles`,
+    /// `maxIndexBytes`).
+    #[serde(skip)]
+    pub index_bounds: discover::IndexBounds,
 }
 
 impl Default for RagConfig {
@@ -114,6 +118,7 @@ impl Default for RagConfig {
             hub_cache_dir: None,
             embed_threads: None,
             embed_batch: 16,
+            index_bounds: discover::IndexBounds::default(),
         }
     }
 }
@@ -122,11 +127,8 @@ impl Default for RagConfig {
 /// with a warning); these are.
 #[derive(Debug, thiserror::Error)]
 pub enum RagError {
-    #[error("repository directory {path}: {source}")]
-    RepoDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("repository directory {0}")]
+    Workspace(crate::workspace::WorkspaceError),
     #[error("active file {path} does not exist: {source}")]
     ActiveFileMissing {
         path: PathBuf,

@@ -24,6 +24,7 @@ use super::{
     RetrievalStats, RetrievedChunk,
 };
 use crate::tokens::count_tokens;
+use crate::workspace::{Workspace, WorkspaceError, WorkspacePolicy};
 
 /// Refreshes triggered by queries closer together than this reuse the last one.
 const REFRESH_DEBOUNCE: Duration = Duration::from_secs(2);
@@ -82,9 +83,12 @@ struct State {
     index_complete: bool,
     last_refresh: Option<Instant>,
     last_error: Option<String>,
+    /// What the last refresh left out to stay within the index bounds.
+    bounds_warning: Option<String>,
 }
 
 struct Inner {
+    workspace: Workspace,
     repo: PathBuf,
     config: RagConfig,
     index: CodeIndex,
@@ -113,32 +117,52 @@ impl Drop for Retriever {
 }
 
 impl Retriever {
-    /// Opens (creating or repairing) the index of `repo_dir`. Fast: no file is read beyond the
-    /// manifest; indexing happens on [`Retriever::index`] or on the first query.
+    /// Opens (creating or repairing) the index of `repo_dir`, a folder a trusted caller chose
+    /// (the refusals of [`Workspace::open`] apply). Fast: no file is read beyond the manifest;
+    /// indexing happens on [`Retriever::index`] or on the first query.
     pub fn open(repo_dir: &Path, config: RagConfig) -> Result<Retriever, RagError> {
+        let settings = crate::workspace::WorkspaceSettings::default();
+        let workspace = Workspace::open(repo_dir, &WorkspacePolicy::trusted(&settings))
+            .map_err(RagError::Workspace)?;
+        Retriever::open_workspace(&workspace, config)
+    }
+
+    /// [`Retriever::open`] on a checked workspace.
+    pub fn open_workspace(workspace: &Workspace, config: RagConfig) -> Result<Retriever, RagError> {
+        Retriever::open_with(workspace, config, None)
+    }
+
+    /// Opens the workspace's retriever on a new, empty index (the first query rebuilds it):
+    /// for an index that failed while in use, for `reason`.
+    pub fn open_rebuilt(
+        workspace: &Workspace,
+        config: RagConfig,
+        reason: &str,
+    ) -> Result<Retriever, RagError> {
+        Retriever::open_with(workspace, config, Some(reason))
+    }
+
+    fn open_with(
+        workspace: &Workspace,
+        config: RagConfig,
+        rebuild: Option<&str>,
+    ) -> Result<Retriever, RagError> {
         if config.top_k == 0 || config.chunk_lines < 4 || config.overlap >= config.chunk_lines {
             return Err(RagError::Config(format!(
                 "topK must be ≥ 1, chunkLines ≥ 4 and overlap < chunkLines (got {}, {}, {})",
                 config.top_k, config.chunk_lines, config.overlap
             )));
         }
-        let repo = repo_dir
-            .canonicalize()
-            .map_err(|source| RagError::RepoDir {
-                path: repo_dir.to_path_buf(),
-                source,
-            })?;
-        if !repo.is_dir() {
-            return Err(RagError::RepoDir {
-                path: repo_dir.to_path_buf(),
-                source: std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory"),
-            });
-        }
+        let repo = workspace.root().to_path_buf();
         let rag_dir = repo.join(RAG_DIR);
         discover::ensure_exclude_file(&repo)?;
         let mut open_warnings = Vec::new();
-        let (index, manifest) =
-            CodeIndex::open(&rag_dir, chunk_options(&config), &mut open_warnings)?;
+        let (index, manifest) = match rebuild {
+            None => CodeIndex::open(&rag_dir, chunk_options(&config), &mut open_warnings)?,
+            Some(reason) => {
+                CodeIndex::rebuild(&rag_dir, chunk_options(&config), reason, &mut open_warnings)?
+            }
+        };
         let watcher = if config.watch {
             match RepoWatcher::start(&repo) {
                 Ok(w) => Some(w),
@@ -153,6 +177,7 @@ impl Retriever {
         };
         let inner = Inner {
             vectors: VectorCache::new(&rag_dir),
+            workspace: workspace.clone(),
             repo,
             config,
             index,
@@ -164,6 +189,7 @@ impl Retriever {
                 index_complete: true,
                 last_refresh: None,
                 last_error: None,
+                bounds_warning: None,
             }),
             changed: Condvar::new(),
             writer_turn: Mutex::new(()),
@@ -309,9 +335,14 @@ impl Inner {
             }
             state.manifest.clone()
         };
-        let (files, full_walk) = self
+        let (mut files, full_walk) = self
             .files_now(&manifest)
             .map_err(|e| self.refresh_failed(e))?;
+        let bounds_warning = self.config.index_bounds.apply(&mut files);
+        if let Some(w) = &bounds_warning {
+            tracing::warn!("{}: {w}", self.repo.display());
+        }
+        self.lock_state().bounds_warning = bounds_warning.clone();
         let counts: Result<RefreshCounts, RagError> = self.index.refresh(
             &mut manifest,
             &files,
@@ -347,7 +378,12 @@ impl Inner {
             embedded: 0,
             seconds: started.elapsed().as_secs_f64(),
             embed_seconds: 0.0,
-            warnings: self.open_warnings.clone(),
+            warnings: self
+                .open_warnings
+                .iter()
+                .chain(&bounds_warning)
+                .cloned()
+                .collect(),
         };
         let mut state = self.lock_state();
         state.manifest = manifest;
@@ -360,11 +396,13 @@ impl Inner {
     /// changed — the manifest's files with only the folders holding changed paths re-listed.
     /// The bool says whether the whole tree was walked.
     fn files_now(&self, manifest: &Manifest) -> Result<(Vec<DiscoveredFile>, bool), RagError> {
+        let bounds = self.config.index_bounds;
         let Some(watcher) = &self.watcher else {
-            return Ok((discover::discover(&self.repo)?, true));
+            return Ok((discover::discover(&self.repo, bounds)?, true));
         };
         let walk = || {
-            discover::discover_with(&self.repo, &|dir| watcher.watch_dir(dir)).map(|f| (f, true))
+            discover::discover_with(&self.repo, bounds, &|dir| watcher.watch_dir(dir))
+                .map(|f| (f, true))
         };
         let paths = match watcher.changes() {
             Changes::Walk => return walk(),
@@ -542,8 +580,9 @@ impl Inner {
         };
         let running = Inner::spawn_refresh(this, Some(Instant::now() + budget));
         if !running {
-            let files = this.lock_state().manifest.files.len();
-            return (warnings, files);
+            let state = this.lock_state();
+            warnings.extend(state.bounds_warning.clone());
+            return (warnings, state.manifest.files.len());
         }
         let wait = wait + Duration::from_millis(if empty { 500 } else { 0 });
         let state = this.lock_state();
@@ -558,6 +597,7 @@ impl Inner {
         if let Some(e) = state.last_error.clone() {
             warnings.push(format!("index refresh failed: {e}"));
         }
+        warnings.extend(state.bounds_warning.clone());
         // A routine refresh running behind an existing index is the design, not a degradation:
         // only a partial first build is worth a warning.
         if state.refreshing && !state.index_complete {
@@ -692,29 +732,28 @@ impl Inner {
         })
     }
 
-    /// Path of the active file relative to the repository; it must exist inside it.
+    /// Path of the active file relative to the repository; it must be a file inside it.
     fn resolve_active(&self, path: &Path) -> Result<String, RagError> {
-        let joined = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            self.repo.join(path)
-        };
-        let resolved = joined
-            .canonicalize()
-            .map_err(|source| RagError::ActiveFileMissing {
+        let (resolved, rel) = self.workspace.resolve_inside(path).map_err(|e| match e {
+            WorkspaceError::Missing { source, .. } => RagError::ActiveFileMissing {
                 path: path.to_path_buf(),
                 source,
-            })?;
-        let rel = resolved
-            .strip_prefix(&self.repo)
-            .ok()
-            .and_then(discover::rel_to_string)
-            .filter(|r| !r.is_empty() && resolved.is_file());
-        rel.ok_or_else(|| RagError::ActiveFileOutside {
-            path: path.to_path_buf(),
-            resolved: resolved.clone(),
-            repo: self.repo.clone(),
-        })
+            },
+            WorkspaceError::Outside { resolved, .. } => RagError::ActiveFileOutside {
+                path: path.to_path_buf(),
+                resolved,
+                repo: self.repo.clone(),
+            },
+            other => RagError::Workspace(other),
+        })?;
+        if rel.is_empty() || !resolved.is_file() {
+            return Err(RagError::ActiveFileOutside {
+                path: path.to_path_buf(),
+                resolved,
+                repo: self.repo.clone(),
+            });
+        }
+        Ok(rel)
     }
 
     /// Summary and the (up to) two excerpts of the active file that best match the query.

@@ -23,6 +23,8 @@ pub enum Reply {
     Slow(Duration, String),
     /// 200 with a body that is not a chat completion.
     Garbage,
+    /// 200 with a chat completion whose answer is this many bytes long.
+    Huge(usize),
 }
 
 /// One request as received.
@@ -109,5 +111,6 @@ async fn handle(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Res
             (StatusCode::OK, completion(&text)).into_response()
         }
         Reply::Garbage => (StatusCode::OK, "<html>proxy error page</html>").into_response(),
+        Reply::Huge(n) => (StatusCode::OK, completion(&"x".repeat(n))).into_response(),
     }
 }

@@ -215,9 +215,22 @@ pub async fn http_server(
     cwd: &Path,
     args: &[&str],
 ) -> (tokio::process::Child, String, Arc<Mutex<String>>) {
+    http_server_with_env(cwd, args, &[]).await
+}
+
+/// [`http_server`] with extra environment variables.
+pub async fn http_server_with_env(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String, Arc<Mutex<String>>) {
     let mut all = vec!["serve", "--http", "127.0.0.1:0"];
     all.extend_from_slice(args);
-    let mut child = promptd(cwd, &all)
+    let mut cmd = promptd(cwd, &all);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -1,0 +1,305 @@
+//! The workspace: the one folder a request may read from, and the one check that a path lies
+//! inside it.
+//!
+//! [`Workspace::open`] turns a requested directory into a canonical root (symlinks followed) and
+//! refuses what must never be a workspace: the filesystem root, the folder of home directories,
+//! a home directory itself, the shared temp folder, and system folders (`/etc`, `/proc`, `/sys`,
+//! `/dev`, `/usr`, `/bin`, `/var`, … and everything below them), unless the folder lies inside
+//! one the owner listed in the config (`workspace.allowedFolders`). For a caller that is not
+//! trusted (an MCP client) the policy also names the folders it may use at all: its declared
+//! roots, the server's own directory and the configured folders; a root that could not be a
+//! workspace itself admits nothing. [`Workspace::resolve_inside`] resolves a path against the
+//! root and refuses one that leaves it, through `..` or a symlink.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Config section key.
+pub const SECTION: &str = "workspace";
+
+/// Folders below which nothing is a workspace unless configured.
+const SYSTEM_FOLDERS: &[&str] = &[
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run",
+    "/sbin", "/sys", "/usr", "/var",
+];
+
+/// Folders that are never a workspace themselves unless configured (their subfolders may be).
+const SHARED_FOLDERS: &[&str] = &["/home", "/Users", "/tmp", "/mnt", "/media"];
+
+/// The `workspace` config section.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct WorkspaceSettings {
+    /// Folders a workspace may lie in whatever the caller declares, refusals included (relative
+    /// paths are relative to the config file's folder).
+    pub allowed_folders: Vec<PathBuf>,
+}
+
+impl WorkspaceSettings {
+    /// The section of a project config.
+    pub fn from_config(config: &crate::config::ProjectConfig) -> Result<WorkspaceSettings, String> {
+        let mut settings: WorkspaceSettings = config.section_as(SECTION)?;
+        if let Some(base) = config.path.as_deref().and_then(Path::parent) {
+            for folder in &mut settings.allowed_folders {
+                if folder.is_relative() {
+                    *folder = base.join(&*folder);
+                }
+            }
+        }
+        Ok(settings)
+    }
+}
+
+/// Who asks for a workspace, and which folders it may use.
+#[derive(Debug, Clone, Default)]
+pub struct WorkspacePolicy {
+    /// Configured folders (canonical): inside them nothing is refused.
+    allowed: Vec<PathBuf>,
+    /// `None`: a trusted caller (the CLI user), any folder that is not refused. `Some`: an
+    /// untrusted caller, only folders inside these (canonical, each acceptable as a workspace).
+    scopes: Option<Vec<PathBuf>>,
+}
+
+impl WorkspacePolicy {
+    /// For a trusted caller: every folder but the refused ones (and those only when configured).
+    pub fn trusted(settings: &WorkspaceSettings) -> WorkspacePolicy {
+        WorkspacePolicy {
+            allowed: canonical_folders(&settings.allowed_folders),
+            scopes: None,
+        }
+    }
+
+    /// For an untrusted caller (an MCP client): only folders inside its `roots`, the server's
+    /// own directory or a configured folder. A root that is itself refused admits nothing.
+    pub fn client(
+        settings: &WorkspaceSettings,
+        roots: &[PathBuf],
+        server_dir: Option<&Path>,
+    ) -> WorkspacePolicy {
+        let allowed = canonical_folders(&settings.allowed_folders);
+        let scopes = roots
+            .iter()
+            .map(PathBuf::as_path)
+            .chain(server_dir)
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .filter(|p| refusal(p).is_none())
+            .collect();
+        WorkspacePolicy {
+            allowed,
+            scopes: Some(scopes),
+        }
+    }
+
+    fn configured(&self, path: &Path) -> bool {
+        self.allowed.iter().any(|a| path.starts_with(a))
+    }
+}
+
+fn canonical_folders(folders: &[PathBuf]) -> Vec<PathBuf> {
+    folders
+        .iter()
+        .filter_map(|f| match std::fs::canonicalize(f) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!("workspace.allowedFolders: {}: {e}; ignored", f.display());
+                None
+            }
+        })
+        .collect()
+}
+
+/// Why a folder or a path inside it cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkspaceError {
+    #[error("{path}: {source}")]
+    Missing {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0} is not a directory")]
+    NotADirectory(PathBuf),
+    #[error(
+        "{path} is {reason}: refused as a workspace (list it in the config's \
+         `workspace.allowedFolders` to allow it)"
+    )]
+    Refused { path: PathBuf, reason: String },
+    #[error(
+        "{path} is not inside a root the client declared, the server's directory or a folder \
+         of the config's `workspace.allowedFolders`"
+    )]
+    NotAllowed { path: PathBuf },
+    #[error("{path} resolves to {resolved}, outside the workspace {root}")]
+    Outside {
+        path: PathBuf,
+        resolved: PathBuf,
+        root: PathBuf,
+    },
+}
+
+/// Why `path` (canonical) may never be a workspace unless configured.
+fn refusal(path: &Path) -> Option<String> {
+    if path.parent().is_none() {
+        return Some("the filesystem root".into());
+    }
+    if let Some(system) = SYSTEM_FOLDERS.iter().find(|s| path.starts_with(s)) {
+        return Some(format!("a system folder ({system})"));
+    }
+    let home = std::env::home_dir().and_then(|h| std::fs::canonicalize(h).ok());
+    let is_home = home.as_deref() == Some(path)
+        || path == Path::new("/root")
+        || path
+            .parent()
+            .is_some_and(|p| p == Path::new("/home") || p == Path::new("/Users"));
+    if is_home {
+        return Some("a home directory".into());
+    }
+    SHARED_FOLDERS
+        .iter()
+        .any(|s| path == Path::new(s))
+        .then(|| "a shared folder".into())
+}
+
+/// A checked workspace: a canonical directory the caller may use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Checks `dir` against `policy`: it must exist and be a directory (symlinks followed), not
+    /// be refused, and for an untrusted caller lie inside one of its scopes.
+    pub fn open(dir: &Path, policy: &WorkspacePolicy) -> Result<Workspace, WorkspaceError> {
+        let root = std::fs::canonicalize(dir).map_err(|source| WorkspaceError::Missing {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        if !root.is_dir() {
+            return Err(WorkspaceError::NotADirectory(dir.to_path_buf()));
+        }
+        if !policy.configured(&root) {
+            if let Some(reason) = refusal(&root) {
+                return Err(WorkspaceError::Refused { path: root, reason });
+            }
+            if let Some(scopes) = &policy.scopes
+                && !scopes.iter().any(|s| root.starts_with(s))
+            {
+                return Err(WorkspaceError::NotAllowed { path: root });
+            }
+        }
+        Ok(Workspace { root })
+    }
+
+    /// The canonical root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves `path` (absolute, or relative to the root) with symlinks followed; it must exist
+    /// and stay inside the root. Returns the canonical path and the root-relative one,
+    /// `/`-separated (empty for the root itself).
+    pub fn resolve_inside(&self, path: &Path) -> Result<(PathBuf, String), WorkspaceError> {
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.root.join(path)
+        };
+        let resolved =
+            std::fs::canonicalize(&joined).map_err(|source| WorkspaceError::Missing {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let Ok(rel) = resolved.strip_prefix(&self.root) else {
+            return Err(WorkspaceError::Outside {
+                path: path.to_path_buf(),
+                resolved,
+                root: self.root.clone(),
+            });
+        };
+        let rel = rel
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(part) => Some(part.to_string_lossy()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        Ok((resolved, rel))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trusted() -> WorkspacePolicy {
+        WorkspacePolicy::trusted(&WorkspaceSettings::default())
+    }
+
+    #[test]
+    fn refuses_root_home_and_system_folders_unless_configured() {
+        for dir in ["/", "/etc", "/proc", "/usr/lib", "/var", "/dev", "/tmp"] {
+            let e = Workspace::open(Path::new(dir), &trusted()).unwrap_err();
+            assert!(matches!(e, WorkspaceError::Refused { .. }), "{dir}: {e}");
+            assert!(e.to_string().contains("workspace.allowedFolders"), "{e}");
+        }
+        if let Some(home) = std::env::home_dir().filter(|h| h.is_dir()) {
+            let e = Workspace::open(&home, &trusted()).unwrap_err();
+            assert!(e.to_string().contains("home directory"), "{e}");
+        }
+        let settings = WorkspaceSettings {
+            allowed_folders: vec!["/etc".into()],
+        };
+        let ws = Workspace::open(Path::new("/etc"), &WorkspacePolicy::trusted(&settings)).unwrap();
+        assert_eq!(ws.root(), Path::new("/etc"));
+    }
+
+    #[test]
+    fn an_untrusted_caller_stays_inside_its_scopes() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("root");
+        let other = base.path().join("other");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(&other).unwrap();
+        let settings = WorkspaceSettings::default();
+        let policy = WorkspacePolicy::client(&settings, std::slice::from_ref(&root), None);
+        Workspace::open(&root.join("sub"), &policy).unwrap();
+        let e = Workspace::open(&other, &policy).unwrap_err();
+        assert!(matches!(e, WorkspaceError::NotAllowed { .. }), "{e}");
+        // A root that is refused itself admits nothing below it.
+        let policy = WorkspacePolicy::client(&settings, &["/".into()], None);
+        let e = Workspace::open(&root, &policy).unwrap_err();
+        assert!(matches!(e, WorkspaceError::NotAllowed { .. }), "{e}");
+        // The server's directory counts as a scope.
+        let policy = WorkspacePolicy::client(&settings, &[], Some(&other));
+        Workspace::open(&other, &policy).unwrap();
+    }
+
+    #[test]
+    fn resolve_inside_follows_symlinks_and_refuses_escapes() {
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("ws");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("src/a.rs"), "fn a() {}").unwrap();
+        std::fs::write(base.path().join("secret.md"), "outside").unwrap();
+        std::os::unix::fs::symlink(base.path().join("secret.md"), root.join("link.md")).unwrap();
+        let ws = Workspace::open(&root, &trusted()).unwrap();
+        let (abs, rel) = ws.resolve_inside(Path::new("src/../src/a.rs")).unwrap();
+        assert_eq!(rel, "src/a.rs");
+        assert!(abs.is_absolute());
+        for escape in ["../secret.md", "link.md", "/etc/hostname"] {
+            let e = ws.resolve_inside(Path::new(escape)).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    WorkspaceError::Outside { .. } | WorkspaceError::Missing { .. }
+                ),
+                "{escape}: {e}"
+            );
+        }
+        assert!(matches!(
+            ws.resolve_inside(Path::new("link.md")).unwrap_err(),
+            WorkspaceError::Outside { .. }
+        ));
+    }
+}

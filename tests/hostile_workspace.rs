@@ -1,0 +1,438 @@
+//! Hostile input against what a request may read: `compose_prompt.docs`, `workingDirectory` /
+//! `dir`, client roots, the repository index (size bounds, damage) and the LLM's answer. Each
+//! test drives the real binary, asserts a clear error naming the argument (and the limit's
+//! config key), bounded time and memory, and that the server still serves afterwards.
+// Roots are deprecated by SEP-2577, yet they are what IDE clients send to say which folder is
+// open, and what the server confines a client to.
+#![allow(deprecated)]
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::llm_server::{LlmServer, Reply};
+use crate::common::process::{peak_rss_of, promptd, run_bounded};
+use crate::guard_common::{Fake, fake_secret};
+use crate::mcp_support::{self, Session};
+
+/// Peak RSS a server may reach in these tests (its baseline is well below).
+const RSS_BOUND_MIB: f64 = 400.0;
+
+/// A workspace with code, notes, and a config (`limits` and `rag` as given) at its root.
+fn workspace(config: Value) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(
+        root.join("src/http_client.rs"),
+        "//! HTTP client with retries.\n\npub struct HttpClient { retries: u32 }\n\nimpl HttpClient {\n    /// Sends a GET request, retrying transient failures.\n    pub fn fetch_with_retry(&self, url: &str) -> Result<String, String> {\n        for _ in 0..self.retries {\n            if let Ok(body) = get(url) { return Ok(body); }\n        }\n        Err(format!(\"giving up on {url}\"))\n    }\n}\n\nfn get(url: &str) -> Result<String, String> { Err(url.to_string()) }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("notes.md"),
+        "# Notes\n\nRetries use exponential backoff.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".ado-mcp-config.json"),
+        serde_json::to_string(&config).unwrap(),
+    )
+    .unwrap();
+    dir
+}
+
+/// The config of most tests: lexical retrieval (no model), small docs.
+fn lexical_config() -> Value {
+    json!({"rag": {"embeddings": false}, "limits": {"maxDocBytes": 4096}})
+}
+
+fn file_root(dir: &Path) -> rmcp::model::Root {
+    rmcp::model::Root::new(format!("file://{}", dir.display()))
+}
+
+/// The error message of a failed call, with its JSON-RPC code.
+fn call_error(result: Result<rmcp::model::CallToolResult, rmcp::ServiceError>) -> (i32, String) {
+    match result {
+        Err(rmcp::ServiceError::McpError(e)) => (e.code.0, e.message.to_string()),
+        other => panic!("expected a JSON-RPC error, got {other:?}"),
+    }
+}
+
+fn structured(result: Result<rmcp::model::CallToolResult, rmcp::ServiceError>) -> Value {
+    result
+        .expect("the call succeeds")
+        .structured_content
+        .expect("structured content")
+}
+
+/// `promptd serve --http` in `dir` with a connected client, and the server's pid (for its
+/// peak RSS).
+async fn http_session(dir: &Path, env: &[(&str, &str)]) -> (Session, u32) {
+    let (child, url, stderr) = mcp_support::http_server_with_env(dir, &[], env).await;
+    let pid = child.id().unwrap();
+    let (client, changed) = mcp_support::http_client(&url, None).await;
+    let session = Session {
+        client,
+        changed,
+        stderr,
+        child: Some(child),
+    };
+    (session, pid)
+}
+
+/// A short compose call that must succeed: the server still serves.
+async fn still_serves(s: &Session, dir: &Path) {
+    let args = json!({"query": "retries", "dir": dir, "docs": ["notes.md"]});
+    let out = structured(s.call("compose_prompt", args).await);
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("exponential backoff")
+    );
+}
+
+#[tokio::test]
+async fn compose_docs_stay_inside_the_workspace_and_never_read_the_environment() {
+    let ws = workspace(lexical_config());
+    let root = ws.path();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("secret.md"), "outside the workspace").unwrap();
+    std::os::unix::fs::symlink("/proc/self/environ", root.join("environ.md")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.md"), root.join("link.md")).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", root.join("zero.md")).unwrap();
+    std::fs::write(root.join("big.md"), "x".repeat(8192)).unwrap();
+    let fifo = std::ffi::CString::new(root.join("pipe.md").to_str().unwrap()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let rel_outside = format!(
+        "../{}/secret.md",
+        outside.path().file_name().unwrap().to_string_lossy()
+    );
+    // Values the server holds in its environment: never returned to a client.
+    let api_key = format!("sk-{}", "environ-probe-".repeat(2));
+    let s = mcp_support::stdio_with_roots(
+        root,
+        &[],
+        &[("LLM_API_KEY", api_key.as_str())],
+        vec![file_root(root)],
+    )
+    .await;
+
+    let cases: &[(&str, &str)] = &[
+        ("/etc/hostname", "outside the workspace"),
+        (&rel_outside, "outside the workspace"),
+        ("/proc/self/environ", "outside the workspace"),
+        ("environ.md", "outside the workspace"),
+        ("link.md", "outside the workspace"),
+        ("/dev/zero", "outside the workspace"),
+        ("zero.md", "outside the workspace"),
+        ("src", "not a regular file"),
+        ("pipe.md", "not a regular file"),
+        ("big.md", "limits.maxDocBytes"),
+        ("missing.md", "missing.md"),
+    ];
+    for (doc, expected) in cases {
+        let started = Instant::now();
+        let args = json!({"query": "q", "dir": root, "docs": ["notes.md", doc]});
+        let (code, message) = call_error(s.call("compose_prompt", args).await);
+        assert_eq!(code, -32602, "{doc}: {message}");
+        assert!(message.contains("`docs[1]`"), "{doc}: {message}");
+        assert!(message.contains(expected), "{doc}: {message}");
+        assert!(!message.contains(&api_key), "{doc}: the environment leaked");
+        assert!(started.elapsed() < Duration::from_secs(5), "{doc}: slow");
+    }
+    still_serves(&s, root).await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn a_doc_with_a_secret_is_left_out_with_its_finding() {
+    let ws = workspace(lexical_config());
+    let root = ws.path();
+    let secret = fake_secret("github-pat", &mut Fake::new(14)).unwrap();
+    std::fs::write(
+        root.join("leak.md"),
+        format!("# Deploy\n\nUse this token:\n{secret}\n"),
+    )
+    .unwrap();
+    let s = mcp_support::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
+    let args = json!({"query": "deploy", "dir": root, "docs": ["leak.md", "notes.md"]});
+    let out = structured(s.call("compose_prompt", args).await);
+    let text = out.to_string();
+    assert!(!text.contains(&secret), "the secret reached the client");
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("left out doc leak.md:1-4") && warnings.contains("line 4"),
+        "{warnings}"
+    );
+    assert_eq!(out["findings"][0]["ruleId"], "github-pat", "{out}");
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("exponential backoff")
+    );
+    assert_eq!(out["ledger"]["docsIncluded"].as_array().unwrap().len(), 1);
+    s.close().await;
+}
+
+#[tokio::test]
+async fn working_directories_outside_the_roots_and_system_folders_are_refused_fast() {
+    let ws = workspace(lexical_config());
+    let root = ws.path();
+    let other = tempfile::tempdir().unwrap();
+    let rag_at_root = Path::new("/.rag");
+    let rag_before = std::fs::metadata(rag_at_root)
+        .and_then(|m| m.modified())
+        .ok();
+    // The server runs in the workspace; the client declares it, a non-file root, and a root
+    // whose `%` precedes a multi-byte character (a decoder that slices inside it panics).
+    let roots = vec![
+        file_root(root),
+        rmcp::model::Root::new("https://example.com/repo"),
+        rmcp::model::Root::new("file:///tmp/a%é%2"),
+        rmcp::model::Root::new("file:///"),
+    ];
+    let s = mcp_support::stdio_with_roots(root, &[], &[], roots).await;
+    let mut refused: Vec<(PathBuf, &str)> = vec![
+        ("/".into(), "the filesystem root"),
+        ("/etc".into(), "a system folder (/etc)"),
+        ("/proc/self".into(), "a system folder (/proc)"),
+        ("/usr/lib".into(), "a system folder (/usr)"),
+        ("/tmp".into(), "a shared folder"),
+        (other.path().into(), "not inside a root the client declared"),
+    ];
+    if let Some(home) = std::env::home_dir().filter(|h| h.is_dir()) {
+        refused.push((home, "home directory"));
+    }
+    for (dir, reason) in &refused {
+        for (tool, field, args) in [
+            (
+                "enhance_prompt",
+                "workingDirectory",
+                json!({"prompt": "explain", "workingDirectory": dir}),
+            ),
+            ("compose_prompt", "dir", json!({"query": "q", "dir": dir})),
+        ] {
+            let started = Instant::now();
+            let (code, message) = call_error(s.call(tool, args).await);
+            assert_eq!(code, -32602, "{tool} {}: {message}", dir.display());
+            assert!(
+                message.contains(&format!("`{field}`")) && message.contains(reason),
+                "{tool} {}: {message}",
+                dir.display()
+            );
+            assert!(started.elapsed() < Duration::from_secs(2), "{tool}: slow");
+        }
+    }
+    let rag_after = std::fs::metadata(rag_at_root)
+        .and_then(|m| m.modified())
+        .ok();
+    assert_eq!(rag_before, rag_after, "/.rag was created or touched");
+
+    // Without a directory the first usable root is the workspace: the other roots were dropped.
+    let out = structured(s.call("compose_prompt", json!({"query": "retries"})).await);
+    assert!(out["warnings"].is_array(), "{out}");
+    let args = json!({"prompt": "add backoff", "activeFile": "src/http_client.rs"});
+    let out = structured(s.call("enhance_prompt", args).await);
+    assert_eq!(out["context"]["activeFile"], "src/http_client.rs", "{out}");
+    still_serves(&s, root).await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn a_configured_folder_admits_a_workspace_the_client_did_not_declare() {
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("guide.md"), "# Guide\n\nSmall steps.\n").unwrap();
+    let mut config = lexical_config();
+    config["workspace"] = json!({"allowedFolders": [other.path()]});
+    let ws = workspace(config);
+    let s = mcp_support::stdio(ws.path(), &[]).await;
+    let args = json!({"query": "q", "dir": other.path(), "docs": ["guide.md"]});
+    let out = structured(s.call("compose_prompt", args).await);
+    assert!(out["text"].as_str().unwrap().contains("Small steps."));
+    s.close().await;
+}
+
+#[tokio::test]
+async fn one_index_takes_at_most_the_configured_files() {
+    let mut config = lexical_config();
+    config["limits"]["maxIndexFiles"] = json!(5);
+    let ws = workspace(config);
+    for i in 0..40 {
+        std::fs::write(
+            ws.path().join(format!("src/mod_{i:02}.rs")),
+            format!("pub fn retry_policy_{i}() -> u32 {{ {i} }}\n"),
+        )
+        .unwrap();
+    }
+    let (s, pid) = http_session(ws.path(), &[]).await;
+    let args = json!({"query": "retry policy", "dir": ws.path()});
+    let out = structured(s.call("compose_prompt", args).await);
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains("limits.maxIndexFiles") && warnings.contains("first 5 files"),
+        "{warnings}"
+    );
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(ws.path().join(".rag/manifest.json")).unwrap())
+            .unwrap();
+    assert_eq!(manifest["files"].as_object().unwrap().len(), 5);
+    let rss = peak_rss_of(pid).unwrap();
+    assert!(rss < RSS_BOUND_MIB, "peak RSS {rss:.0} MiB");
+    s.close().await;
+}
+
+/// The segment files of an index, largest first.
+fn segment_files(repo: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(repo.join(".rag/index"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .map(|p| (std::fs::metadata(&p).unwrap().len(), p))
+        .collect();
+    files.sort_by_key(|f| std::cmp::Reverse(f.0));
+    files.into_iter().map(|(_, p)| p).collect()
+}
+
+fn cli(dir: &Path, args: &[&str]) -> crate::common::process::Bounded {
+    let mut cmd = promptd();
+    cmd.current_dir(dir).args(args);
+    run_bounded(cmd, b"", Duration::from_secs(60))
+}
+
+#[tokio::test]
+async fn a_damaged_index_is_rebuilt_on_the_next_run() {
+    let ws = workspace(lexical_config());
+    let root = ws.path();
+    let dir = root.to_str().unwrap();
+    let first = cli(root, &["index", "--dir", dir]);
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    // Random overwrites inside every segment file.
+    let mut g = Fake::new(10);
+    for ext in ["idx", "term", "store", "pos", "fieldnorm"] {
+        for file in segment_files(root, ext) {
+            let mut bytes = std::fs::read(&file).unwrap();
+            let n = bytes.len();
+            for _ in 0..(n / 8).max(4) {
+                let at = (g.next_u64() as usize) % n;
+                bytes[at] = g.next_u64() as u8;
+            }
+            std::fs::write(&file, bytes).unwrap();
+        }
+    }
+    let context = cli(root, &["context", "--dir", dir, "fetch with retry"]);
+    assert!(context.exited(), "context crashed: {}", context.stderr);
+    assert_eq!(context.code(), Some(0), "{}", context.stderr);
+    assert!(
+        context.stderr.contains("damaged") && context.stderr.contains("rebuilding"),
+        "{}",
+        context.stderr
+    );
+    assert!(
+        context.stdout.contains("fetch_with_retry"),
+        "{}",
+        context.stdout
+    );
+    // The rebuilt index is whole: the next run finds nothing to repair.
+    let again = cli(root, &["index", "--dir", dir]);
+    assert_eq!(again.code(), Some(0), "{}", again.stderr);
+    assert!(!again.stderr.contains("rebuilding"), "{}", again.stderr);
+
+    // The same damage under a server: enhance_prompt answers.
+    for file in segment_files(root, "idx") {
+        std::fs::write(
+            &file,
+            vec![0xFF; std::fs::metadata(&file).unwrap().len() as usize],
+        )
+        .unwrap();
+    }
+    let s = mcp_support::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
+    let args =
+        json!({"prompt": "add backoff to fetch_with_retry", "activeFile": "src/http_client.rs"});
+    let out = structured(s.call("enhance_prompt", args).await);
+    assert_eq!(out["status"], "original", "{out}");
+    assert!(out["warnings"].to_string().contains("rebuilding"), "{out}");
+    s.close().await;
+}
+
+/// Rewrites the CRC32 in a tantivy file's footer so that it matches the (damaged) body: damage
+/// that checksums cannot show.
+fn fix_footer_checksum(file: &Path) {
+    let bytes = std::fs::read(file).unwrap();
+    let n = bytes.len();
+    let footer_len = u32::from_le_bytes(bytes[n - 8..n - 4].try_into().unwrap()) as usize;
+    let body_end = n - 8 - footer_len;
+    let mut footer: Value = serde_json::from_slice(&bytes[body_end..n - 8]).unwrap();
+    footer["crc"] = json!(crc32fast::hash(&bytes[..body_end]));
+    let footer = serde_json::to_vec(&footer).unwrap();
+    let mut out = bytes[..body_end].to_vec();
+    out.extend_from_slice(&footer);
+    out.extend_from_slice(&(footer.len() as u32).to_le_bytes());
+    out.extend_from_slice(&bytes[n - 4..]);
+    std::fs::write(file, out).unwrap();
+}
+
+#[tokio::test]
+async fn a_panic_in_retrieval_is_a_server_fault_and_the_next_call_is_served() {
+    let ws = workspace(lexical_config());
+    let root = ws.path();
+    let dir = root.to_str().unwrap();
+    let first = cli(root, &["index", "--dir", dir]);
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    // Postings that decode past their end, behind valid checksums: the search itself fails.
+    for file in segment_files(root, "idx") {
+        let mut bytes = std::fs::read(&file).unwrap();
+        let n = bytes.len();
+        bytes[..n / 2].fill(0xFF);
+        std::fs::write(&file, bytes).unwrap();
+        fix_footer_checksum(&file);
+    }
+    let s = mcp_support::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
+    let args = json!({"prompt": "add backoff to fetch_with_retry retries"});
+    let started = Instant::now();
+    let (code, message) = call_error(s.call("enhance_prompt", args.clone()).await);
+    assert_eq!(code, -32603, "{message}");
+    assert!(
+        message.contains("enhance_prompt: internal error"),
+        "{message}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    // The next call rebuilds the index and answers.
+    let out = structured(s.call("enhance_prompt", args).await);
+    assert_eq!(out["status"], "original", "{out}");
+    assert!(out["context"]["chunks"].as_u64().unwrap() > 0, "{out}");
+    still_serves(&s, root).await;
+    s.close().await;
+}
+
+#[tokio::test]
+async fn an_llm_answer_over_the_cap_returns_the_original_prompt() {
+    let mut config = lexical_config();
+    config["limits"]["maxLlmResponseBytes"] = json!(64 * 1024);
+    let ws = workspace(config);
+    let server = LlmServer::start(vec![
+        Reply::Huge(64 * 1024 * 1024),
+        Reply::Answer("## Task\nSmall answer.".into()),
+    ])
+    .await;
+    let env = [("LLM_BASE_URL", server.url.as_str()), ("LLM_MODEL", "huge")];
+    let (s, pid) = http_session(ws.path(), &env).await;
+    let args = json!({"prompt": "add backoff", "workingDirectory": ws.path()});
+    let started = Instant::now();
+    let out = structured(s.call("enhance_prompt", args.clone()).await);
+    assert_eq!(out["status"], "original", "{out}");
+    assert!(
+        out["warnings"]
+            .to_string()
+            .contains("limits.maxLlmResponseBytes"),
+        "{out}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(10));
+    let rss = peak_rss_of(pid).unwrap();
+    assert!(rss < RSS_BOUND_MIB, "peak RSS {rss:.0} MiB");
+    let out = structured(s.call("enhance_prompt", args).await);
+    assert_eq!(out["status"], "enhanced", "{out}");
+    s.close().await;
+}
