@@ -34,6 +34,7 @@ pub fn router(
     public: bool,
     ct: CancellationToken,
 ) -> axum::Router {
+    let conformance = super::jsonrpc::HttpConformance::of(server.library());
     let mut config = StreamableHttpServerConfig::default().with_cancellation_token(ct);
     if public {
         // Clients reach a public bind under names we cannot know; the token protects it.
@@ -44,7 +45,13 @@ pub fn router(
         Arc::new(LocalSessionManager::default()),
         config,
     );
-    let router = axum::Router::new().nest_service(MCP_PATH, service);
+    let router =
+        axum::Router::new()
+            .nest_service(MCP_PATH, service)
+            .layer(middleware::from_fn_with_state(
+                conformance,
+                super::jsonrpc::conform_http,
+            ));
     match token.filter(|t| !t.is_empty()) {
         Some(token) => router.layer(middleware::from_fn_with_state(
             Arc::<str>::from(token),
