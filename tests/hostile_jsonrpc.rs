@@ -87,6 +87,18 @@ fn assert_refusal(what: &str, reply: &Value, code: i64, id: &Value) {
     );
 }
 
+/// Asserts that a hostile step took under [`STEP`] and grew the peak RSS by less than
+/// `growth_mib`; prints both numbers.
+fn assert_bounded(what: &str, started: Instant, baseline: f64, peak: f64, growth_mib: f64) {
+    let elapsed = started.elapsed();
+    eprintln!("{what}: {elapsed:?}, peak RSS {baseline:.1} -> {peak:.1} MiB");
+    assert!(elapsed < STEP, "{what}: {elapsed:?}");
+    assert!(
+        peak < baseline + growth_mib,
+        "{what}: peak RSS {baseline:.1} -> {peak:.1} MiB"
+    );
+}
+
 /// `promptd serve` over stdio with its stdout read line by line.
 struct StdioServer {
     child: Child,
@@ -97,7 +109,15 @@ struct StdioServer {
 
 impl StdioServer {
     fn start() -> StdioServer {
+        StdioServer::start_with_config(None)
+    }
+
+    /// With `config` as the project config file.
+    fn start_with_config(config: Option<&str>) -> StdioServer {
         let cwd = tempfile::tempdir().unwrap();
+        if let Some(config) = config {
+            std::fs::write(cwd.path().join(".ado-mcp-config.json"), config).unwrap();
+        }
         let mut cmd = promptd();
         cmd.arg("serve")
             .current_dir(cwd.path())
@@ -238,14 +258,33 @@ fn stdio_oversized_line_is_refused_without_buffering_it() {
     assert!(message.contains("limits.maxRequestBytes"), "{message}");
     s.stdin = Some(writer.join().unwrap());
     s.still_serves(2);
-    let elapsed = started.elapsed();
-    let peak = s.peak_rss_mib();
-    eprintln!("100 MB line: {elapsed:?}, peak RSS {peak:.1} MiB (after initialize {baseline:.1})");
-    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
-    assert!(
-        peak < baseline + 48.0,
-        "peak RSS {peak:.1} MiB vs {baseline:.1} before"
+    assert_bounded("100 MB line", started, baseline, s.peak_rss_mib(), 48.0);
+    s.finish();
+}
+
+/// The size limit is the config's `limits.maxRequestBytes`.
+#[test]
+fn stdio_message_size_limit_comes_from_the_config() {
+    let mut s = StdioServer::start_with_config(Some(r#"{"limits":{"maxRequestBytes":1000}}"#));
+    s.initialize();
+    let pad = "a".repeat(1000);
+    s.send(
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{pad}"}}}}"#)
+            .as_bytes(),
     );
+    let reply = s.reply("line over the configured limit");
+    assert_refusal(
+        "line over the configured limit",
+        &reply,
+        -32600,
+        &Value::Null,
+    );
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("larger than 1000 bytes (limits.maxRequestBytes)"),
+        "{message}"
+    );
+    s.still_serves(2);
     s.finish();
 }
 
@@ -261,14 +300,7 @@ fn stdio_deep_nesting_is_refused_with_its_id() {
     let reply = s.reply("deep nesting");
     assert_refusal("deep nesting", &reply, -32600, &json!(5));
     s.still_serves(6);
-    let elapsed = started.elapsed();
-    let peak = s.peak_rss_mib();
-    eprintln!("3 MB nesting: {elapsed:?}, peak RSS {peak:.1} MiB (after initialize {baseline:.1})");
-    assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
-    assert!(
-        peak < baseline + 48.0,
-        "peak RSS {peak:.1} MiB vs {baseline:.1} before"
-    );
+    assert_bounded("3 MB nesting", started, baseline, s.peak_rss_mib(), 48.0);
     s.finish();
 }
 
@@ -441,14 +473,12 @@ async fn http_malformed_messages_get_conforming_errors() {
     assert_eq!(answer.status, 400, "{}", answer.body);
     assert_refusal("3 MB nesting", &answer.json(), -32600, &json!(7));
     s.still_serves(&session, 101).await;
-    let elapsed = started.elapsed();
     let peak = peak_rss_of(s.child.id()).unwrap_or(0.0);
-    eprintln!(
-        "HTTP 8 MB body + 3 MB nesting: {elapsed:?}, peak RSS {peak:.1} MiB (before {baseline:.1})"
-    );
-    assert!(elapsed < Duration::from_secs(20), "{elapsed:?}");
-    assert!(
-        peak < baseline + 64.0,
-        "peak RSS {peak:.1} MiB vs {baseline:.1} before"
+    assert_bounded(
+        "HTTP 8 MB body + 3 MB nesting",
+        started,
+        baseline,
+        peak,
+        64.0,
     );
 }

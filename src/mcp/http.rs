@@ -36,6 +36,7 @@ pub fn router(
 ) -> axum::Router {
     let conformance = super::jsonrpc::HttpConformance::of(server.library());
     let mut config = StreamableHttpServerConfig::default().with_cancellation_token(ct);
+    config = config.with_max_request_body_bytes(conformance.max_request_bytes());
     if public {
         // Clients reach a public bind under names we cannot know; the token protects it.
         config = config.disable_allowed_hosts();

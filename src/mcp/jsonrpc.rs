@@ -573,6 +573,12 @@ impl HttpConformance {
         });
         HttpConformance::new(&limits)
     }
+
+    /// The largest body accepted (rmcp's own body cap is set to the same, so this layer is the
+    /// one that answers).
+    pub fn max_request_bytes(&self) -> usize {
+        self.max_request_bytes
+    }
 }
 
 /// Axum middleware before rmcp's streamable HTTP service: reads a JSON POST body up to
