@@ -23,6 +23,7 @@ mod guard_gitleaks;
 mod guard_redact;
 mod guard_rules;
 mod hostile_http;
+mod hostile_jsonrpc;
 mod hostile_workspace;
 mod library_reload;
 mod llm;

@@ -139,6 +139,7 @@ pub fn router(
         // Clients reach a public bind under names we cannot know; the token protects it.
         config = config.disable_allowed_hosts();
     }
+    let conformance = super::jsonrpc::HttpConformance::of(server.library());
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let guard_state = Arc::new(GuardState {
         sessions,
@@ -147,6 +148,10 @@ pub fn router(
     });
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
+        .layer(middleware::from_fn_with_state(
+            conformance,
+            super::jsonrpc::conform_http,
+        ))
         .layer(middleware::from_fn_with_state(guard_state, guard));
     match options
         .token

@@ -13,6 +13,7 @@
 pub mod clients;
 pub mod convert;
 pub mod http;
+pub mod jsonrpc;
 pub mod server;
 pub mod sessions;
 pub mod tools;
@@ -134,12 +135,29 @@ pub async fn serve_async(
 }
 
 /// One MCP session over stdin/stdout; returns when the client closes stdin.
+///
+/// Messages are read through [`jsonrpc::LineTransport`]. Before the session starts, rmcp gives
+/// up on a notification or response (which needs no answer) and on a failed `initialize`
+/// (already answered): those are logged and the handshake is awaited again on the same stream.
 pub async fn serve_stdio(server: PromptServer) -> Result<(), ServeError> {
-    let running = match server.serve(rmcp::transport::stdio()).await {
-        Ok(r) => r,
-        // The client went away before the handshake: nothing to serve.
-        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-        Err(e) => return Err(ServeError::Initialize(Box::new(e))),
+    use rmcp::service::ServerInitializeError;
+    let limits = crate::limits::Limits::from_config(&server.library().snapshot().config)
+        .map_err(ServeError::Config)?;
+    let (stdin, stdout) = rmcp::transport::stdio();
+    let transport = jsonrpc::LineTransport::new(stdin, stdout, &limits);
+    let running = loop {
+        match server.clone().serve(transport.clone()).await {
+            Ok(r) => break r,
+            Err(ServerInitializeError::ExpectedInitializeRequest(message)) => {
+                tracing::debug!(?message, "ignored before initialize");
+            }
+            Err(ServerInitializeError::InitializeFailed(error)) => {
+                tracing::debug!(%error, "initialize failed; awaiting another");
+            }
+            // The client went away before the handshake: nothing to serve.
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(ServeError::Initialize(Box::new(e))),
+        }
     };
     let reason = running.waiting().await;
     tracing::debug!(?reason, "stdio session ended");

@@ -1,0 +1,739 @@
+//! JSON-RPC 2.0 conformance at the edge: every raw message a client sends is checked here before
+//! rmcp sees it, over stdio ([`LineTransport`]) and streamable HTTP ([`conform_http`]).
+//!
+//! [`check`] sorts one raw message into a [`Verdict`]:
+//! - a well-formed MCP message passes to rmcp unchanged;
+//! - malformed JSON is answered with -32700 (Parse error, id null);
+//! - well-formed JSON that is not a JSON-RPC message (a wrong shape, nesting deeper than serde's
+//!   recursion limit, a batch array: MCP 2025-06-18 removed batching) is answered with -32600
+//!   (Invalid Request), carrying the message's id when it has a readable one;
+//! - a request for a known MCP method whose params do not fit that method is answered with
+//!   -32602 (Invalid params) naming the field at fault (rmcp would file it under an unknown
+//!   method and answer -32601);
+//! - a notification that does not parse is dropped (JSON-RPC forbids replying to one).
+//!
+//! A message larger than `limits.maxRequestBytes` is never buffered whole: the stdio line reader
+//! discards the rest of the line and answers -32600, the HTTP layer answers 413 with the same
+//! JSON-RPC error. Validity of JSON is checked with serde_json's iterative skipper, so no depth
+//! of nesting can exhaust the stack.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use rmcp::RoleServer;
+// Deprecated methods (logging, resource subscriptions) are still served by rmcp, so their params
+// are checked too.
+#[allow(deprecated)]
+use rmcp::model::{
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, CancelTaskMethod,
+    CancelTaskParams, CancelTaskRequest, ClientJsonRpcMessage, ClientRequest, CompleteRequest,
+    CompleteRequestMethod, CompleteRequestParams, ConstString, DiscoverRequest,
+    DiscoverRequestMethod, DiscoverRequestParams, ErrorData, GetPromptRequest,
+    GetPromptRequestMethod, GetPromptRequestParams, GetSkillRequest, GetSkillRequestMethod,
+    GetSkillRequestParams, GetTaskMethod, GetTaskParams, GetTaskRequest, InitializeRequest,
+    InitializeRequestParams, InitializeResultMethod, JsonObject, ListPromptsRequest,
+    ListPromptsRequestMethod, ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod,
+    ListResourcesRequest, ListResourcesRequestMethod, ListSkillsRequest, ListSkillsRequestMethod,
+    ListToolsRequest, ListToolsRequestMethod, PaginatedRequestParams, PingRequest,
+    PingRequestMethod, ReadResourceDirectoryRequest, ReadResourceDirectoryRequestMethod,
+    ReadResourceDirectoryRequestParams, ReadResourceRequest, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ServerJsonRpcMessage, SetLevelRequest, SetLevelRequestMethod,
+    SetLevelRequestParams, SubscribeRequest, SubscribeRequestMethod, SubscribeRequestParams,
+    SubscriptionsListenRequest, SubscriptionsListenRequestMethod, SubscriptionsListenRequestParams,
+    UnsubscribeRequest, UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskMethod,
+    UpdateTaskParams, UpdateTaskRequest,
+};
+use rmcp::transport::Transport;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
+
+use crate::library::PromptLibrary;
+use crate::limits::Limits;
+
+/// serde_json's recursion limit: the deepest nesting a message may have.
+const SERDE_DEPTH: usize = 128;
+
+/// The config key of the message size limit, as named in errors.
+const MAX_REQUEST_BYTES_KEY: &str = "limits.maxRequestBytes";
+
+/// What to do with one raw message.
+#[derive(Debug)]
+pub enum Verdict {
+    /// A well-formed MCP message: rmcp handles it.
+    Pass(Box<ClientJsonRpcMessage>),
+    /// Not for rmcp: answer with this error.
+    Refuse(Refusal),
+    /// Nothing to pass on or answer (a notification that does not parse).
+    Drop,
+}
+
+/// A JSON-RPC error reply to a message rmcp never sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The id of the message refused: a string or number it carried, else null.
+    pub id: Value,
+    pub error: ErrorData,
+}
+
+impl Refusal {
+    fn new(id: Value, error: ErrorData) -> Refusal {
+        Refusal { id, error }
+    }
+
+    /// The refusal of a message over `limit` bytes (its id is never read).
+    pub fn too_large(limit: usize) -> Refusal {
+        Refusal::new(
+            Value::Null,
+            ErrorData::invalid_request(
+                format!(
+                    "Invalid Request: message larger than {limit} bytes \
+                     ({MAX_REQUEST_BYTES_KEY}); it was discarded"
+                ),
+                None,
+            ),
+        )
+    }
+
+    /// The JSON-RPC error response, as one line of JSON (no newline).
+    pub fn to_json(&self) -> Vec<u8> {
+        let reply = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": self.error,
+        });
+        serde_json::to_vec(&reply).expect("a JSON value serializes")
+    }
+}
+
+/// The fields of a message that are read before it is known to be well-formed. Every other
+/// field is skipped without recursion.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+}
+
+/// A field that is present, even as `null`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Probe {
+    /// The id to answer with: the message's own when it is a valid JSON-RPC id.
+    fn reply_id(&self) -> Value {
+        match &self.id {
+            Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+            _ => Value::Null,
+        }
+    }
+
+    /// What makes the envelope invalid, if the probed members show it.
+    fn problem(&self) -> Option<String> {
+        if !matches!(&self.jsonrpc, Some(Value::String(v)) if v == "2.0") {
+            return Some(r#"member "jsonrpc" must be "2.0""#.into());
+        }
+        if self.method.as_ref().is_some_and(|m| !m.is_string()) {
+            return Some(r#"member "method" must be a string"#.into());
+        }
+        if self
+            .id
+            .as_ref()
+            .is_some_and(|id| !id.is_string() && !id.is_number())
+        {
+            return Some(r#"member "id" must be a string or a number"#.into());
+        }
+        None
+    }
+
+    /// A request (version 2.0, a valid id) for a method rmcp knows: its method and params check.
+    fn known_request(&self) -> Option<(&'static str, Explain)> {
+        let Some(Value::String(method)) = &self.method else {
+            return None;
+        };
+        let valid = matches!(&self.jsonrpc, Some(Value::String(v)) if v == "2.0")
+            && matches!(self.id, Some(Value::String(_) | Value::Number(_)));
+        if !valid {
+            return None;
+        }
+        KNOWN_METHODS.iter().copied().find(|(m, _)| m == method)
+    }
+
+    /// A notification by shape: version 2.0, a method name, no id.
+    fn is_notification(&self) -> bool {
+        self.id.is_none()
+            && matches!(&self.jsonrpc, Some(Value::String(v)) if v == "2.0")
+            && matches!(self.method, Some(Value::String(_)))
+    }
+}
+
+/// Sorts one raw message (a stdio line or an HTTP body).
+pub fn check(raw: &[u8]) -> Verdict {
+    let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+    if let Err(e) = serde_json::from_slice::<IgnoredAny>(raw) {
+        return Verdict::Refuse(Refusal::new(
+            Value::Null,
+            ErrorData::parse_error(format!("Parse error: {e}"), None),
+        ));
+    }
+    match raw.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(b'[') => {
+            return Verdict::Refuse(Refusal::new(
+                Value::Null,
+                ErrorData::invalid_request(
+                    "Invalid Request: batches (JSON arrays) are not supported: MCP removed \
+                     JSON-RPC batching in protocol 2025-06-18; send one message at a time",
+                    None,
+                ),
+            ));
+        }
+        _ => {
+            return Verdict::Refuse(Refusal::new(
+                Value::Null,
+                ErrorData::invalid_request(
+                    "Invalid Request: a JSON-RPC message is a JSON object",
+                    None,
+                ),
+            ));
+        }
+    }
+    let probe = serde_json::from_slice::<Probe>(raw).ok();
+    let known = probe.as_ref().and_then(Probe::known_request);
+    match serde_json::from_slice::<ClientJsonRpcMessage>(raw) {
+        // rmcp files a known method whose params do not fit under custom requests.
+        Ok(ClientJsonRpcMessage::Request(request))
+            if matches!(request.request, ClientRequest::CustomRequest(_)) && known.is_some() =>
+        {
+            match known.and_then(|(method, explain)| invalid_params(method, explain, raw)) {
+                Some(why) => Verdict::Refuse(Refusal::new(
+                    request.id.into_json_value(),
+                    ErrorData::invalid_params(why, None),
+                )),
+                None => Verdict::Pass(Box::new(ClientJsonRpcMessage::Request(request))),
+            }
+        }
+        Ok(message) => Verdict::Pass(Box::new(message)),
+        Err(_) if probe.as_ref().is_some_and(Probe::is_notification) => {
+            tracing::debug!("dropping a notification that does not parse");
+            Verdict::Drop
+        }
+        Err(e) => {
+            let probe_problem = probe.as_ref().and_then(Probe::problem);
+            let id = probe.map_or(Value::Null, |p| p.reply_id());
+            match known.and_then(|(method, explain)| invalid_params(method, explain, raw)) {
+                Some(why) => {
+                    Verdict::Refuse(Refusal::new(id, ErrorData::invalid_params(why, None)))
+                }
+                None => {
+                    let why = probe_problem.unwrap_or_else(|| {
+                        let e = e.to_string();
+                        if e.starts_with("recursion limit exceeded") {
+                            format!("nested deeper than {SERDE_DEPTH} levels ({e})")
+                        } else {
+                            e
+                        }
+                    });
+                    Verdict::Refuse(Refusal::new(
+                        id,
+                        ErrorData::invalid_request(format!("Invalid Request: {why}"), None),
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// Explains why a request's params do not fit its method, or `None` when they do.
+type Explain = fn(&Value) -> Option<String>;
+
+/// The client requests rmcp knows, each with the check of its params. A request for one of
+/// these methods that rmcp cannot read as that method has params that do not fit.
+#[allow(deprecated)]
+const KNOWN_METHODS: &[(&str, Explain)] = &[
+    (PingRequestMethod::VALUE, explain::<PingRequest, JsonObject>),
+    (
+        InitializeResultMethod::VALUE,
+        explain::<InitializeRequest, InitializeRequestParams>,
+    ),
+    (
+        DiscoverRequestMethod::VALUE,
+        explain::<DiscoverRequest, DiscoverRequestParams>,
+    ),
+    (
+        CompleteRequestMethod::VALUE,
+        explain::<CompleteRequest, CompleteRequestParams>,
+    ),
+    (
+        SetLevelRequestMethod::VALUE,
+        explain::<SetLevelRequest, SetLevelRequestParams>,
+    ),
+    (
+        GetPromptRequestMethod::VALUE,
+        explain::<GetPromptRequest, GetPromptRequestParams>,
+    ),
+    (
+        ListPromptsRequestMethod::VALUE,
+        explain::<ListPromptsRequest, PaginatedRequestParams>,
+    ),
+    (
+        ListResourcesRequestMethod::VALUE,
+        explain::<ListResourcesRequest, PaginatedRequestParams>,
+    ),
+    (
+        ListResourceTemplatesRequestMethod::VALUE,
+        explain::<ListResourceTemplatesRequest, PaginatedRequestParams>,
+    ),
+    (
+        ReadResourceRequestMethod::VALUE,
+        explain::<ReadResourceRequest, ReadResourceRequestParams>,
+    ),
+    (
+        SubscriptionsListenRequestMethod::VALUE,
+        explain::<SubscriptionsListenRequest, SubscriptionsListenRequestParams>,
+    ),
+    (
+        SubscribeRequestMethod::VALUE,
+        explain::<SubscribeRequest, SubscribeRequestParams>,
+    ),
+    (
+        UnsubscribeRequestMethod::VALUE,
+        explain::<UnsubscribeRequest, UnsubscribeRequestParams>,
+    ),
+    (
+        CallToolRequestMethod::VALUE,
+        explain::<CallToolRequest, CallToolRequestParams>,
+    ),
+    (
+        ListToolsRequestMethod::VALUE,
+        explain::<ListToolsRequest, PaginatedRequestParams>,
+    ),
+    (
+        GetTaskMethod::VALUE,
+        explain::<GetTaskRequest, GetTaskParams>,
+    ),
+    (
+        UpdateTaskMethod::VALUE,
+        explain::<UpdateTaskRequest, UpdateTaskParams>,
+    ),
+    (
+        CancelTaskMethod::VALUE,
+        explain::<CancelTaskRequest, CancelTaskParams>,
+    ),
+    (
+        ListSkillsRequestMethod::VALUE,
+        explain::<ListSkillsRequest, PaginatedRequestParams>,
+    ),
+    (
+        GetSkillRequestMethod::VALUE,
+        explain::<GetSkillRequest, GetSkillRequestParams>,
+    ),
+    (
+        ReadResourceDirectoryRequestMethod::VALUE,
+        explain::<ReadResourceDirectoryRequest, ReadResourceDirectoryRequestParams>,
+    ),
+];
+
+/// Why the params of a request for a known `method` do not fit it, or `None` when the
+/// request is wrong in some other way (then it is an Invalid Request).
+fn invalid_params(method: &str, explain: Explain, raw: &[u8]) -> Option<String> {
+    // Beyond the recursion limit this fails: an Invalid Request, not a params problem.
+    let mut value: Value = serde_json::from_slice(raw).ok()?;
+    let object = value.as_object_mut()?;
+    object.remove("jsonrpc");
+    object.remove("id");
+    let why = explain(&value)?;
+    Some(format!("Invalid params for `{method}`: {why}"))
+}
+
+/// Why `request` (method and params) is not a `T`: first the params alone as a `P` (to name
+/// the field at fault), then the whole request.
+fn explain<T: DeserializeOwned, P: DeserializeOwned>(request: &Value) -> Option<String> {
+    if let Some(params) = request.get("params").filter(|p| !p.is_null()) {
+        if !params.is_object() {
+            return Some("params: expected an object".into());
+        }
+        let mut params = params.clone();
+        if let Some(object) = params.as_object_mut() {
+            // Request metadata is not part of the method's params.
+            object.remove("_meta");
+        }
+        if let Err(e) = serde_path_to_error::deserialize::<_, P>(params) {
+            let path = e.path().to_string();
+            let field = if path == "." {
+                "params".to_string()
+            } else {
+                format!("params.{path}")
+            };
+            return Some(format!("{field}: {}", e.into_inner()));
+        }
+    }
+    serde_json::from_value::<T>(request.clone())
+        .err()
+        .map(|e| e.to_string())
+}
+
+/// Writes one message and its newline, and flushes.
+async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, line: &[u8]) -> std::io::Result<()> {
+    let mut framed = Vec::with_capacity(line.len() + 1);
+    framed.extend_from_slice(line);
+    framed.push(b'\n');
+    writer.write_all(&framed).await?;
+    writer.flush().await
+}
+
+/// Newline-delimited JSON-RPC over a byte stream (stdin/stdout), with every message checked by
+/// [`check`] and no line buffered past `limits.maxRequestBytes`.
+///
+/// Clones share the stream: when rmcp gives up on a session before `initialize` (a
+/// notification or response arrived first) and drops its transport, a clone serves the next
+/// attempt without losing buffered input.
+pub struct LineTransport<R, W> {
+    reader: Arc<Mutex<LineReader<R>>>,
+    writer: Arc<Mutex<W>>,
+    max_bytes: usize,
+}
+
+impl<R, W> Clone for LineTransport<R, W> {
+    fn clone(&self) -> Self {
+        LineTransport {
+            reader: self.reader.clone(),
+            writer: self.writer.clone(),
+            max_bytes: self.max_bytes,
+        }
+    }
+}
+
+struct LineReader<R> {
+    io: R,
+    buf: BytesMut,
+    codec: AnyDelimiterCodec,
+    eof: bool,
+}
+
+/// One step of the line reader.
+enum Line {
+    Message(Bytes),
+    TooLarge,
+    Closed,
+}
+
+/// Bytes read from the stream at once.
+const READ_CHUNK: usize = 64 * 1024;
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// The next line. Cancel-safe: bytes read stay in `buf`.
+    async fn next(&mut self) -> Line {
+        loop {
+            let decoded = if self.eof {
+                self.codec.decode_eof(&mut self.buf)
+            } else {
+                self.codec.decode(&mut self.buf)
+            };
+            match decoded {
+                Ok(Some(line)) => return Line::Message(line),
+                Ok(None) if self.eof => return Line::Closed,
+                Ok(None) => {}
+                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => return Line::TooLarge,
+                Err(AnyDelimiterCodecError::Io(e)) => {
+                    tracing::error!("reading stdin: {e}");
+                    return Line::Closed;
+                }
+            }
+            self.buf.reserve(READ_CHUNK);
+            match self.io.read_buf(&mut self.buf).await {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!("reading stdin: {e}");
+                    return Line::Closed;
+                }
+            }
+        }
+    }
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    pub fn new(read: R, write: W, limits: &Limits) -> Self {
+        let max_bytes = limits.max_request_bytes;
+        LineTransport {
+            reader: Arc::new(Mutex::new(LineReader {
+                io: read,
+                buf: BytesMut::new(),
+                codec: AnyDelimiterCodec::new_with_max_length(
+                    b"\n".to_vec(),
+                    Vec::new(),
+                    max_bytes,
+                ),
+                eof: false,
+            })),
+            writer: Arc::new(Mutex::new(write)),
+            max_bytes,
+        }
+    }
+
+    /// Writes a refusal in a task of its own, so a cancelled `receive` never leaves half a
+    /// line on the stream.
+    async fn refuse(&self, refusal: &Refusal) -> std::io::Result<()> {
+        tracing::debug!(id = %refusal.id, code = refusal.error.code.0, "{}", refusal.error.message);
+        let writer = self.writer.clone();
+        let line = refusal.to_json();
+        tokio::spawn(async move { write_line(&mut *writer.lock().await, &line).await })
+            .await
+            .map_err(std::io::Error::other)?
+    }
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = self.writer.clone();
+        async move {
+            let line = serde_json::to_vec(&item)?;
+            write_line(&mut *writer.lock().await, &line).await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            let line = self.reader.lock().await.next().await;
+            let verdict = match line {
+                Line::Closed => return None,
+                Line::TooLarge => Verdict::Refuse(Refusal::too_large(self.max_bytes)),
+                Line::Message(line) => {
+                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    check(line)
+                }
+            };
+            match verdict {
+                Verdict::Pass(message) => return Some(*message),
+                Verdict::Drop => {}
+                Verdict::Refuse(refusal) => {
+                    if let Err(e) = self.refuse(&refusal).await {
+                        tracing::error!("writing stdout: {e}");
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.writer.lock().await.flush().await
+    }
+}
+
+/// State of [`conform_http`].
+#[derive(Debug, Clone, Copy)]
+pub struct HttpConformance {
+    max_request_bytes: usize,
+}
+
+impl HttpConformance {
+    pub fn new(limits: &Limits) -> HttpConformance {
+        HttpConformance {
+            max_request_bytes: limits.max_request_bytes,
+        }
+    }
+
+    /// With the limits of the library's config (the defaults, with a warning, when its
+    /// `limits` section is invalid).
+    pub fn of(library: &PromptLibrary) -> HttpConformance {
+        let limits = Limits::from_config(&library.snapshot().config).unwrap_or_else(|e| {
+            tracing::warn!("{e}; using the default limits");
+            Limits::default()
+        });
+        HttpConformance::new(&limits)
+    }
+
+    /// The largest body accepted (rmcp's own body cap is set to the same, so this layer is the
+    /// one that answers).
+    pub fn max_request_bytes(&self) -> usize {
+        self.max_request_bytes
+    }
+}
+
+/// Axum middleware before rmcp's streamable HTTP service: reads a JSON POST body up to
+/// `limits.maxRequestBytes` (413 beyond), answers what [`check`] refuses (400 for -32700 and
+/// -32600, 200 for -32602, each a JSON-RPC error body), and passes the rest on unchanged.
+pub async fn conform_http(
+    State(conformance): State<HttpConformance>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let is_json = request
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
+    if request.method() != Method::POST || !is_json {
+        return next.run(request).await;
+    }
+    let (parts, body) = request.into_parts();
+    let limit = conformance.max_request_bytes;
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => {
+            return refusal_response(StatusCode::PAYLOAD_TOO_LARGE, &Refusal::too_large(limit));
+        }
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("400 Bad Request: cannot read the request body: {e}\n"),
+            )
+                .into_response();
+        }
+    };
+    match check(&bytes) {
+        Verdict::Pass(_) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Verdict::Drop => StatusCode::ACCEPTED.into_response(),
+        Verdict::Refuse(refusal) => {
+            let status = if refusal.error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
+                StatusCode::OK
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            refusal_response(status, &refusal)
+        }
+    }
+}
+
+fn refusal_response(status: StatusCode, refusal: &Refusal) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        refusal.to_json(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(raw: &str) -> Refusal {
+        match check(raw.as_bytes()) {
+            Verdict::Refuse(r) => r,
+            other => panic!("{raw}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn malformed_json_is_a_parse_error_with_a_null_id() {
+        for raw in [
+            "{",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,",
+            "nope",
+            "{\"a\":1}}",
+            "\u{7f}",
+        ] {
+            let r = refused(raw);
+            assert_eq!(r.error.code.0, -32700, "{raw}");
+            assert_eq!(r.id, Value::Null, "{raw}");
+        }
+    }
+
+    #[test]
+    fn wrong_shape_carries_its_id() {
+        let r = refused(r#"{"jsonrpc":"2.0","id":7,"method":5}"#);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::from(7)));
+        let r = refused(r#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::from("a")));
+        let r = refused(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::Null));
+        let r = refused("5");
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::Null));
+    }
+
+    #[test]
+    fn batches_are_invalid_requests() {
+        for raw in ["[]", r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#] {
+            let r = refused(raw);
+            assert_eq!((r.error.code.0, r.id), (-32600, Value::Null), "{raw}");
+            assert!(r.error.message.contains("batch"), "{}", r.error.message);
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_recursion_limit_is_refused_with_its_id() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}{}}}}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let r = refused(&deep);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::from(3)));
+        assert!(r.error.message.contains("recursion"), "{}", r.error.message);
+    }
+
+    #[test]
+    fn wrong_param_types_of_a_known_method_are_invalid_params() {
+        let r = refused(r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":5}}"#);
+        assert_eq!((r.error.code.0, r.id.clone()), (-32602, Value::from(4)));
+        assert!(
+            r.error.message.contains("params.name"),
+            "{}",
+            r.error.message
+        );
+        let r = refused(r#"{"jsonrpc":"2.0","id":"t","method":"tools/call","params":[]}"#);
+        assert_eq!((r.error.code.0, r.id), (-32602, Value::from("t")));
+        let r = refused(r#"{"jsonrpc":"2.0","id":5,"method":"prompts/get"}"#);
+        assert_eq!(r.error.code.0, -32602);
+    }
+
+    #[test]
+    fn well_formed_messages_pass_and_broken_notifications_drop() {
+        for raw in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"vendor/thing","params":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+        ] {
+            assert!(matches!(check(raw.as_bytes()), Verdict::Pass(_)), "{raw}");
+        }
+        let raw = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}"#;
+        assert!(matches!(check(raw.as_bytes()), Verdict::Drop));
+    }
+
+    #[test]
+    fn every_known_method_refuses_params_that_are_not_an_object() {
+        for (method, _) in KNOWN_METHODS {
+            let raw = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":5}}"#);
+            let r = refused(&raw);
+            assert_eq!(r.error.code.0, -32602, "{method}: {}", r.error.message);
+        }
+    }
+}

@@ -1,0 +1,484 @@
+//! Hostile JSON-RPC over the real binary: raw bytes over a stdio pipe and raw HTTP requests (no
+//! MCP client), each answered with the exact JSON-RPC error and id, in bounded time and memory,
+//! and the server still serving afterwards.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::process::{peak_rss_of, promptd, wait_bounded};
+
+/// Upper bound for one reply.
+const STEP: Duration = Duration::from_secs(20);
+
+const INIT: &str = r#"{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// `{"jsonrpc":"2.0","id":ID,"method":"tools/call",...}` with `depth` nested arrays inside.
+fn deep(id: u64, depth: usize) -> Vec<u8> {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}{}}}}}}}"#,
+        "[".repeat(depth),
+        "]".repeat(depth)
+    )
+    .into_bytes()
+}
+
+/// The malformed messages, each with the code and id its reply must carry.
+fn cases() -> Vec<(&'static str, Vec<u8>, i64, Value)> {
+    vec![
+        (
+            "malformed JSON",
+            br#"{"jsonrpc":"2.0","id":10,"method":"ping""#.to_vec(),
+            -32700,
+            Value::Null,
+        ),
+        (
+            "wrong shape with an id",
+            br#"{"jsonrpc":"2.0","id":11,"method":5}"#.to_vec(),
+            -32600,
+            json!(11),
+        ),
+        (
+            "wrong version with a string id",
+            br#"{"jsonrpc":"1.0","id":"v","method":"ping"}"#.to_vec(),
+            -32600,
+            json!("v"),
+        ),
+        (
+            "wrong parameter type",
+            br#"{"jsonrpc":"2.0","id":12,"method":"prompts/get","params":{"name":5}}"#.to_vec(),
+            -32602,
+            json!(12),
+        ),
+        (
+            "params of the wrong kind",
+            br#"{"jsonrpc":"2.0","id":"c","method":"tools/call","params":[1,2]}"#.to_vec(),
+            -32602,
+            json!("c"),
+        ),
+        (
+            "nesting past the recursion limit",
+            deep(13, 200),
+            -32600,
+            json!(13),
+        ),
+        (
+            "batch",
+            br#"[{"jsonrpc":"2.0","id":14,"method":"ping"}]"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+        ("empty batch", b"[]".to_vec(), -32600, Value::Null),
+        ("not an object", b"42".to_vec(), -32600, Value::Null),
+    ]
+}
+
+fn assert_refusal(what: &str, reply: &Value, code: i64, id: &Value) {
+    assert_eq!(reply["jsonrpc"], "2.0", "{what}: {reply}");
+    assert_eq!(reply["error"]["code"], code, "{what}: {reply}");
+    assert_eq!(&reply["id"], id, "{what}: {reply}");
+    assert!(
+        reply.as_object().unwrap().contains_key("id"),
+        "{what}: the id member is required, null or not: {reply}"
+    );
+}
+
+/// Asserts that a hostile step took under [`STEP`] and grew the peak RSS by less than
+/// `growth_mib`; prints both numbers.
+fn assert_bounded(what: &str, started: Instant, baseline: f64, peak: f64, growth_mib: f64) {
+    let elapsed = started.elapsed();
+    eprintln!("{what}: {elapsed:?}, peak RSS {baseline:.1} -> {peak:.1} MiB");
+    assert!(elapsed < STEP, "{what}: {elapsed:?}");
+    assert!(
+        peak < baseline + growth_mib,
+        "{what}: peak RSS {baseline:.1} -> {peak:.1} MiB"
+    );
+}
+
+/// `promptd serve` over stdio with its stdout read line by line.
+struct StdioServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    _cwd: tempfile::TempDir,
+}
+
+impl StdioServer {
+    fn start() -> StdioServer {
+        StdioServer::start_with_config(None)
+    }
+
+    /// With `config` as the project config file.
+    fn start_with_config(config: Option<&str>) -> StdioServer {
+        let cwd = tempfile::tempdir().unwrap();
+        if let Some(config) = config {
+            std::fs::write(cwd.path().join(".ado-mcp-config.json"), config).unwrap();
+        }
+        let mut cmd = promptd();
+        cmd.arg("serve")
+            .current_dir(cwd.path())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = cmd.spawn().expect("spawn promptd serve");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        StdioServer {
+            child,
+            stdin,
+            lines,
+            _cwd: cwd,
+        }
+    }
+
+    fn send(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// The next frame on stdout.
+    fn reply(&self, what: &str) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(STEP)
+            .unwrap_or_else(|_| panic!("{what}: no reply within {STEP:?}"));
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{what}: not JSON ({e}): {line}"))
+    }
+
+    fn initialize(&mut self) {
+        self.send(INIT.as_bytes());
+        let reply = self.reply("initialize");
+        assert_eq!(reply["id"], "init", "{reply}");
+        assert_eq!(reply["result"]["serverInfo"]["name"], "promptd", "{reply}");
+        self.send(INITIALIZED.as_bytes());
+    }
+
+    /// A ping is answered: the server still serves.
+    fn still_serves(&mut self, id: u64) {
+        self.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#).as_bytes());
+        let reply = self.reply("ping after hostile input");
+        assert_eq!(reply["id"], id, "{reply}");
+        assert!(reply.get("result").is_some(), "{reply}");
+    }
+
+    fn peak_rss_mib(&self) -> f64 {
+        peak_rss_of(self.child.id()).unwrap_or(0.0)
+    }
+
+    /// Closes stdin; the server exits 0.
+    fn finish(mut self) {
+        drop(self.stdin.take());
+        let (status, _, timed_out) = wait_bounded(&mut self.child, STEP);
+        assert!(!timed_out, "promptd did not exit after stdin closed");
+        assert!(
+            status.is_some_and(|s| s.success()),
+            "exit status {status:?}"
+        );
+    }
+}
+
+/// Notifications, responses and errors before `initialize` are ignored, a request is answered
+/// with its id, and `initialize` then works (the server used to exit with status 1).
+#[test]
+fn stdio_messages_before_initialize_do_not_end_the_session() {
+    let mut s = StdioServer::start();
+    s.send(INITIALIZED.as_bytes());
+    s.send(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    s.send(br#"{"jsonrpc":"2.0","id":99,"result":{}}"#);
+    s.send(br#"{"jsonrpc":"2.0","id":98,"error":{"code":-1,"message":"x"}}"#);
+    s.send(br#"{"jsonrpc":"2.0","id":"early","method":"prompts/list"}"#);
+    let reply = s.reply("request before initialize");
+    assert_eq!(reply["id"], "early", "{reply}");
+    assert!(reply["error"]["code"].is_i64(), "{reply}");
+    s.initialize();
+    s.send(br#"{"jsonrpc":"2.0","id":2,"method":"prompts/list"}"#);
+    let reply = s.reply("prompts/list after initialize");
+    assert_eq!(reply["id"], 2, "{reply}");
+    assert!(reply["result"]["prompts"].is_array(), "{reply}");
+    s.finish();
+}
+
+/// Each malformed message gets its JSON-RPC error with the right code and id; the replies are
+/// the same over HTTP (one snapshot for both).
+#[test]
+fn stdio_malformed_messages_get_conforming_errors() {
+    let mut s = StdioServer::start();
+    s.initialize();
+    let mut replies = Vec::new();
+    for (what, raw, code, id) in cases() {
+        s.send(&raw);
+        let reply = s.reply(what);
+        assert_refusal(what, &reply, code, &id);
+        replies.push(json!({ "case": what, "reply": reply }));
+    }
+    s.still_serves(100);
+    insta::assert_json_snapshot!("refusals", replies);
+    s.finish();
+}
+
+/// A 100 MB line is never buffered whole: it is answered with -32600 naming the limit, in
+/// bounded time and memory, and the next line is served.
+#[test]
+fn stdio_oversized_line_is_refused_without_buffering_it() {
+    let mut s = StdioServer::start();
+    s.initialize();
+    let baseline = s.peak_rss_mib();
+    let mut stdin = s.stdin.take().unwrap();
+    let started = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let chunk = vec![b'a'; 1024 * 1024];
+        stdin
+            .write_all(br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""#)
+            .unwrap();
+        for _ in 0..100 {
+            stdin.write_all(&chunk).unwrap();
+        }
+        stdin.write_all(b"\"}}\n").unwrap();
+        stdin.flush().unwrap();
+        stdin
+    });
+    let reply = s.reply("100 MB line");
+    assert_refusal("100 MB line", &reply, -32600, &Value::Null);
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains("limits.maxRequestBytes"), "{message}");
+    s.stdin = Some(writer.join().unwrap());
+    s.still_serves(2);
+    assert_bounded("100 MB line", started, baseline, s.peak_rss_mib(), 48.0);
+    s.finish();
+}
+
+/// The size limit is the config's `limits.maxRequestBytes`.
+#[test]
+fn stdio_message_size_limit_comes_from_the_config() {
+    let mut s = StdioServer::start_with_config(Some(r#"{"limits":{"maxRequestBytes":1000}}"#));
+    s.initialize();
+    let pad = "a".repeat(1000);
+    s.send(
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{pad}"}}}}"#)
+            .as_bytes(),
+    );
+    let reply = s.reply("line over the configured limit");
+    assert_refusal(
+        "line over the configured limit",
+        &reply,
+        -32600,
+        &Value::Null,
+    );
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("larger than 1000 bytes (limits.maxRequestBytes)"),
+        "{message}"
+    );
+    s.still_serves(2);
+    s.finish();
+}
+
+/// 3 MB of nesting (under the size limit) is refused with its id, without a stack overflow,
+/// in bounded time and memory.
+#[test]
+fn stdio_deep_nesting_is_refused_with_its_id() {
+    let mut s = StdioServer::start();
+    s.initialize();
+    let baseline = s.peak_rss_mib();
+    let started = Instant::now();
+    s.send(&deep(5, 1_500_000));
+    let reply = s.reply("deep nesting");
+    assert_refusal("deep nesting", &reply, -32600, &json!(5));
+    s.still_serves(6);
+    assert_bounded("3 MB nesting", started, baseline, s.peak_rss_mib(), 48.0);
+    s.finish();
+}
+
+/// `promptd serve --http 127.0.0.1:0`, its URL and a raw HTTP client.
+struct HttpServer {
+    child: Child,
+    url: String,
+    http: reqwest::Client,
+    _cwd: tempfile::TempDir,
+}
+
+/// Status, session header and body of one POST.
+struct Answer {
+    status: u16,
+    session: Option<String>,
+    body: String,
+}
+
+impl Answer {
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    /// The JSON-RPC message in an SSE body (`data: {...}`).
+    fn sse_message(&self) -> Value {
+        self.body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id").is_some())
+            .unwrap_or_else(|| panic!("no JSON-RPC message in: {}", self.body))
+    }
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let cwd = tempfile::tempdir().unwrap();
+        let mut cmd = promptd();
+        cmd.args(["serve", "--http", "127.0.0.1:0"])
+            .current_dir(cwd.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn promptd serve --http");
+        let stderr = BufReader::new(child.stderr.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines() {
+                let Ok(line) = line else { break };
+                if let Some(url) = line.split("serving MCP at ").nth(1) {
+                    let _ = tx.send(url.trim().to_string());
+                }
+            }
+        });
+        let url = rx.recv_timeout(STEP).expect("server prints its address");
+        HttpServer {
+            child,
+            url,
+            http: reqwest::Client::new(),
+            _cwd: cwd,
+        }
+    }
+
+    async fn post(&self, body: Vec<u8>, session: Option<&str>) -> Answer {
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(body);
+        if let Some(id) = session {
+            request = request.header("mcp-session-id", id);
+        }
+        let response = tokio::time::timeout(STEP, request.send())
+            .await
+            .expect("answer in time")
+            .expect("HTTP answer");
+        let status = response.status().as_u16();
+        let session = response
+            .headers()
+            .get("mcp-session-id")
+            .map(|v| v.to_str().unwrap().to_string());
+        let body = tokio::time::timeout(STEP, response.text())
+            .await
+            .expect("body in time")
+            .unwrap_or_default();
+        Answer {
+            status,
+            session,
+            body,
+        }
+    }
+
+    /// A session, after a notification and a response sent without one were refused.
+    async fn initialize(&self) -> String {
+        let answer = self.post(INIT.as_bytes().to_vec(), None).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let session = answer.session.clone().expect("a session id");
+        assert_eq!(answer.sse_message()["id"], "init");
+        let answer = self
+            .post(INITIALIZED.as_bytes().to_vec(), Some(&session))
+            .await;
+        assert_eq!(answer.status, 202, "{}", answer.body);
+        session
+    }
+
+    async fn still_serves(&self, session: &str, id: u64) {
+        let ping = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
+        let answer = self.post(ping.into_bytes(), Some(session)).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let reply = answer.sse_message();
+        assert_eq!(reply["id"], id, "{reply}");
+        assert!(reply.get("result").is_some(), "{reply}");
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Over HTTP: messages before `initialize` get a clear 4xx, each malformed body its JSON-RPC
+/// error (400, or 200 for invalid params) with the same bodies as over stdio, an oversized
+/// body 413 in bounded memory, and the session still serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_malformed_messages_get_conforming_errors() {
+    let s = HttpServer::start();
+    for early in [INITIALIZED, r#"{"jsonrpc":"2.0","id":99,"result":{}}"#] {
+        let answer = s.post(early.as_bytes().to_vec(), None).await;
+        assert!(
+            (400..500).contains(&answer.status),
+            "{early}: {} {}",
+            answer.status,
+            answer.body
+        );
+    }
+    let session = s.initialize().await;
+    let mut replies = Vec::new();
+    for (what, raw, code, id) in cases() {
+        let answer = s.post(raw, Some(&session)).await;
+        let status = if code == -32602 { 200 } else { 400 };
+        assert_eq!(answer.status, status, "{what}: {}", answer.body);
+        let reply = answer.json();
+        assert_refusal(what, &reply, code, &id);
+        replies.push(json!({ "case": what, "reply": reply }));
+    }
+    s.still_serves(&session, 100).await;
+    insta::assert_json_snapshot!("refusals", replies);
+
+    let baseline = peak_rss_of(s.child.id()).unwrap_or(0.0);
+    let started = Instant::now();
+    let mut big = br#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""#.to_vec();
+    big.resize(big.len() + 8 * 1024 * 1024, b'a');
+    big.extend_from_slice(b"\"}}");
+    let answer = s.post(big, Some(&session)).await;
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    let reply = answer.json();
+    assert_refusal("8 MB body", &reply, -32600, &Value::Null);
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits.maxRequestBytes"),
+        "{reply}"
+    );
+    let answer = s.post(deep(7, 1_500_000), Some(&session)).await;
+    assert_eq!(answer.status, 400, "{}", answer.body);
+    assert_refusal("3 MB nesting", &answer.json(), -32600, &json!(7));
+    s.still_serves(&session, 101).await;
+    let peak = peak_rss_of(s.child.id()).unwrap_or(0.0);
+    assert_bounded(
+        "HTTP 8 MB body + 3 MB nesting",
+        started,
+        baseline,
+        peak,
+        64.0,
+    );
+}
