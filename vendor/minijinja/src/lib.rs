@@ -213,6 +213,7 @@ mod expression;
 #[cfg(feature = "json")]
 mod json;
 mod output;
+mod size_limit;
 mod template;
 mod utils;
 mod vendor;
@@ -239,6 +240,10 @@ pub use self::environment::Environment;
 pub use self::error::{Error, ErrorKind};
 pub use self::expression::Expression;
 pub use self::output::Output;
+pub use self::size_limit::{
+    check_value_size, set_value_size_limit, to_string_limited, value_size_limit, ValueSizeLimit,
+    ValueSizeLimitGuard,
+};
 pub use self::template::{Captured, Template};
 pub use self::utils::{AutoEscape, HtmlEscape, UndefinedBehavior};
 

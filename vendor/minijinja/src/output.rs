@@ -2,6 +2,7 @@ use std::ptr::addr_of_mut;
 use std::{fmt, io};
 
 use crate::error::{Error, ErrorKind};
+use crate::size_limit::LimitedString;
 use crate::utils::AutoEscape;
 use crate::value::Value;
 
@@ -22,7 +23,7 @@ pub enum CaptureMode {
 pub struct Output<'a> {
     w: *mut (dyn fmt::Write + 'a),
     target: *mut (dyn fmt::Write + 'a),
-    capture_stack: Vec<Option<String>>,
+    capture_stack: Vec<Option<LimitedString>>,
 }
 
 impl<'a> Output<'a> {
@@ -50,7 +51,7 @@ impl<'a> Output<'a> {
     /// Begins capturing into a string or discard.
     pub(crate) fn begin_capture(&mut self, mode: CaptureMode) {
         self.capture_stack.push(match mode {
-            CaptureMode::Capture => Some(String::new()),
+            CaptureMode::Capture => Some(LimitedString::default()),
             #[cfg(feature = "multi_template")]
             CaptureMode::Discard => None,
         });
@@ -59,15 +60,16 @@ impl<'a> Output<'a> {
 
     /// Ends capturing and returns the captured string as value.
     pub(crate) fn end_capture(&mut self, auto_escape: &AutoEscape) -> Value {
-        let rv = if let Some(captured) = self.capture_stack.pop().unwrap() {
-            if !matches!(auto_escape, AutoEscape::None) {
-                Value::from_safe_string(captured)
+        let rv =
+            if let Some(LimitedString { buf: captured, .. }) = self.capture_stack.pop().unwrap() {
+                if !matches!(auto_escape, AutoEscape::None) {
+                    Value::from_safe_string(captured)
+                } else {
+                    Value::from(captured)
+                }
             } else {
-                Value::from(captured)
-            }
-        } else {
-            Value::UNDEFINED
-        };
+                Value::UNDEFINED
+            };
         self.retarget();
         rv
     }

@@ -240,8 +240,14 @@ impl<'env, 'source> Template<'env, 'source> {
     }
 
     fn _render(&self, root: Value) -> Result<String, Error> {
-        let mut rv = String::with_capacity(self.compiled.buffer_size_hint);
-        self._eval(root, &mut Output::new(&mut rv)).map(|_| rv)
+        let mut rv = crate::size_limit::LimitedString {
+            buf: String::with_capacity(self.compiled.buffer_size_hint),
+            err: None,
+        };
+        match self._eval(root, &mut Output::new(&mut rv)) {
+            Ok(_) => Ok(rv.buf),
+            Err(err) => Err(rv.err.take().unwrap_or(err)),
+        }
     }
 
     fn _capture_state(self, root: Value) -> Result<Captured<'source>, Error> {

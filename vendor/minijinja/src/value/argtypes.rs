@@ -330,6 +330,7 @@ impl<'a> From<&'a [u8]> for Value {
 impl<'a> From<&'a str> for Value {
     #[inline(always)]
     fn from(val: &'a str) -> Self {
+        crate::size_limit::note_built(val.len());
         SmallStr::try_new(val)
             .map(|small_str| Value(ValueRepr::SmallStr(small_str)))
             .unwrap_or_else(|| Value(ValueRepr::String(val.into(), StringType::Normal)))
@@ -675,7 +676,7 @@ fn value_to_string_cow(value: &Value) -> Result<Cow<'_, str>, Error> {
                     "cannot convert kwargs to string",
                 ));
             }
-            Cow::Owned(value.to_string())
+            Cow::Owned(ok!(crate::size_limit::to_string_limited(value)))
         }
     })
 }
@@ -1340,7 +1341,7 @@ impl<'a> ArgType<'a> for String {
                         "cannot convert kwargs to string",
                     ));
                 }
-                Ok(value.to_string())
+                crate::size_limit::to_string_limited(value)
             }
             None => Err(Error::from(ErrorKind::MissingArgument)),
         }

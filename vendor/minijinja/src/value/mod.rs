@@ -1076,6 +1076,7 @@ impl Value {
     /// let val = Value::from_safe_string("<em>note</em>".into());
     /// ```
     pub fn from_safe_string(value: String) -> Value {
+        crate::size_limit::note_built(value.len());
         ValueRepr::String(Arc::from(value), StringType::Safe).into()
     }
 

@@ -1021,6 +1021,7 @@ macro_rules! impl_value_vec {
             T: Into<Value> + Clone + Send + Sync + fmt::Debug + 'static,
         {
             fn from(val: $vec_type<T>) -> Self {
+                crate::size_limit::note_built(crate::size_limit::seq_size(val.len()));
                 Value::from_object(val)
             }
         }

@@ -1,4 +1,7 @@
+use std::fmt::Write;
+
 use crate::error::{Error, ErrorKind};
+use crate::size_limit::{check_seq_len, check_value_size, LimitedString};
 use crate::utils::{collect_untrusted, untrusted_size_hint};
 use crate::value::merge_object::MergeSeq;
 use crate::value::{
@@ -306,6 +309,7 @@ fn seq_concat_len(lhs: &Value, rhs: &Value) -> Option<usize> {
 }
 
 fn materialize_seq_concat(lhs: &Value, rhs: &Value, len: usize) -> Result<Value, Error> {
+    ok!(check_seq_len(len));
     let mut rv = Vec::with_capacity(untrusted_size_hint(len));
     for item in ok!(lhs.try_iter())
         .checked()
@@ -319,6 +323,7 @@ fn materialize_seq_concat(lhs: &Value, rhs: &Value, len: usize) -> Result<Value,
 pub fn add(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
     if lhs.is_tuple() || rhs.is_tuple() {
         if lhs.is_tuple() && rhs.is_tuple() {
+            ok!(check_seq_len(seq_concat_len(lhs, rhs).unwrap_or_default()));
             let mut values = Vec::with_capacity(untrusted_size_hint(
                 seq_concat_len(lhs, rhs).unwrap_or_default(),
             ));
@@ -345,11 +350,13 @@ pub fn add(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
         // stack frame per concatenation.  Only do that for sized operands;
         // unsized iterables may represent streams and must not be consumed, so
         // `MergeSeq` flattens only its own lazy structure instead.
+        let len = seq_concat_len(lhs, rhs);
         if depth > MergeSeq::MAX_DEPTH {
-            if let Some(len) = seq_concat_len(lhs, rhs) {
+            if let Some(len) = len {
                 return materialize_seq_concat(lhs, rhs, len);
             }
         }
+        ok!(check_seq_len(len.unwrap_or_default()));
 
         return Ok(Value::from_object(MergeSeq::new_iterable(values)));
     }
@@ -359,7 +366,10 @@ pub fn add(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
             .ok_or_else(|| failed_op("+", lhs, rhs))
             .map(int_as_value),
         Some(CoerceResult::F64(a, b)) => Ok((a + b).into()),
-        Some(CoerceResult::Str(a, b)) => Ok(Value::from([a, b].concat())),
+        Some(CoerceResult::Str(a, b)) => {
+            ok!(check_value_size(a.len().saturating_add(b.len())));
+            Ok(Value::from([a, b].concat()))
+        }
         _ => Err(impossible_op("+", lhs, rhs)),
     }
 }
@@ -434,6 +444,7 @@ pub fn mul(lhs: &Value, rhs: &Value) -> Result<Value, Error> {
                 "repeated string is too large",
             ));
         }
+        ok!(check_value_size(s.len() * n));
         return Ok(Value::from(s.repeat(n)));
     } else if let Some((seq, n)) = lhs
         .as_object()
@@ -484,6 +495,7 @@ fn repeat_iterable(n: &Value, seq: &DynObject) -> Result<Value, Error> {
             ErrorKind::InvalidOperation,
             "repeated sequence is too large"
         )));
+    ok!(check_seq_len(repeated_len));
 
     if let Some(tuple) = seq.downcast_ref::<Tuple>() {
         let mut values = Vec::with_capacity(repeated_len);
@@ -597,8 +609,14 @@ pub fn neg(val: &Value) -> Result<Value, Error> {
 }
 
 /// Attempts a string concatenation.
-pub fn string_concat(left: Value, right: &Value) -> Value {
-    Value::from(format!("{left}{right}"))
+pub fn string_concat(left: Value, right: &Value) -> Result<Value, Error> {
+    let mut out = LimitedString::default();
+    match write!(out, "{left}{right}") {
+        Ok(()) => Ok(Value::from(out.buf)),
+        Err(_) => Err(out
+            .err
+            .unwrap_or_else(|| Error::from(ErrorKind::WriteFailure))),
+    }
 }
 
 /// Implements a containment operation on values.
@@ -925,11 +943,11 @@ mod tests {
     #[test]
     fn test_concat() {
         assert_eq!(
-            string_concat(Value::from("foo"), &Value::from(42)),
+            string_concat(Value::from("foo"), &Value::from(42)).unwrap(),
             Value::from("foo42")
         );
         assert_eq!(
-            string_concat(Value::from(23), &Value::from(42)),
+            string_concat(Value::from(23), &Value::from(42)).unwrap(),
             Value::from("2342")
         );
     }

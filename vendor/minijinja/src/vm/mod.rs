@@ -376,6 +376,7 @@ impl<'env> Executor<'env> {
             if let Some(ref mut tracker) = state.fuel_tracker {
                 ctx_ok!(tracker.track(instr));
             }
+            ctx_ok!(crate::size_limit::check_total());
 
             match instr {
                 Instruction::Swap => {
@@ -558,7 +559,7 @@ impl<'env> Executor<'env> {
                     b = stack.pop();
                     ctx_ok!(undefined_behavior.assert_value_not_undefined(&b));
                     ctx_ok!(undefined_behavior.assert_value_not_undefined(&a));
-                    stack.push(ops::string_concat(b, &a));
+                    stack.push(ctx_ok!(ops::string_concat(b, &a)));
                 }
                 Instruction::In => {
                     a = stack.pop();
