@@ -21,6 +21,7 @@ mod guard_corpus;
 mod guard_gitleaks;
 mod guard_redact;
 mod guard_rules;
+mod hostile_render;
 mod library_reload;
 mod llm;
 mod mcp_http;
