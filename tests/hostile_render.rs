@@ -474,3 +474,31 @@ async fn readers_never_see_a_partial_file_during_continuous_writes() {
     }
     s.close().await;
 }
+
+#[test]
+fn render_limits_come_from_the_config_and_follow_its_reloads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"limits": {"maxRenderBytes": 1000}}"#).unwrap();
+    std::fs::write(dir.path().join("p.md"), r#"{{ "x" * 2000 }}"#).unwrap();
+    let lib = common::library(&[dir.path().to_path_buf()], false, Some(&config), NOW);
+    let err = render(&lib, "p").unwrap_err().to_string();
+    assert!(err.contains("limits.maxRenderBytes` (1000 bytes)"), "{err}");
+
+    std::fs::write(&config, r#"{"limits": {"maxRenderBytes": 4000}}"#).unwrap();
+    lib.reload();
+    assert_eq!(render(&lib, "p").unwrap().len(), 2000);
+
+    // A broken limits section keeps the last good config, and names the key at fault.
+    std::fs::write(&config, r#"{"limits": {"maxRenderBytes": "big"}}"#).unwrap();
+    let outcome = lib.reload();
+    assert!(
+        outcome
+            .problems
+            .iter()
+            .any(|p| p.contains("config.json") && p.contains("limits")),
+        "{:?}",
+        outcome.problems
+    );
+    assert_eq!(render(&lib, "p").unwrap().len(), 2000);
+}
