@@ -57,6 +57,10 @@ pub enum ConfigError {
     NotAnObject { path: PathBuf, found: &'static str },
     #[error("{path}: `variables` must be an object, found {found}")]
     VariablesNotAnObject { path: PathBuf, found: &'static str },
+    #[error(transparent)]
+    Capped(crate::limits::CappedReadError),
+    #[error("{path}: `limits`: {message}")]
+    InvalidLimits { path: PathBuf, message: String },
 }
 
 /// The parsed config file: template variables plus raw sections for other modules.
@@ -89,11 +93,17 @@ impl ProjectConfig {
         Ok(ProjectConfig::default())
     }
 
-    /// Reads and parses one config file.
+    /// Reads and parses one config file. The file is read under the default
+    /// `limits.maxPromptFileBytes` (a config cannot raise the cap on its own size).
     pub fn load(path: &Path) -> Result<ProjectConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
+        use crate::limits::{CappedReadError, Limits, MAX_PROMPT_FILE_BYTES, read_text_capped};
+        let cap = Limits::default().max_prompt_file_bytes;
+        let text = read_text_capped(path, cap, MAX_PROMPT_FILE_BYTES).map_err(|e| match e {
+            CappedReadError::Io { source, .. } => ConfigError::Read {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => ConfigError::Capped(other),
         })?;
         Self::parse(&text, Some(path))
     }

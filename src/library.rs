@@ -33,23 +33,28 @@ pub struct LibraryOptions {
     pub clock: Clock,
 }
 
-/// One consistent view: prompts, the renderer over them, and the config.
+/// One consistent view: prompts, the renderer over them, the config and its limits.
 #[derive(Debug)]
 pub struct Snapshot {
     pub registry: Arc<Registry>,
     pub renderer: Renderer,
     pub config: Arc<ProjectConfig>,
+    pub limits: Limits,
     /// Metadata-only listings, built once per snapshot: [user prompts, all prompts].
     listings: [OnceLock<Arc<Value>>; 2],
 }
 
 impl Snapshot {
+    /// A snapshot whose limits are the config's (the defaults when its `limits` section is
+    /// invalid; [`PromptLibrary`] refuses such a config before it gets here).
     pub fn new(registry: Registry, config: Arc<ProjectConfig>) -> Snapshot {
         let registry = Arc::new(registry);
+        let limits = Limits::from_config(&config).unwrap_or_default();
         Snapshot {
-            renderer: Renderer::new(registry.clone()),
+            renderer: Renderer::with_limits(registry.clone(), limits.clone()),
             registry,
             config,
+            limits,
             listings: Default::default(),
         }
     }
@@ -87,6 +92,9 @@ pub struct ReloadOutcome {
     pub changed: bool,
     /// Problems found while reloading (the last good versions stay served).
     pub problems: Vec<String>,
+    /// A changed file was still being written or was just emptied and kept its last good
+    /// version: reload again shortly to take it.
+    pub settling: bool,
 }
 
 /// The shared prompt service.
@@ -110,8 +118,8 @@ impl PromptLibrary {
         options: LibraryOptions,
         roots: Vec<Arc<dyn PromptSource>>,
     ) -> Result<PromptLibrary, ConfigError> {
-        let config = ProjectConfig::discover(options.config_path.as_deref(), &options.cwd)?;
-        let registry = Registry::load(roots.clone());
+        let (config, limits) = load_config(&options)?;
+        let registry = Registry::load_capped(roots.clone(), limits.max_prompt_file_bytes);
         for d in registry.diagnostics() {
             tracing::warn!("{d}");
         }
@@ -154,22 +162,23 @@ impl PromptLibrary {
     pub fn reload(&self) -> ReloadOutcome {
         let old = self.snapshot();
         let mut problems = Vec::new();
-        let config =
-            match ProjectConfig::discover(self.options.config_path.as_deref(), &self.options.cwd) {
-                Ok(c) => Arc::new(c),
-                Err(e) => {
-                    problems.push(format!("{e} (keeping the last good config)"));
-                    old.config.clone()
-                }
-            };
+        let (config, limits) = match load_config(&self.options) {
+            Ok((c, limits)) => (Arc::new(c), limits),
+            Err(e) => {
+                problems.push(format!("{e} (keeping the last good config)"));
+                (old.config.clone(), old.limits.clone())
+            }
+        };
         // Changed files are checked with the renderer's Jinja syntax: a broken template edit keeps
         // the last good version, like a broken YAML edit.
         let registry = Registry::load_with_previous(
             self.roots.clone(),
             Some(&old.registry),
             &crate::render::check_syntax,
+            limits.max_prompt_file_bytes,
         );
         problems.extend(registry.diagnostics().iter().map(ToString::to_string));
+        let registry_settling = registry.settling();
         let config_changed = config.raw != old.config.raw;
         let changed = config_changed || !registry.same_prompts(&old.registry);
         if changed || registry.diagnostics() != old.registry.diagnostics() {
@@ -178,7 +187,11 @@ impl PromptLibrary {
             snapshot.warm();
             self.current.store(Arc::new(snapshot));
         }
-        ReloadOutcome { changed, problems }
+        ReloadOutcome {
+            changed,
+            problems,
+            settling: registry_settling,
+        }
     }
 
     /// Renders one prompt with user arguments.
@@ -262,6 +275,19 @@ pub enum GetPromptsError {
          prompt(s); ask for fewer promptNames or use includeContent=false"
     )]
     TooLarge { prompts: usize, limit: usize },
+}
+
+/// Reads the config and its limits; an invalid `limits` section is a config error.
+fn load_config(options: &LibraryOptions) -> Result<(ProjectConfig, Limits), ConfigError> {
+    let config = ProjectConfig::discover(options.config_path.as_deref(), &options.cwd)?;
+    let limits = Limits::from_config(&config).map_err(|message| ConfigError::InvalidLimits {
+        path: config
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<config>")),
+        message,
+    })?;
+    Ok((config, limits))
 }
 
 /// Input of `wit-get-prompts`.

@@ -6,6 +6,9 @@
 //! defaults; README lists them. A limit that is hit is an error naming the file, argument or
 //! request at fault and the limit's config key, never a crash.
 
+use std::io::Read;
+use std::path::Path;
+
 use serde::Deserialize;
 
 /// The `limits` config section.
@@ -18,6 +21,10 @@ pub struct Limits {
     /// Largest text one render may produce, and the largest string or sequence a template may
     /// build while rendering, in bytes.
     pub max_render_bytes: usize,
+    /// Most bytes of strings and sequences one render may create in total (counted as they
+    /// are created, whether kept or not), so that many values under `maxRenderBytes` cannot
+    /// add up.
+    pub max_render_total_bytes: usize,
     /// Largest JSON-RPC message accepted (a stdio line or an HTTP body), in bytes.
     pub max_request_bytes: usize,
     /// Most prompt names in one `wit-get-prompts` batch (after removing duplicates).
@@ -63,6 +70,7 @@ impl Default for Limits {
         Limits {
             max_prompt_file_bytes: 1024 * 1024,
             max_render_bytes: 4 * 1024 * 1024,
+            max_render_total_bytes: 64 * 1024 * 1024,
             max_request_bytes: 4 * 1024 * 1024,
             max_batch: 100,
             max_response_bytes: 16 * 1024 * 1024,
@@ -93,6 +101,91 @@ impl Limits {
     }
 }
 
+/// Config key of [`Limits::max_prompt_file_bytes`], for messages.
+pub const MAX_PROMPT_FILE_BYTES: &str = "limits.maxPromptFileBytes";
+/// Config key of [`Limits::max_render_bytes`], for messages.
+pub const MAX_RENDER_BYTES: &str = "limits.maxRenderBytes";
+/// Config key of [`Limits::max_render_total_bytes`], for messages.
+pub const MAX_RENDER_TOTAL_BYTES: &str = "limits.maxRenderTotalBytes";
+
+/// Why a file could not be read under a size cap. Each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum CappedReadError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a regular file")]
+    NotRegular { path: String },
+    #[error("{path}: {size} bytes is larger than the limit of {limit} bytes (`{key}`)")]
+    TooLarge {
+        path: String,
+        size: u64,
+        limit: u64,
+        key: &'static str,
+    },
+    #[error("{path}: not valid UTF-8 (at byte {offset})")]
+    NotUtf8 { path: String, offset: usize },
+}
+
+impl CappedReadError {
+    /// Whether the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, CappedReadError::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// Reads a regular UTF-8 text file of at most `limit` bytes (`key` names the limit in the
+/// error). The size is checked before reading, and the read itself stops one byte past the
+/// limit, so a file that grows meanwhile, a sparse file, or a device never costs more than
+/// `limit + 1` bytes; FIFOs and devices are refused without being opened for reading.
+pub fn read_text_capped(
+    path: &Path,
+    limit: u64,
+    key: &'static str,
+) -> Result<String, CappedReadError> {
+    let shown = || path.display().to_string();
+    let io = |source| CappedReadError::Io {
+        path: shown(),
+        source,
+    };
+    let check = |meta: &std::fs::Metadata| {
+        if !meta.is_file() {
+            Err(CappedReadError::NotRegular { path: shown() })
+        } else if meta.len() > limit {
+            Err(CappedReadError::TooLarge {
+                path: shown(),
+                size: meta.len(),
+                limit,
+                key,
+            })
+        } else {
+            Ok(meta.len())
+        }
+    };
+    check(&std::fs::metadata(path).map_err(io)?)?;
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = check(&file.metadata().map_err(io)?)?;
+    let mut buf = Vec::with_capacity(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .map_err(io)?;
+    if buf.len() as u64 > limit {
+        return Err(CappedReadError::TooLarge {
+            path: shown(),
+            size: buf.len() as u64,
+            limit,
+            key,
+        });
+    }
+    String::from_utf8(buf).map_err(|e| CappedReadError::NotUtf8 {
+        path: shown(),
+        offset: e.utf8_error().valid_up_to(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +200,42 @@ mod tests {
         let bad = ProjectConfig::parse(r#"{"limits":{"maxBatsh":5}}"#, None).unwrap();
         let err = Limits::from_config(&bad).unwrap_err();
         assert!(err.contains("maxBatsh"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod read_tests {
+    use super::*;
+
+    #[test]
+    fn capped_read_refuses_large_sparse_and_special_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let sparse = dir.path().join("sparse.md");
+        std::fs::File::create(&sparse)
+            .unwrap()
+            .set_len(3 << 30)
+            .unwrap();
+        let err = read_text_capped(&sparse, 1024, MAX_PROMPT_FILE_BYTES).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("sparse.md") && msg.contains("3221225472"),
+            "{msg}"
+        );
+        assert!(msg.contains(MAX_PROMPT_FILE_BYTES), "{msg}");
+        let err = read_text_capped(Path::new("/dev/zero"), 1024, MAX_PROMPT_FILE_BYTES);
+        assert!(
+            matches!(err, Err(CappedReadError::NotRegular { .. })),
+            "{err:?}"
+        );
+        let bad = dir.path().join("bad.md");
+        std::fs::write(&bad, b"ok\n\xff\xfe").unwrap();
+        let err = read_text_capped(&bad, 1024, MAX_PROMPT_FILE_BYTES).unwrap_err();
+        assert!(err.to_string().contains("UTF-8 (at byte 3)"), "{err}");
+        std::fs::write(&bad, "fine").unwrap();
+        assert_eq!(
+            read_text_capped(&bad, 4, MAX_PROMPT_FILE_BYTES).unwrap(),
+            "fine"
+        );
+        assert!(read_text_capped(&bad, 3, MAX_PROMPT_FILE_BYTES).is_err());
     }
 }

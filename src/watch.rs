@@ -5,9 +5,13 @@
 //! Folders are watched, never files, so every way an editor saves is picked up: write in place,
 //! truncate + write, write a temporary file and rename it over the original, delete + re-create.
 //! Watches are non-recursive (a prompt root and its `system/` folder only), so pointing
-//! `--prompts` at a large tree costs nothing. The reload itself re-parses only files whose
-//! content hash changed and keeps the last good version of a file that stopped parsing; this
-//! module only decides *when* to reload and logs what the reload found.
+//! `--prompts` at a large tree costs nothing. The parent folder of each prompt root is watched
+//! too, so a root that is deleted and created again is watched again (and reloaded) as soon as
+//! it reappears. The reload itself re-parses only files whose content hash changed, keeps the
+//! last good version of a file that stopped parsing, and reports when a changed file was still
+//! being written ([`ReloadOutcome::settling`]): then this module reloads again after
+//! [`SETTLE_RETRY`] until the file is taken. This module only decides *when* to reload and logs
+//! what the reload found.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -26,6 +30,8 @@ use crate::library::{PromptLibrary, ReloadOutcome};
 pub const DEBOUNCE: Duration = Duration::from_millis(100);
 /// A steady stream of events still reloads at least this often.
 const MAX_DELAY: Duration = Duration::from_secs(1);
+/// How soon a reload that found a file still being written is retried.
+pub const SETTLE_RETRY: Duration = Duration::from_millis(200);
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
@@ -87,6 +93,15 @@ pub fn watch_targets(library: &PromptLibrary) -> Vec<PathBuf> {
     out.into_iter().filter(|p| p.is_dir()).collect()
 }
 
+/// The on-disk prompt roots.
+fn root_dirs(library: &PromptLibrary) -> Vec<PathBuf> {
+    library
+        .roots()
+        .iter()
+        .filter_map(|r| r.dir().map(Path::to_path_buf))
+        .collect()
+}
+
 /// Starts watching. Must be called inside a tokio runtime. `on_change` runs after every reload
 /// whose outcome has `changed` set (not after a no-op save); problems are logged to stderr as
 /// `file:line: reason`.
@@ -114,44 +129,73 @@ where
     }
     tracing::debug!(?watched, "watching for prompt changes");
 
+    // A root's parent shows the root being deleted and created again.
+    let roots = root_dirs(&library);
+    let mut parents = Vec::new();
+    for parent in roots.iter().filter_map(|r| r.parent()) {
+        if parent.is_dir() && !watched.iter().any(|w| w == parent) {
+            add_watch(&watcher, parent, &mut parents);
+        }
+    }
+    tracing::debug!(?parents, "watching prompt roots' parents");
+
     let config_name = library.config_path().file_name().map(|n| n.to_os_string());
     let task_watcher = watcher.clone();
     let mut task_watched = watched.clone();
     let task = tokio::spawn(async move {
-        while let Some(event) = rx.recv().await {
-            if !is_relevant(&event, config_name.as_deref()) {
-                continue;
-            }
-            // Wait for the burst to end: an editor's save is several events.
-            let started = tokio::time::Instant::now();
-            loop {
-                let remaining = MAX_DELAY.saturating_sub(started.elapsed());
-                match tokio::time::timeout(DEBOUNCE.min(remaining), rx.recv()).await {
-                    Ok(Some(_)) if !remaining.is_zero() => continue,
+        let mut retry: Option<tokio::time::Instant> = None;
+        loop {
+            let event = match retry {
+                Some(at) => match tokio::time::timeout_at(at, rx.recv()).await {
+                    Ok(Some(event)) => Some(event),
                     Ok(None) => return,
-                    _ => break,
-                }
-            }
-            let lib = library.clone();
-            let outcome = match tokio::task::spawn_blocking(move || lib.reload()).await {
-                Ok(o) => o,
-                Err(e) => {
-                    tracing::error!("reload failed: {e}");
+                    Err(_) => None,
+                },
+                None => match rx.recv().await {
+                    Some(event) => Some(event),
+                    None => return,
+                },
+            };
+            if let Some(event) = &event {
+                if !is_relevant(event, config_name.as_deref(), &roots) {
                     continue;
                 }
-            };
-            for problem in &outcome.problems {
-                tracing::warn!("{problem}");
-            }
-            // A `system/` folder created after startup starts being watched now.
-            for dir in watch_targets(&library) {
-                if !task_watched.contains(&dir) {
-                    add_watch(&task_watcher, &dir, &mut task_watched);
+                // Wait for the burst to end: an editor's save is several events.
+                let started = tokio::time::Instant::now();
+                loop {
+                    let remaining = MAX_DELAY.saturating_sub(started.elapsed());
+                    match tokio::time::timeout(DEBOUNCE.min(remaining), rx.recv()).await {
+                        Ok(Some(_)) if !remaining.is_zero() => continue,
+                        Ok(None) => return,
+                        _ => break,
+                    }
                 }
             }
-            if outcome.changed {
-                tracing::info!("prompts changed; notifying clients");
-                on_change(outcome).await;
+            retry = None;
+            // A folder that appeared (a `system/` folder, a root created again) is watched
+            // before a second reload, which picks up what was written into it meanwhile.
+            for _ in 0..2 {
+                let lib = library.clone();
+                let outcome = match tokio::task::spawn_blocking(move || lib.reload()).await {
+                    Ok(o) => o,
+                    Err(e) => {
+                        tracing::error!("reload failed: {e}");
+                        break;
+                    }
+                };
+                for problem in &outcome.problems {
+                    tracing::warn!("{problem}");
+                }
+                if outcome.settling {
+                    retry = Some(tokio::time::Instant::now() + SETTLE_RETRY);
+                }
+                if outcome.changed {
+                    tracing::info!("prompts changed; notifying clients");
+                    on_change(outcome).await;
+                }
+                if !rewatch(&task_watcher, &watch_targets(&library), &mut task_watched) {
+                    break;
+                }
             }
         }
     });
@@ -162,6 +206,28 @@ where
     })
 }
 
+/// Forgets watched folders that no longer exist (their watch died with them) and watches every
+/// target not watched yet. Returns whether a watch was added.
+fn rewatch(
+    watcher: &Mutex<RecommendedWatcher>,
+    targets: &[PathBuf],
+    watched: &mut Vec<PathBuf>,
+) -> bool {
+    watched.retain(|dir| dir.is_dir());
+    let before = watched.len();
+    for dir in targets {
+        if !watched.contains(dir) {
+            // A stale watch on a folder deleted and created again is dropped first.
+            let _ = watcher
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwatch(dir);
+            add_watch(watcher, dir, watched);
+        }
+    }
+    watched.len() > before
+}
+
 fn add_watch(watcher: &Mutex<RecommendedWatcher>, dir: &Path, watched: &mut Vec<PathBuf>) {
     let mut w = watcher.lock().unwrap_or_else(|e| e.into_inner());
     match w.watch(dir, RecursiveMode::NonRecursive) {
@@ -170,16 +236,21 @@ fn add_watch(watcher: &Mutex<RecommendedWatcher>, dir: &Path, watched: &mut Vec<
     }
 }
 
-/// Whether an event can change what is served: a `*.md` file, the config file, or a `system/`
-/// folder appearing or disappearing. Reads (access events) never count.
-fn is_relevant(event: &notify::Event, config_name: Option<&std::ffi::OsStr>) -> bool {
+/// Whether an event can change what is served: a `*.md` file, the config file, a `system/`
+/// folder or a prompt root appearing or disappearing. Reads (access events) never count.
+fn is_relevant(
+    event: &notify::Event,
+    config_name: Option<&std::ffi::OsStr>,
+    roots: &[PathBuf],
+) -> bool {
     let is_read = matches!(event.kind, EventKind::Access(kind)
         if kind != AccessKind::Close(AccessMode::Write));
     if is_read {
         return false;
     }
     event.paths.iter().any(|p| {
-        p.extension().is_some_and(|e| e == "md")
+        roots.iter().any(|r| r == p)
+            || p.extension().is_some_and(|e| e == "md")
             || p.file_name()
                 .is_some_and(|n| Some(n) == config_name || n == "system")
     })
@@ -202,20 +273,25 @@ mod tests {
     fn relevance() {
         let cfg = Some(std::ffi::OsStr::new(".ado-mcp-config.json"));
         let create = EventKind::Create(CreateKind::File);
-        assert!(is_relevant(&event(create, &["/p/a.md"]), cfg));
+        assert!(is_relevant(&event(create, &["/p/a.md"]), cfg, &[]));
         assert!(is_relevant(
             &event(create, &["/p/.ado-mcp-config.json"]),
-            cfg
+            cfg,
+            &[]
         ));
-        assert!(is_relevant(&event(create, &["/p/system"]), cfg));
-        assert!(!is_relevant(&event(create, &["/p/.a.md.swp"]), cfg));
-        assert!(!is_relevant(&event(create, &["/p/Cargo.toml"]), cfg));
+        assert!(is_relevant(&event(create, &["/p/system"]), cfg, &[]));
+        assert!(!is_relevant(&event(create, &["/p/.a.md.swp"]), cfg, &[]));
+        assert!(!is_relevant(&event(create, &["/p/Cargo.toml"]), cfg, &[]));
         let rename = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
         assert!(is_relevant(
             &event(rename, &["/p/a.md.tmp", "/p/a.md"]),
-            cfg
+            cfg,
+            &[]
         ));
         let read = EventKind::Access(AccessKind::Open(notify::event::AccessMode::Read));
-        assert!(!is_relevant(&event(read, &["/p/a.md"]), cfg));
+        assert!(!is_relevant(&event(read, &["/p/a.md"]), cfg, &[]));
+        let roots = [PathBuf::from("/p/prompts")];
+        assert!(is_relevant(&event(create, &["/p/prompts"]), cfg, &roots));
+        assert!(!is_relevant(&event(create, &["/p/other"]), cfg, &roots));
     }
 }

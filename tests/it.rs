@@ -24,6 +24,7 @@ mod guard_redact;
 mod guard_rules;
 mod hostile_http;
 mod hostile_jsonrpc;
+mod hostile_render;
 mod hostile_workspace;
 mod library_reload;
 mod llm;

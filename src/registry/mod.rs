@@ -8,6 +8,15 @@
 //! compiles is refused the same way; the syntax check is supplied by the caller
 //! ([`TemplateCheck`]). Rendering lives in `render`; this module only knows files, names and
 //! frontmatter.
+//!
+//! Files are read under `limits.maxPromptFileBytes`: a larger file, a non-regular file or text
+//! that is not UTF-8 is reported by name and left out (on reload its last good version stays).
+//! On reload a file whose content changed is only taken once it is stable: it is read again
+//! after [`SETTLE`] until two reads agree, so a reader never sees a file half-written in place.
+//! A file that stays unstable, or that a rewrite in place has just emptied, keeps its last good
+//! version (a new file stays out) and the registry reports that it is
+//! [`settling`](Registry::settling); an emptied file is taken as empty once it has stayed empty
+//! for [`EMPTY_GRACE`].
 
 pub mod source;
 pub mod template;
@@ -15,6 +24,7 @@ pub mod template;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -80,6 +90,25 @@ pub struct TemplateSyntaxError {
 /// renderer's syntax configuration) so that this module never depends on `render`.
 pub type TemplateCheck<'a> = &'a dyn Fn(&PromptTemplate) -> Result<(), TemplateSyntaxError>;
 
+/// How long a changed file must stay unchanged before it is taken.
+pub const SETTLE: Duration = Duration::from_millis(25);
+/// How many times a changed file is read again before it counts as still being written.
+const SETTLE_ROUNDS: usize = 4;
+/// How long a file with a last good version must stay empty before it is served empty.
+pub const EMPTY_GRACE: Duration = Duration::from_secs(1);
+
+/// What one read of a listed file gave.
+type ReadResult = Result<Option<String>, SourceError>;
+
+/// Whether two reads of one file agree (same text, or both failed the same way).
+fn same_read(a: &ReadResult, b: &ReadResult) -> bool {
+    match (a, b) {
+        (Ok(a), Ok(b)) => a == b,
+        (Err(a), Err(b)) => a.to_string() == b.to_string(),
+        _ => false,
+    }
+}
+
 /// What the registry remembers of one file between reloads.
 #[derive(Debug, Clone)]
 struct FileState {
@@ -96,13 +125,23 @@ pub struct Registry {
     diagnostics: Vec<Diagnostic>,
     shadowed: Vec<Shadowing>,
     files: HashMap<String, FileState>,
+    max_file_bytes: u64,
+    settling: bool,
 }
 
 impl Registry {
-    /// Loads every root (lowest precedence first).
+    /// Loads every root (lowest precedence first) with the default file size cap.
     pub fn load(roots: Vec<Arc<dyn PromptSource>>) -> Registry {
+        Self::load_capped(
+            roots,
+            crate::limits::Limits::default().max_prompt_file_bytes,
+        )
+    }
+
+    /// Loads every root, leaving out files larger than `max_file_bytes`.
+    pub fn load_capped(roots: Vec<Arc<dyn PromptSource>>, max_file_bytes: u64) -> Registry {
         // Without a previous snapshot no file has a last good version: nothing is checked.
-        Self::load_with_previous(roots, None, &|_| Ok(()))
+        Self::load_with_previous(roots, None, &|_| Ok(()), max_file_bytes)
     }
 
     /// Loads every root, re-parsing only files whose content changed since `previous`. A changed
@@ -121,13 +160,16 @@ impl Registry {
         roots: Vec<Arc<dyn PromptSource>>,
         previous: Option<&Registry>,
         check: TemplateCheck<'_>,
+        max_file_bytes: u64,
     ) -> Registry {
         let mut diagnostics = Vec::new();
         let mut files = HashMap::new();
         let mut prompts: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
         let mut shadowed = Vec::new();
-        for root in &roots {
-            let listed = match root.list() {
+        let mut settling = false;
+        let reads = read_settled(&roots, previous, max_file_bytes);
+        for (root, listed) in roots.iter().zip(reads) {
+            let listed = match listed {
                 Ok(l) => l,
                 Err(e) => {
                     diagnostics.push(Diagnostic {
@@ -142,14 +184,16 @@ impl Registry {
                 }
             };
             let mut in_root: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
-            for file in listed {
+            for (file, read) in listed {
                 let Some(tpl) = load_file(
                     root.as_ref(),
                     &file,
+                    read,
                     previous,
                     check,
                     &mut files,
                     &mut diagnostics,
+                    &mut settling,
                 ) else {
                     continue;
                 };
@@ -185,7 +229,15 @@ impl Registry {
             diagnostics,
             shadowed,
             files,
+            max_file_bytes,
+            settling,
         }
+    }
+
+    /// Whether a changed file was still being written (or was just emptied) and kept its last
+    /// good version: load again after [`SETTLE`] to take it.
+    pub fn settling(&self) -> bool {
+        self.settling
     }
 
     /// The roots, lowest precedence first.
@@ -241,7 +293,7 @@ impl Registry {
                 vec![name.to_string(), format!("{name}.md")]
             };
             for rel in candidates {
-                if let Some(text) = root.read(&rel)? {
+                if let Some(text) = root.read(&rel, self.max_file_bytes)? {
                     let display = root.display_path(&rel);
                     let (_, body, body_line) =
                         split_frontmatter(&text, &display).map_err(|e| SourceError::Io {
@@ -281,31 +333,151 @@ pub struct IncludedFile {
     pub body_line: usize,
 }
 
+/// Lists every root and reads its files. On reload (`previous` given), files whose content
+/// changed are read again after [`SETTLE`] until two reads agree; a file still changing after
+/// [`SETTLE_ROUNDS`] reads is marked unsettled.
+#[allow(clippy::type_complexity)]
+fn read_settled(
+    roots: &[Arc<dyn PromptSource>],
+    previous: Option<&Registry>,
+    max_file_bytes: u64,
+) -> Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> {
+    let mut reads: Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> = roots
+        .iter()
+        .map(|root| {
+            Ok(root
+                .list()?
+                .into_iter()
+                .map(|file| {
+                    let result = root.read(&file.rel_path, max_file_bytes);
+                    (
+                        file,
+                        FileRead {
+                            result,
+                            settled: true,
+                        },
+                    )
+                })
+                .collect())
+        })
+        .collect();
+    let Some(previous) = previous else {
+        return reads;
+    };
+    let changed =
+        |file: &SourceFile, read: &ReadResult| match (previous.files.get(&file.display_path), read)
+        {
+            (Some(prev), Ok(Some(text))) => prev.hash != content_hash(text.as_bytes()),
+            _ => true,
+        };
+    let mut unsettled: Vec<(usize, usize)> = Vec::new();
+    for (r, listed) in reads.iter().enumerate() {
+        if let Ok(listed) = listed {
+            for (f, (file, read)) in listed.iter().enumerate() {
+                if changed(file, &read.result) {
+                    unsettled.push((r, f));
+                }
+            }
+        }
+    }
+    for _ in 0..SETTLE_ROUNDS {
+        if unsettled.is_empty() {
+            break;
+        }
+        std::thread::sleep(SETTLE);
+        unsettled.retain(|&(r, f)| {
+            let Ok(listed) = &mut reads[r] else {
+                return false;
+            };
+            let (file, read) = &mut listed[f];
+            let again = roots[r].read(&file.rel_path, max_file_bytes);
+            let same = same_read(&read.result, &again);
+            read.result = again;
+            !same
+        });
+    }
+    for (r, f) in unsettled {
+        if let Ok(listed) = &mut reads[r] {
+            listed[f].1.settled = false;
+        }
+    }
+    reads
+}
+
+/// One listed file's content, and whether it was stable.
+#[derive(Debug)]
+struct FileRead {
+    result: ReadResult,
+    settled: bool,
+}
+
+#[allow(clippy::too_many_arguments)]
 fn load_file(
     root: &dyn PromptSource,
     file: &SourceFile,
+    read: FileRead,
     previous: Option<&Registry>,
     check: TemplateCheck<'_>,
     files: &mut HashMap<String, FileState>,
     diagnostics: &mut Vec<Diagnostic>,
+    settling: &mut bool,
 ) -> Option<Arc<PromptTemplate>> {
-    let text = match root.read(&file.rel_path) {
+    let prev = previous.and_then(|p| p.files.get(&file.display_path));
+    let good = prev.and_then(|p| p.good.clone());
+    // Keeps the last good version (if any) of a file whose new content is not taken.
+    let mut keep = |diagnostic: Option<Diagnostic>| {
+        if let Some(mut d) = diagnostic {
+            if good.is_some() {
+                d.message.push_str(" (keeping the last good version)");
+            }
+            diagnostics.push(d);
+        }
+        if let Some(prev) = prev {
+            files.insert(file.display_path.clone(), prev.clone());
+        }
+        good.clone()
+    };
+    let text = match read.result {
         Ok(Some(t)) => t,
         Ok(None) => return None,
         Err(e) => {
-            diagnostics.push(Diagnostic {
+            return keep(Some(Diagnostic {
                 severity: Severity::Error,
                 path: file.display_path.clone(),
                 line: 1,
                 column: 1,
                 code: "read",
                 message: e.to_string(),
-            });
-            return None;
+            }));
         }
     };
+    if !read.settled && good.is_none() {
+        // A new file still being written appears once it is complete.
+        *settling = true;
+        return None;
+    }
+    if good.is_some() {
+        let just_emptied = text.is_empty()
+            && root
+                .age(&file.rel_path)
+                .is_some_and(|age| age < EMPTY_GRACE);
+        if !read.settled || just_emptied {
+            *settling = true;
+            return keep(Some(Diagnostic {
+                severity: Severity::Warning,
+                path: file.display_path.clone(),
+                line: 1,
+                column: 1,
+                code: "settling",
+                message: if just_emptied {
+                    "file was just emptied; taken as empty if it stays empty".into()
+                } else {
+                    "file is still being written".into()
+                },
+            }));
+        }
+    }
     let hash = content_hash(text.as_bytes());
-    let prev = previous.and_then(|p| p.files.get(&file.display_path));
     if let Some(prev) = prev
         && prev.hash == hash
         && let Some(good) = &prev.good

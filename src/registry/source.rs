@@ -32,6 +32,8 @@ pub enum SourceError {
     },
     #[error("`{name}` escapes its prompt root {root}")]
     Escapes { name: String, root: String },
+    #[error(transparent)]
+    Read(#[from] crate::limits::CappedReadError),
 }
 
 /// A root of prompt files: `*.md` are user prompts, `system/*.md` system prompts.
@@ -43,8 +45,13 @@ pub trait PromptSource: Send + Sync + std::fmt::Debug {
     /// Every prompt file of the root, sorted by path.
     fn list(&self) -> Result<Vec<SourceFile>, SourceError>;
     /// Reads a file by root-relative path; `Ok(None)` when it does not exist. Paths that escape
-    /// the root are rejected.
-    fn read(&self, rel_path: &str) -> Result<Option<String>, SourceError>;
+    /// the root are rejected, and so are files larger than `max_bytes`, non-regular files and
+    /// text that is not UTF-8.
+    fn read(&self, rel_path: &str, max_bytes: u64) -> Result<Option<String>, SourceError>;
+    /// How long ago a file was last modified, when the source knows.
+    fn age(&self, _rel_path: &str) -> Option<std::time::Duration> {
+        None
+    }
     /// The message path of a root-relative file.
     fn display_path(&self, rel_path: &str) -> String;
 }
@@ -146,7 +153,7 @@ impl PromptSource for DirSource {
         Ok(out)
     }
 
-    fn read(&self, rel_path: &str) -> Result<Option<String>, SourceError> {
+    fn read(&self, rel_path: &str, max_bytes: u64) -> Result<Option<String>, SourceError> {
         check_relative(rel_path, &self.describe())?;
         let path = self.root.join(rel_path);
         // Symlinks inside the root could still point outside it.
@@ -158,14 +165,22 @@ impl PromptSource for DirSource {
                 root: self.describe(),
             });
         }
-        match std::fs::read_to_string(&path) {
+        match crate::limits::read_text_capped(
+            &path,
+            max_bytes,
+            crate::limits::MAX_PROMPT_FILE_BYTES,
+        ) {
             Ok(s) => Ok(Some(s)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(source) => Err(SourceError::Io {
-                path: path.display().to_string(),
-                source,
-            }),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.into()),
         }
+    }
+
+    fn age(&self, rel_path: &str) -> Option<std::time::Duration> {
+        let modified = std::fs::metadata(self.root.join(rel_path))
+            .and_then(|m| m.modified())
+            .ok()?;
+        Some(modified.elapsed().unwrap_or_default())
     }
 
     fn display_path(&self, rel_path: &str) -> String {
@@ -207,7 +222,7 @@ impl PromptSource for BuiltinSource {
         Ok(out)
     }
 
-    fn read(&self, rel_path: &str) -> Result<Option<String>, SourceError> {
+    fn read(&self, rel_path: &str, _max_bytes: u64) -> Result<Option<String>, SourceError> {
         check_relative(rel_path, "builtin")?;
         Ok(BUILTIN
             .get_file(rel_path)

@@ -1,5 +1,10 @@
 //! Rendering: layered variables with provenance, argument coercion and validation, minijinja
-//! with fuel and recursion limits, and the plain-substitution fallback.
+//! with fuel, recursion and size limits, and the plain-substitution fallback.
+//!
+//! Every render runs under the snapshot's `limits.maxRenderBytes` (the largest text it may
+//! produce and the largest string or sequence it may build, enforced while rendering through
+//! the vendored minijinja's per-thread value size limit and the [`bounded`] filters) and
+//! `limits.maxRenderTotalBytes` (everything it builds together).
 //!
 //! Variables are layered lowest first: *computed* (dates from an injectable [`Clock`]) <
 //! *config* (`.ado-mcp-config.json`) < *frontmatter defaults* (which may reference the lower
@@ -11,6 +16,7 @@
 //! (minijinja caches them) and caches per prompt the engine decision, the variables the template
 //! reads, and the compiled argument validators.
 
+pub mod bounded;
 pub mod clock;
 pub mod plain;
 
@@ -26,6 +32,7 @@ use serde_json::{Map, Value};
 pub use clock::{Clock, ClockError, computed_variables};
 
 use crate::config::ProjectConfig;
+use crate::limits::{Limits, MAX_RENDER_BYTES, MAX_RENDER_TOTAL_BYTES};
 use crate::registry::{
     ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError, display_value,
 };
@@ -100,6 +107,14 @@ pub enum RenderError {
     },
     #[error("prompt `{prompt}`: include cycle: {}", chain.join(" -> "))]
     IncludeCycle { prompt: String, chain: Vec<String> },
+    #[error("{path}: prompt `{prompt}` exceeds `{key}` ({limit} bytes): {message}")]
+    TooLarge {
+        prompt: String,
+        path: String,
+        key: &'static str,
+        limit: usize,
+        message: String,
+    },
 }
 
 impl RenderError {
@@ -144,6 +159,7 @@ pub struct Renderer {
     analyses: HashMap<String, OnceLock<Analysis>>,
     validators: HashMap<String, OnceLock<Validators>>,
     globals: BTreeSet<String>,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for Renderer {
@@ -160,8 +176,14 @@ static INCLUDE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 impl Renderer {
-    /// Builds a renderer over a registry snapshot. Cheap: nothing is compiled until used.
+    /// Builds a renderer over a registry snapshot with the default limits. Cheap: nothing is
+    /// compiled until used.
     pub fn new(registry: Arc<Registry>) -> Renderer {
+        Self::with_limits(registry, Limits::default())
+    }
+
+    /// Builds a renderer whose renders stay within `limits`.
+    pub fn with_limits(registry: Arc<Registry>, limits: Limits) -> Renderer {
         let mut env = jinja_environment();
         let loader_registry = registry.clone();
         env.set_loader(move |name| match loader_registry.resolve_include(name) {
@@ -186,6 +208,7 @@ impl Renderer {
             analyses,
             validators,
             globals,
+            limits,
         }
     }
 
@@ -197,11 +220,10 @@ impl Renderer {
     /// The cached analysis of a prompt.
     pub fn analysis(&self, name: &str) -> Option<&Analysis> {
         let prompt = self.registry.get(name)?;
-        Some(
-            self.analyses
-                .get(name)?
-                .get_or_init(|| self.analyze(prompt)),
-        )
+        Some(self.analyses.get(name)?.get_or_init(|| {
+            let _limit = value_size_limit(&self.limits);
+            self.analyze(prompt)
+        }))
     }
 
     fn analyze(&self, prompt: &PromptTemplate) -> Analysis {
@@ -422,6 +444,9 @@ impl Renderer {
             });
         }
         let user = self.coerce_arguments(prompt, args)?;
+        // Everything below (defaults that are templates, the template itself) builds values
+        // under the render limits.
+        let guard = value_size_limit(&self.limits);
         let mut warnings = Vec::new();
         let (mut vars, mut provenance) = self.layer(prompt, &user, config, clock, &mut warnings)?;
         // `{{90_days_ago}}` and the like, found in real prompt files: computed on demand (the
@@ -454,9 +479,13 @@ impl Renderer {
                     .env
                     .get_template(name)
                     .map_err(|e| self.template_error(prompt, &e))?;
-                let text = t
-                    .render(JinjaValue::from(Serde(&vars)))
-                    .map_err(|e| self.template_error(prompt, &e))?;
+                let text = t.render(JinjaValue::from(Serde(&vars))).map_err(|e| {
+                    if guard.exceeded() {
+                        self.too_large(prompt, guard.total_exceeded(), jinja_message(&e))
+                    } else {
+                        self.template_error(prompt, &e)
+                    }
+                })?;
                 let used: Vec<String> = analysis
                     .variables
                     .iter()
@@ -466,8 +495,12 @@ impl Renderer {
                 (text, used)
             }
             Engine::Plain => {
-                let (text, mut used) =
-                    plain::substitute(&prompt.body, |k| vars.get(k).map(display_value));
+                let (text, mut used) = plain::substitute(
+                    &prompt.body,
+                    |k| vars.get(k).map(display_value),
+                    self.limits.max_render_bytes,
+                )
+                .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
                 used.sort();
                 if !analysis.verbatim.is_empty() {
                     warnings.push(format!(
@@ -513,6 +546,7 @@ impl Renderer {
             .iter()
             .filter_map(|k| vars.get(k).map(|v| (k.clone(), v.clone())))
             .collect();
+        drop(guard);
         let messages = split_roles(&text, prompt.roles);
         Ok(RenderedPrompt {
             name: name.to_string(),
@@ -634,7 +668,17 @@ impl Renderer {
         }
         let rendered = match self.env.render_str(s, JinjaValue::from(Serde(lower))) {
             Ok(r) => r,
-            Err(_) => plain::substitute(s, |k| lower.get(k).map(display_value)).0,
+            Err(_) => {
+                plain::substitute(s, |k| lower.get(k).map(display_value), self.limits.max_render_bytes)
+                    .map(|(text, _)| text)
+                    .unwrap_or_else(|e| {
+                        warnings.push(format!(
+                            "default of argument `{}` of prompt `{}` left unresolved: {e} (`{MAX_RENDER_BYTES}`)",
+                            arg.name, prompt.name
+                        ));
+                        s.clone()
+                    })
+            }
         };
         for key in plain::placeholders(s) {
             if plain::is_identifier(&key) && !lower.contains_key(&key) {
@@ -648,6 +692,22 @@ impl Renderer {
         match arg.declared_type() {
             Some(t) if t != ArgType::String => coerce(&value, t).unwrap_or(value),
             _ => value,
+        }
+    }
+
+    /// The error of a render that hit a size limit (`total`: the total of values built).
+    fn too_large(&self, prompt: &PromptTemplate, total: bool, message: String) -> RenderError {
+        let (key, limit) = if total {
+            (MAX_RENDER_TOTAL_BYTES, self.limits.max_render_total_bytes)
+        } else {
+            (MAX_RENDER_BYTES, self.limits.max_render_bytes)
+        };
+        RenderError::TooLarge {
+            prompt: prompt.name.clone(),
+            path: prompt.path.clone(),
+            key,
+            limit,
+            message,
         }
     }
 
@@ -672,6 +732,16 @@ impl Renderer {
     }
 }
 
+/// Sets the render limits as minijinja's value size limit of this thread until the guard is
+/// dropped. Compiling under it too keeps constant folding (`{{ "x" * 100000000 }}`) from
+/// building large constants: a fold over the limit is simply not done.
+fn value_size_limit(limits: &Limits) -> minijinja::ValueSizeLimitGuard {
+    minijinja::set_value_size_limit(minijinja::ValueSizeLimit {
+        max_value: limits.max_render_bytes,
+        max_total: limits.max_render_total_bytes,
+    })
+}
+
 /// The minijinja environment every Jinja compile and render uses, without a loader: the
 /// renderer adds its registry loader, [`check_syntax`] compiles a body with it as is. One
 /// constructor, so hot reload's syntax check and rendering cannot disagree on what parses.
@@ -680,6 +750,7 @@ fn jinja_environment<'source>() -> Environment<'source> {
     env.set_fuel(Some(FUEL));
     env.set_recursion_limit(RECURSION_LIMIT);
     env.set_undefined_behavior(UndefinedBehavior::Chainable);
+    bounded::add_bounded_filters(&mut env);
     // Values keep their JSON spelling in prompt text: `false`, not Python's `False`; a null
     // prints as nothing, like an undefined value.
     env.set_formatter(|out, state, value| {
@@ -714,6 +785,7 @@ fn jinja_environment<'source>() -> Environment<'source> {
 /// edit keeps the last good version. The error's line and column are the file's.
 pub fn check_syntax(prompt: &PromptTemplate) -> Result<(), TemplateSyntaxError> {
     let env = jinja_environment();
+    let _limit = value_size_limit(&Limits::default());
     let Err(e) = env.template_from_str(&prompt.body) else {
         return Ok(());
     };

@@ -29,19 +29,46 @@ pub fn is_identifier(key: &str) -> bool {
     IDENT.is_match(key) || super::clock::days_ago_digits(key).is_some()
 }
 
-/// Replaces each placeholder that `lookup` knows; returns the text and the keys replaced.
-pub fn substitute(body: &str, lookup: impl Fn(&str) -> Option<String>) -> (String, Vec<String>) {
+/// The text of a substitution would pass its size limit.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("substituted text would be larger than {limit} bytes")]
+pub struct TooLarge {
+    pub limit: usize,
+}
+
+/// Replaces each placeholder that `lookup` knows; returns the text and the keys replaced. The
+/// text never grows past `max_len` bytes: the substitution stops with [`TooLarge`] before.
+pub fn substitute(
+    body: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+    max_len: usize,
+) -> Result<(String, Vec<String>), TooLarge> {
     let mut used: Vec<String> = Vec::new();
-    let text = PLACEHOLDER.replace_all(body, |c: &regex::Captures<'_>| match lookup(&c[1]) {
-        Some(v) => {
-            if !used.iter().any(|u| u == &c[1]) {
-                used.push(c[1].to_string());
-            }
-            v
+    let mut text = String::new();
+    let push = |text: &mut String, s: &str| {
+        if text.len() + s.len() > max_len {
+            return Err(TooLarge { limit: max_len });
         }
-        None => c[0].to_string(),
-    });
-    (text.into_owned(), used)
+        text.push_str(s);
+        Ok(())
+    };
+    let mut last = 0;
+    for c in PLACEHOLDER.captures_iter(body) {
+        let m = c.get(0).expect("whole match");
+        push(&mut text, &body[last..m.start()])?;
+        match lookup(&c[1]) {
+            Some(v) => {
+                push(&mut text, &v)?;
+                if !used.iter().any(|u| u == &c[1]) {
+                    used.push(c[1].to_string());
+                }
+            }
+            None => push(&mut text, m.as_str())?,
+        }
+        last = m.end();
+    }
+    push(&mut text, &body[last..])?;
+    Ok((text, used))
 }
 
 #[cfg(test)]
@@ -51,11 +78,21 @@ mod tests {
     #[test]
     fn replaces_known_and_keeps_the_rest() {
         let body = "{{#if x}}A {{ name }} {{90_days_ago}}{{/if}}";
-        let (text, used) = substitute(body, |k| (k == "name").then(|| "Ada".to_string()));
+        let (text, used) =
+            substitute(body, |k| (k == "name").then(|| "Ada".to_string()), 1000).unwrap();
         assert_eq!(text, "{{#if x}}A Ada {{90_days_ago}}{{/if}}");
         assert_eq!(used, vec!["name"]);
         assert!(!is_identifier("#if x"));
         assert!(is_identifier("90_days_ago"));
         assert!(!is_identifier("90_days"));
+    }
+
+    #[test]
+    fn substitution_stops_at_its_limit() {
+        let body = "{{x}}".repeat(1000);
+        let big = "y".repeat(1000);
+        let err = substitute(&body, |_| Some(big.clone()), 64 * 1024).unwrap_err();
+        assert_eq!(err, TooLarge { limit: 64 * 1024 });
+        assert!(substitute(&body, |_| Some(big.clone()), 1_000_000).is_ok());
     }
 }

@@ -153,7 +153,7 @@ impl PromptSource for MemorySource {
             .collect())
     }
 
-    fn read(&self, rel_path: &str) -> Result<Option<String>, SourceError> {
+    fn read(&self, rel_path: &str, _max_bytes: u64) -> Result<Option<String>, SourceError> {
         Ok(self.files.get(rel_path).cloned())
     }
 
