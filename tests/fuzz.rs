@@ -54,6 +54,14 @@ const DICTIONARY: &[&str] = &[
     "`",
     "'",
     "\\",
+    "\"jsonrpc\":\"2.0\"",
+    "\"method\":",
+    "\"params\":{",
+    "\"id\":",
+    "[[[[[[[[",
+    "null",
+    "1e999",
+    "\"prompts/get\"",
     "%",
 ];
 
@@ -183,4 +191,9 @@ fn fuzz_scanner() {
 #[test]
 fn fuzz_chunker() {
     run("chunker");
+}
+
+#[test]
+fn fuzz_jsonrpc() {
+    run("jsonrpc");
 }

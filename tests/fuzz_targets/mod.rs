@@ -27,6 +27,7 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("render", render),
     ("scanner", scanner),
     ("chunker", chunker),
+    ("jsonrpc", jsonrpc),
 ];
 
 /// A prompt file (frontmatter + body) as the registry loads it: parsing never panics, and a
@@ -112,6 +113,33 @@ pub fn chunker(data: &[u8]) {
             chunk.start_line,
             chunk.end_line
         );
+    }
+}
+
+/// A raw message as a client sends it (a stdio line or an HTTP body), sorted by the JSON-RPC
+/// conformance layer in front of rmcp: it never panics; a refusal is a JSON-RPC 2.0 error with
+/// a standard code and an id that is a string, a number or null; what passes to rmcp
+/// serializes again.
+pub fn jsonrpc(data: &[u8]) {
+    match promptd::mcp::jsonrpc::check(data) {
+        promptd::mcp::jsonrpc::Verdict::Refuse(refusal) => {
+            let reply: Value = serde_json::from_slice(&refusal.to_json()).expect("reply is JSON");
+            assert_eq!(reply["jsonrpc"], "2.0");
+            assert!(
+                reply["id"].is_null() || reply["id"].is_string() || reply["id"].is_number(),
+                "id {}",
+                reply["id"]
+            );
+            let code = reply["error"]["code"].as_i64().expect("error code");
+            assert!(
+                [-32700, -32600, -32601, -32602, -32603].contains(&code),
+                "code {code}"
+            );
+        }
+        promptd::mcp::jsonrpc::Verdict::Pass(message) => {
+            serde_json::to_vec(&message).expect("a passed message serializes");
+        }
+        _ => {}
     }
 }
 
