@@ -416,23 +416,49 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
 
 /// Reads a request body whole: 413 over `max` bytes (naming the limit), 400 when its framing
 /// is broken (bad chunked encoding, a connection cut mid-body).
-async fn read_body(body: Body, max: usize) -> Result<Bytes, Response> {
+///
+/// An oversized body is read on and thrown away up to [`DRAIN_FACTOR`] times the limit, so a
+/// client still sending it reads the 413 instead of a reset connection; past that the
+/// connection is closed.
+async fn read_body(mut body: Body, max: usize) -> Result<Bytes, Response> {
     use http_body_util::BodyExt;
-    match http_body_util::Limited::new(body, max).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(plain(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "413 Payload Too Large: the request body exceeds {max} bytes \
-                 (limits.maxRequestBytes)\n"
-            ),
-        )),
-        Err(e) => Err(plain(
-            StatusCode::BAD_REQUEST,
-            format!("400 Bad Request: cannot read the request body: {e}\n"),
-        )),
+    let mut kept: Vec<u8> = Vec::new();
+    let mut seen: usize = 0;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            plain(
+                StatusCode::BAD_REQUEST,
+                format!("400 Bad Request: cannot read the request body: {e}\n"),
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        seen = seen.saturating_add(data.len());
+        if seen <= max {
+            kept.extend_from_slice(&data);
+        } else if seen > max.saturating_mul(DRAIN_FACTOR) {
+            break;
+        }
     }
+    if seen > max {
+        // The same JSON-RPC error a stdio client gets for an oversized line.
+        return Err((
+            StatusCode::PAYLOAD_TOO_LARGE,
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::CONNECTION, "close"),
+            ],
+            super::jsonrpc::Refusal::too_large(max).to_json(),
+        )
+            .into_response());
+    }
+    Ok(Bytes::from(kept))
 }
+
+/// How much of an oversized body is read and discarded before answering 413, in multiples of
+/// the limit.
+const DRAIN_FACTOR: usize = 4;
 
 /// DELETE closes a live session (204); an unknown or closed one is 404, as for any request.
 async fn delete_session(

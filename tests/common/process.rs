@@ -38,7 +38,7 @@ pub struct Bounded {
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
-    /// Peak resident set size of the child, in MiB (from `wait4`'s rusage).
+    /// Peak resident set size of the child, in MiB (its `VmHWM`, sampled).
     pub peak_rss_mib: f64,
     /// The child did not finish in time and was killed.
     pub timed_out: bool,
@@ -92,37 +92,34 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<String>
     })
 }
 
-/// Waits for `child` at most `timeout` (then kills it), and reaps it with `wait4` for its peak
-/// RSS. Returns (status, peak RSS MiB, timed out).
+/// Waits for `child` at most `timeout` (then kills it) and reaps it. Returns (status, peak RSS
+/// MiB, timed out).
+///
+/// The peak is the child's own `VmHWM`, sampled every 2 ms while it runs. `wait4`'s
+/// `ru_maxrss` cannot be used: the child is spawned with vfork semantics, and exec records the
+/// high-water mark of the memory it left, the test process's own, into the child's maximum.
 pub fn wait_bounded(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>, f64, bool) {
     let deadline = Instant::now() + timeout;
     let mut timed_out = false;
+    let mut peak: f64 = 0.0;
     loop {
-        // Peek without reaping, so wait4 below still gets the rusage.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        let rc = unsafe {
-            libc::waitid(
-                libc::P_PID,
-                child.id(),
-                &mut info,
-                libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-            )
-        };
-        if rc == 0 && unsafe { info.si_pid() } != 0 {
-            break;
+        if let Some(now) = peak_rss_of(child.id()) {
+            peak = peak.max(now);
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => return (Some(status), peak, false),
+            Ok(None) => {}
+            Err(_) => return (None, peak, false),
         }
         if Instant::now() >= deadline {
             timed_out = true;
             let _ = child.kill();
             break;
         }
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(2));
     }
-    let mut status: libc::c_int = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    let status = (pid > 0).then(|| ExitStatus::from_raw(status));
-    (status, usage.ru_maxrss as f64 / 1024.0, timed_out)
+    let status = child.wait().ok();
+    (status, peak, timed_out)
 }
 
 /// Current peak RSS (VmHWM) of a running process, in MiB.
