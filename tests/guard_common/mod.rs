@@ -8,6 +8,8 @@
 
 use std::path::PathBuf;
 
+pub mod families;
+
 /// One corpus text: a positive carries the rule id promptd must report and the fake secret
 /// itself (to check that it never appears in any output); a negative carries neither.
 #[derive(Clone)]
