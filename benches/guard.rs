@@ -86,32 +86,12 @@ fn text_1m(clean: bool) -> String {
     s
 }
 
-/// One line of `size` bytes: every corpus item, its newlines turned to spaces, over and over.
-fn one_line(size: usize) -> String {
-    let corpus: Vec<String> = guard_common::corpus()
-        .into_iter()
-        .map(|i| i.text.replace(['\n', '\r'], " "))
-        .collect();
-    let mut s = String::with_capacity(size + 4096);
-    'fill: loop {
-        for item in &corpus {
-            s.push_str(item);
-            s.push(' ');
-            if s.len() >= size {
-                break 'fill;
-            }
-        }
-    }
-    s.truncate(s.floor_char_boundary(size));
-    s
-}
-
 /// Single timed scans of one huge line (too slow for criterion's repeated samples when the
 /// scanner regresses to quadratic).
 fn huge_lines(_: &mut Criterion) {
     let guard = Guard::builtin().unwrap();
     for mb in [5, 20] {
-        let text = one_line(mb << 20);
+        let text = guard_common::one_line(mb << 20);
         let started = std::time::Instant::now();
         let report = guard
             .scan(black_box(&[ScanInput::new("line", text.as_str())]))

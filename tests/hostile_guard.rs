@@ -17,34 +17,14 @@ use promptd::guard::{Guard, ScanInput};
 use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::registry::{BuiltinSource, PromptSource};
 
-/// One line of about `size` bytes, no newline: every corpus text (secrets and look-alikes) with
-/// its newlines turned to spaces, over and over. A finding every few hundred bytes.
-fn one_line(size: usize) -> String {
-    let items: Vec<String> = guard_common::corpus()
-        .into_iter()
-        .map(|i| i.text.replace(['\n', '\r'], " "))
-        .collect();
-    let mut s = String::with_capacity(size + 4096);
-    'fill: loop {
-        for item in &items {
-            s.push_str(item);
-            s.push(' ');
-            if s.len() >= size {
-                break 'fill;
-            }
-        }
-    }
-    s
-}
-
 #[test]
 fn a_20_mb_line_of_secrets_scans_in_bounded_time_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("line.txt");
-    std::fs::write(&file, one_line(20 << 20)).unwrap();
+    std::fs::write(&file, guard_common::one_line(20 << 20)).unwrap();
     let mut cmd = common::process::promptd();
     cmd.arg("scan").arg(&file);
-    let run = common::process::run_bounded(cmd, b"", Duration::from_secs(120));
+    let run = common::process::run_bounded(cmd, b"", Duration::from_secs(180));
     eprintln!(
         "promptd scan of a 20 MB line: {:.1} s, peak RSS {:.0} MiB, {} report lines",
         run.elapsed.as_secs_f64(),
@@ -55,12 +35,12 @@ fn a_20_mb_line_of_secrets_scans_in_bounded_time_and_memory() {
     assert_eq!(run.code(), Some(1), "secrets found: {}", run.stderr);
     assert!(run.stdout.contains("github-pat"), "{}", &run.stdout[..2000]);
     assert!(
-        run.elapsed < Duration::from_secs(60),
+        run.elapsed < Duration::from_secs(100),
         "took {:?}",
         run.elapsed
     );
     assert!(
-        run.peak_rss_mib < 1536.0,
+        run.peak_rss_mib < 512.0,
         "peak RSS {} MiB",
         run.peak_rss_mib
     );
@@ -82,8 +62,8 @@ fn best_of_three(guard: &Guard, text: &str) -> (f64, usize) {
 #[test]
 fn scan_time_grows_linearly_with_line_length_and_findings() {
     let guard = Guard::builtin().unwrap();
-    let small = one_line(1 << 20);
-    let large = one_line(4 << 20);
+    let small = guard_common::one_line(1 << 20);
+    let large = guard_common::one_line(4 << 20);
     let (t1, n1) = best_of_three(&guard, &small);
     let (t4, n4) = best_of_three(&guard, &large);
     eprintln!("1 MB line: {t1:.3} s, {n1} findings; 4 MB line: {t4:.3} s, {n4} findings");
@@ -146,7 +126,7 @@ fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
         .build()
         .unwrap();
     let ticks = Arc::new(AtomicUsize::new(0));
-    let prompt = format!("Please review this: {}", one_line(6 << 20));
+    let prompt = format!("Please review this: {}", guard_common::one_line(6 << 20));
     let enhancer = enhancer(Vec::new());
     let result = runtime.block_on(async {
         let t = ticks.clone();

@@ -1120,6 +1120,27 @@ pub fn corpus() -> Vec<CorpusItem> {
     items
 }
 
+/// One line of `size` bytes, no newline: every corpus text (secrets and look-alikes) with its
+/// newlines turned to spaces, over and over; a finding every few hundred bytes.
+pub fn one_line(size: usize) -> String {
+    let items: Vec<String> = corpus()
+        .into_iter()
+        .map(|i| i.text.replace(['\n', '\r'], " "))
+        .collect();
+    let mut s = String::with_capacity(size + 4096);
+    'fill: loop {
+        for item in &items {
+            s.push_str(item);
+            s.push(' ');
+            if s.len() >= size {
+                break 'fill;
+            }
+        }
+    }
+    s.truncate(s.floor_char_boundary(size));
+    s
+}
+
 /// `<manifest>/.deps/gitleaks/gitleaks`, or `$GITLEAKS_BIN`.
 pub fn gitleaks_bin() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("GITLEAKS_BIN").filter(|p| !p.is_empty()) {
