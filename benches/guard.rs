@@ -1,7 +1,9 @@
 //! Secret-guard speed: promptd's in-process scan of 2 KB of code (target < 50 µs) and of 1 MB
 //! (target >= 100 MB/s) of repository text, clean and secret-dense, and the same inputs through
 //! the real gitleaks binary, one process per call, for comparison (skipped when the binary is
-//! absent; install it with scripts/setup-gitleaks).
+//! absent; install it with scripts/setup-gitleaks). Then one timed scan each of a 5 MB and a
+//! 20 MB single line dense with secrets, printed with its finding count: the scan must stay
+//! linear in line length times findings.
 
 #[path = "../tests/guard_common/mod.rs"]
 mod guard_common;
@@ -84,6 +86,25 @@ fn text_1m(clean: bool) -> String {
     s
 }
 
+/// Single timed scans of one huge line (too slow for criterion's repeated samples when the
+/// scanner regresses to quadratic).
+fn huge_lines(_: &mut Criterion) {
+    let guard = Guard::builtin().unwrap();
+    for mb in [5, 20] {
+        let text = guard_common::one_line(mb << 20);
+        let started = std::time::Instant::now();
+        let report = guard
+            .scan(black_box(&[ScanInput::new("line", text.as_str())]))
+            .unwrap();
+        let secs = started.elapsed().as_secs_f64();
+        println!(
+            "guard/promptd one {mb} MB line: {secs:.2} s ({:.1} MB/s), {} findings",
+            mb as f64 / secs,
+            report.findings.len()
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let inputs = [
         ("2 KB code", code_2k()),
@@ -129,5 +150,5 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+criterion_group!(benches, bench, huge_lines);
 criterion_main!(benches);

@@ -214,7 +214,10 @@ impl Enhancer {
             }
         };
         // 1. The prompt itself.
-        match guard.scan(&[ScanInput::new("prompt", req.prompt.as_str())]) {
+        match guard
+            .scan_blocking(vec![ScanInput::new("prompt", req.prompt.clone())])
+            .await
+        {
             Err(e) => {
                 warnings.push(format!(
                     "secret scan of the prompt failed: {e}; nothing was sent"
@@ -289,20 +292,20 @@ impl Enhancer {
 
         // 4. The retrieved context, chunk by chunk for precise locations, then the whole system
         //    message as the last gate: nothing leaves unless it is clean.
-        let mut inputs: Vec<ScanInput<'_>> = context
+        let mut inputs: Vec<ScanInput<'static>> = context
             .chunks
             .iter()
             .enumerate()
             .map(|(i, c)| {
                 ScanInput::new(
                     format!("context:{}:{}#{i}", c.path, c.start_line),
-                    c.text.as_str(),
+                    c.text.clone(),
                 )
                 .with_path(c.path.clone())
             })
             .collect();
-        inputs.push(ScanInput::new("context", system.as_str()));
-        match guard.scan(&inputs) {
+        inputs.push(ScanInput::new("context", system.clone()));
+        match guard.scan_blocking(inputs).await {
             Err(e) => {
                 warnings.push(format!(
                     "secret scan of the context failed: {e}; nothing was sent"

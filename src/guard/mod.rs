@@ -23,6 +23,7 @@ mod scanner;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -78,6 +79,8 @@ pub enum GuardError {
     GitleaksReport { path: PathBuf, message: String },
     #[error("gitleaks scratch directory: {0}")]
     Scratch(#[source] std::io::Error),
+    #[error("the secret scan did not complete: {0}")]
+    Interrupted(String),
 }
 
 /// What happens to an input that contains a secret.
@@ -384,6 +387,18 @@ impl Guard {
             );
         }
         Ok(ScanReport { findings, scanners })
+    }
+
+    /// [`Guard::scan`] on tokio's blocking pool: a long scan (a huge input, a slow gitleaks run)
+    /// never stalls the async task that awaits it, nor the other requests of its runtime.
+    pub async fn scan_blocking(
+        self: &Arc<Self>,
+        inputs: Vec<ScanInput<'static>>,
+    ) -> Result<ScanReport, GuardError> {
+        let guard = Arc::clone(self);
+        tokio::task::spawn_blocking(move || guard.scan(&inputs))
+            .await
+            .map_err(|e| GuardError::Interrupted(e.to_string()))?
     }
 
     /// `text` with every finding replaced by `[REDACTED:<rule-id>#n]`. The findings must be those

@@ -11,6 +11,7 @@
 //! rules are otherwise matched only on a composite rule's behalf.
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::bytes::RegexSet;
 
 use super::decode;
 use super::rules::{Allowlist, Condition, RegexTarget, Required, Rule, RuleSet};
@@ -115,13 +116,28 @@ impl Scanner {
         let mut lines: Option<LineIndex> = None;
         let mut findings = self.scan_text(label, path, text, false, &mut lines);
         let segments = decode::encoded_segments(text);
-        for (i, hit) in self.decoded_hits(path, &segments, 1) {
+        let hits = self.decoded_hits(path, &segments, 1);
+        // The plain findings of each rule, to skip a decoded hit the plain scan already placed
+        // (more precisely).
+        let mut plain: std::collections::HashMap<&str, Vec<(usize, usize)>> = Default::default();
+        if !hits.is_empty() {
+            for f in &findings {
+                plain
+                    .entry(f.rule_id.as_str())
+                    .or_default()
+                    .push((f.byte_start, f.byte_end));
+            }
+        }
+        let plain: std::collections::HashMap<&str, Spans> =
+            plain.into_iter().map(|(k, v)| (k, Spans::new(v))).collect();
+        let mut decoded = Vec::new();
+        for (i, hit) in hits {
             let segment = &segments[i];
             let range = segment.range.clone();
-            // The plain scan already placed this secret more precisely.
-            if findings.iter().any(|f| {
-                f.rule_id == hit.rule_id && f.byte_start < range.end && range.start < f.byte_end
-            }) {
+            if plain
+                .get(hit.rule_id.as_str())
+                .is_some_and(|spans| spans.overlaps(range.clone()))
+            {
                 continue;
             }
             let chain: Vec<&str> = std::iter::once(segment.encoding)
@@ -129,7 +145,7 @@ impl Scanner {
                 .map(decode::Encoding::name)
                 .collect();
             let li = lines.get_or_insert_with(|| LineIndex::new(text));
-            findings.push(finding_at(
+            decoded.push(finding_at(
                 &hit.rule_id,
                 &format!("{} (decoded: {})", hit.description, chain.join(" > ")),
                 label,
@@ -140,6 +156,8 @@ impl Scanner {
                 FindingSource::Promptd,
             ));
         }
+        drop(plain);
+        findings.append(&mut decoded);
         dedupe(&mut findings);
         findings
     }
@@ -214,36 +232,49 @@ impl Scanner {
                 auxiliary.resize_with(self.rules.rules.len(), || None);
                 for q in &rule.required {
                     if auxiliary[q.rule].is_none() {
-                        let aux = if enabled[q.rule] {
+                        let mut aux = if enabled[q.rule] {
                             let required_rule = &self.rules.rules[q.rule];
                             self.rule_findings(required_rule, label, path, text, lines)
                         } else {
                             Vec::new()
                         };
+                        // In (line, column) order: the parts near a finding are one window.
+                        aux.sort_by_key(|f| (f.line, f.column_start));
                         auxiliary[q.rule] = Some(aux);
                     }
                 }
+                let aux_of = |q: &Required| auxiliary[q.rule].as_deref().unwrap_or_default();
                 // A kept finding brings along the parts that completed it: they are secrets too,
                 // reported beside it (even from a `skipReport` rule) so that redaction covers the
-                // whole pair.
+                // whole pair. Each kept finding marks its windows (+1 at the start, -1 past the
+                // end); a running sum then tells which parts some kept finding needs.
+                let mut marks: Vec<Vec<isize>> = rule
+                    .required
+                    .iter()
+                    .map(|q| vec![0; aux_of(q).len() + 1])
+                    .collect();
                 let mut kept = Vec::with_capacity(found.len());
                 for primary in found {
-                    let mut parts = Vec::new();
-                    let complete = rule.required.iter().all(|q| {
-                        let before = parts.len();
-                        parts.extend(
-                            auxiliary[q.rule]
-                                .as_deref()
-                                .unwrap_or_default()
-                                .iter()
-                                .filter(|aux| within_proximity(&primary, aux, q))
-                                .cloned(),
-                        );
-                        parts.len() > before
-                    });
-                    if complete {
-                        findings.extend(parts);
+                    let windows: Vec<std::ops::Range<usize>> = rule
+                        .required
+                        .iter()
+                        .map(|q| proximity_window(aux_of(q), &primary, q))
+                        .collect();
+                    if windows.iter().all(|w| !w.is_empty()) {
+                        for (mark, w) in marks.iter_mut().zip(windows) {
+                            mark[w.start] += 1;
+                            mark[w.end] -= 1;
+                        }
                         kept.push(primary);
+                    }
+                }
+                for (q, mark) in rule.required.iter().zip(&marks) {
+                    let mut depth = 0;
+                    for (part, m) in aux_of(q).iter().zip(mark) {
+                        depth += m;
+                        if depth > 0 {
+                            findings.push(part.clone());
+                        }
                     }
                 }
                 found = kept;
@@ -266,28 +297,26 @@ impl Scanner {
     ) -> Vec<SecretFinding> {
         let bytes = text.as_bytes();
         let mut findings = Vec::new();
-        let mut push = |span: std::ops::Range<usize>, entropy: f64| {
-            let li = lines.get_or_insert_with(|| LineIndex::new(text));
-            findings.push(make_finding(
-                rule,
-                label,
-                text,
-                li,
-                span,
-                entropy,
-                FindingSource::Promptd,
-            ));
-        };
         if let Some(path_re) = &rule.path {
             match path {
                 Some(p) if path_re.is_match(p.as_bytes()) => {}
                 _ => return findings,
             }
         }
+        let finding = |li: &LineIndex, span: std::ops::Range<usize>, entropy: f64| {
+            make_finding(rule, label, text, li, span, entropy, FindingSource::Promptd)
+        };
         let Some(re) = &rule.regex else {
             // A path-only rule: the whole input is the finding (e.g. a key file by name).
-            if !text.is_empty() && !self.allowed(rule, path, "", "", "") {
-                push(0..text.len(), 0.0);
+            let whole = Candidate {
+                path,
+                secret: "",
+                matched: "",
+                line: 0..0,
+            };
+            if !text.is_empty() && !self.allowed(rule, &whole, &mut |_, set| set.is_match(b"")) {
+                let li = lines.get_or_insert_with(|| LineIndex::new(text));
+                findings.push(finding(li, 0..text.len(), 0.0));
             }
             return findings;
         };
@@ -309,6 +338,11 @@ impl Scanner {
                     (whole, secret)
                 }))
             };
+        // Line-target allowlist verdicts, one per allowlist for the line(s) last asked about:
+        // matches come in order, so every line is searched at most once per allowlist, however
+        // many matches it holds.
+        let mut line_verdicts: Vec<Option<(std::ops::Range<usize>, bool)>> =
+            vec![None; rule.allowlists.len() + self.rules.global.len()];
         for (whole, secret) in spans {
             if secret.is_empty() {
                 continue;
@@ -322,65 +356,110 @@ impl Scanner {
             {
                 continue;
             }
-            let line_span = line_around(text, match_span.clone());
-            if self.allowed(rule, path, secret_text, &text[match_span], &text[line_span]) {
+            let li = lines.get_or_insert_with(|| LineIndex::new(text));
+            let candidate = Candidate {
+                path,
+                secret: secret_text,
+                matched: &text[match_span.clone()],
+                line: li.lines_around(text.len(), match_span),
+            };
+            let mut line_hit = |slot: usize, set: &RegexSet| match &line_verdicts[slot] {
+                Some((range, hit)) if *range == candidate.line => *hit,
+                _ => {
+                    let hit = set.is_match(&bytes[candidate.line.clone()]);
+                    line_verdicts[slot] = Some((candidate.line.clone(), hit));
+                    hit
+                }
+            };
+            if self.allowed(rule, &candidate, &mut line_hit) {
                 continue;
             }
-            push(span, entropy);
+            findings.push(finding(li, span, entropy));
         }
         findings
     }
 
     /// Whether the rule's own allowlists, or a global allowlist that targets it, allow the
-    /// finding.
-    fn allowed(&self, rule: &Rule, path: Option<&str>, secret: &str, m: &str, line: &str) -> bool {
-        let check = |a: &Allowlist| allowlist_allows(a, path, secret, m, line);
-        rule.allowlists.iter().any(check)
-            || self.rules.global.iter().any(|a| {
-                (a.target_rules.is_empty() || a.target_rules.iter().any(|t| t == &rule.id))
-                    && check(a)
-            })
+    /// finding. `line_hit(slot, regexes)` answers a line-target allowlist, `slot` numbering the
+    /// rule's allowlists, then the global ones.
+    fn allowed(
+        &self,
+        rule: &Rule,
+        c: &Candidate<'_>,
+        line_hit: &mut dyn FnMut(usize, &RegexSet) -> bool,
+    ) -> bool {
+        let own = rule.allowlists.iter().map(Some);
+        let global = self.rules.global.iter().map(|a| {
+            (a.target_rules.is_empty() || a.target_rules.iter().any(|t| t == &rule.id)).then_some(a)
+        });
+        own.chain(global).enumerate().any(|(slot, a)| {
+            a.is_some_and(|a| allowlist_allows(a, c, &mut |set| line_hit(slot, set)))
+        })
     }
 }
 
-/// gitleaks' proximity test for a composite rule: with neither distance set, anywhere in the same
-/// text; `withinLines` bounds the distance between first lines; `withinColumns` bounds the
-/// distance between first columns and, since columns restart on every line, needs the same line.
-fn within_proximity(primary: &SecretFinding, aux: &SecretFinding, q: &Required) -> bool {
-    if let Some(n) = q.within_lines
-        && primary.line.abs_diff(aux.line) > n
-    {
-        return false;
-    }
-    if let Some(n) = q.within_columns
-        && (primary.line != aux.line || primary.column_start.abs_diff(aux.column_start) > n)
-    {
-        return false;
-    }
-    true
+/// One match as allowlists see it.
+struct Candidate<'t> {
+    /// The file the text came from, if any.
+    path: Option<&'t str>,
+    secret: &'t str,
+    /// The whole regex match.
+    matched: &'t str,
+    /// Byte range of the line(s) the match is on.
+    line: std::ops::Range<usize>,
+}
+
+/// The window of `aux` (sorted by line, then column) within a composite rule's distance of
+/// `primary`: with neither distance set, all of it; `withinLines` bounds the distance between
+/// first lines; `withinColumns` bounds the distance between first columns and, since columns
+/// restart on every line, needs the same line (gitleaks' proximity test).
+fn proximity_window(
+    aux: &[SecretFinding],
+    primary: &SecretFinding,
+    q: &Required,
+) -> std::ops::Range<usize> {
+    let (lo, hi) = match (q.within_lines, q.within_columns) {
+        (_, Some(n)) => (
+            (primary.line, primary.column_start.saturating_sub(n)),
+            (primary.line, primary.column_start.saturating_add(n)),
+        ),
+        (Some(n), None) => (
+            (primary.line.saturating_sub(n), 0),
+            (primary.line.saturating_add(n), usize::MAX),
+        ),
+        (None, None) => return 0..aux.len(),
+    };
+    let key = |f: &SecretFinding| (f.line, f.column_start);
+    let start = aux.partition_point(|f| key(f) < lo);
+    let end = aux.partition_point(|f| key(f) <= hi);
+    start..end.max(start)
 }
 
 /// gitleaks' allowlist semantics: with `OR` any present check that matches allows; with `AND`
-/// every present check must match.
-fn allowlist_allows(a: &Allowlist, path: Option<&str>, secret: &str, m: &str, line: &str) -> bool {
+/// every present check must match. `line_hit` answers the regexes of a line-target allowlist.
+fn allowlist_allows(
+    a: &Allowlist,
+    c: &Candidate<'_>,
+    line_hit: &mut dyn FnMut(&RegexSet) -> bool,
+) -> bool {
     if a.commits_only {
         return false;
     }
-    let target = match a.target {
-        RegexTarget::Secret => secret,
-        RegexTarget::Match => m,
-        RegexTarget::Line => line,
-    };
-    let regex_hit = || {
-        a.regexes
-            .as_ref()
-            .is_some_and(|r| r.is_match(target.as_bytes()))
+    let mut regex_hit = || {
+        a.regexes.as_ref().is_some_and(|r| match a.target {
+            RegexTarget::Secret => r.is_match(c.secret.as_bytes()),
+            RegexTarget::Match => r.is_match(c.matched.as_bytes()),
+            RegexTarget::Line => line_hit(r),
+        })
     };
     let stopword_hit = || {
-        let lower = secret.to_lowercase();
+        let lower = c.secret.to_lowercase();
         a.stopwords.iter().any(|w| lower.contains(w.as_str()))
     };
-    let path_hit = || path.is_some_and(|p| a.paths.iter().any(|r| r.is_match(p.as_bytes())));
+    let path_hit = || {
+        c.path
+            .is_some_and(|p| a.paths.iter().any(|r| r.is_match(p.as_bytes())))
+    };
     match a.condition {
         Condition::Or => {
             (a.regexes.is_some() && regex_hit())
@@ -395,8 +474,50 @@ fn allowlist_allows(a: &Allowlist, path: Option<&str>, secret: &str, m: &str, li
     }
 }
 
-/// Drops exact duplicates and generic findings whose secret overlaps a specific rule's finding
-/// (the specific rule says more about what leaked), as gitleaks does.
+/// Byte ranges sorted by start, with the running maximum of their ends: whether any of them
+/// overlaps a range is two binary searches.
+struct Spans {
+    starts: Vec<usize>,
+    max_end: Vec<usize>,
+}
+
+impl Spans {
+    fn new(mut ranges: Vec<(usize, usize)>) -> Spans {
+        ranges.sort_unstable();
+        let max_end = ranges
+            .iter()
+            .scan(0, |m, &(_, e)| {
+                *m = (*m).max(e);
+                Some(*m)
+            })
+            .collect();
+        Spans {
+            starts: ranges.into_iter().map(|(s, _)| s).collect(),
+            max_end,
+        }
+    }
+
+    /// Some range starting before `r.end` also ends after `r.start`.
+    fn overlaps(&self, r: std::ops::Range<usize>) -> bool {
+        let before_end = self.starts.partition_point(|&s| s < r.end);
+        before_end > 0 && self.max_end[before_end - 1] > r.start
+    }
+}
+
+/// How specific a rule is, by its id: `generic-*` rules (0) know least, `vendor-*` rules (1)
+/// know the service from a key name, every other rule (2) knows the token's own format.
+fn specificity(rule_id: &str) -> u8 {
+    if rule_id.starts_with("generic") {
+        0
+    } else if rule_id.starts_with("vendor-") {
+        1
+    } else {
+        2
+    }
+}
+
+/// Drops exact duplicates, and findings whose secret overlaps the finding of a more specific
+/// rule (which says more about what leaked), as gitleaks does for its generic rule.
 fn dedupe(findings: &mut Vec<SecretFinding>) {
     findings.sort_by(|a, b| {
         (a.byte_start, a.byte_end, &a.rule_id).cmp(&(b.byte_start, b.byte_end, &b.rule_id))
@@ -404,31 +525,20 @@ fn dedupe(findings: &mut Vec<SecretFinding>) {
     findings.dedup_by(|a, b| {
         a.rule_id == b.rule_id && a.byte_start == b.byte_start && a.byte_end == b.byte_end
     });
-    // Specific findings sorted by start, with the running maximum of their ends: a generic
-    // finding overlaps one of them iff some specific finding starting before its end also ends
-    // after its start.
-    let mut specific: Vec<(usize, usize)> = findings
-        .iter()
-        .filter(|f| !f.rule_id.starts_with("generic"))
-        .map(|f| (f.byte_start, f.byte_end))
-        .collect();
-    if specific.is_empty() {
-        return;
-    }
-    specific.sort_unstable();
-    let max_end: Vec<usize> = specific
-        .iter()
-        .scan(0, |m, &(_, e)| {
-            *m = (*m).max(e);
-            Some(*m)
-        })
-        .collect();
-    findings.retain(|f| {
-        if !f.rule_id.starts_with("generic") {
-            return true;
-        }
-        let before_end = specific.partition_point(|&(s, _)| s < f.byte_end);
-        before_end == 0 || max_end[before_end - 1] <= f.byte_start
+    // The spans of the findings at or above each level of specificity.
+    let at_least = |level: u8| {
+        Spans::new(
+            findings
+                .iter()
+                .filter(|f| specificity(&f.rule_id) >= level)
+                .map(|f| (f.byte_start, f.byte_end))
+                .collect(),
+        )
+    };
+    let above = [at_least(1), at_least(2)];
+    findings.retain(|f| match specificity(&f.rule_id) {
+        2 => true,
+        level => !above[usize::from(level)].overlaps(f.byte_start..f.byte_end),
     });
 }
 
@@ -473,35 +583,87 @@ pub(crate) fn widen_to_chars(text: &str, r: std::ops::Range<usize>) -> std::ops:
     start..end
 }
 
-/// The full line(s) a match sits on, for `regexTarget = "line"`.
-fn line_around(text: &str, r: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    let start = text[..r.start].rfind('\n').map_or(0, |i| i + 1);
-    let end = text[r.end..].find('\n').map_or(text.len(), |i| r.end + i);
-    start..end
-}
+/// Characters per checkpoint of [`LineIndex`]: a column costs at most this many bytes' count.
+const CHAR_BLOCK: usize = 4096;
 
-/// Byte offsets of line starts, built once per input that has a finding.
+/// Positions in one text, computed in one pass when the text gets its first finding: byte
+/// offsets of line starts, and (for non-ASCII text) the number of characters before every
+/// [`CHAR_BLOCK`]-byte block. Every position question is then a binary search and at most one
+/// block's count, whatever the line length and however many findings it holds.
 pub(crate) struct LineIndex {
     starts: Vec<usize>,
+    /// `None` for ASCII text, where a character column is a byte distance.
+    chars_before_block: Option<Vec<usize>>,
+}
+
+/// Characters in `bytes` (a slice of UTF-8 that may cut characters at its ends): the bytes
+/// that are not continuation bytes.
+fn count_chars(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&b| (b as i8) >= -0x40).count()
 }
 
 impl LineIndex {
     pub(crate) fn new(text: &str) -> LineIndex {
+        let bytes = text.as_bytes();
         let mut starts = vec![0];
         starts.extend(
-            text.bytes()
+            bytes
+                .iter()
                 .enumerate()
-                .filter(|(_, b)| *b == b'\n')
+                .filter(|(_, b)| **b == b'\n')
                 .map(|(i, _)| i + 1),
         );
-        LineIndex { starts }
+        let chars_before_block = (!text.is_ascii()).then(|| {
+            let mut before = Vec::with_capacity(bytes.len() / CHAR_BLOCK + 2);
+            let mut total = 0;
+            for block in bytes.chunks(CHAR_BLOCK) {
+                before.push(total);
+                total += count_chars(block);
+            }
+            before.push(total);
+            before
+        });
+        LineIndex {
+            starts,
+            chars_before_block,
+        }
+    }
+
+    /// Characters of `text` before byte `offset`.
+    fn chars_before(&self, text: &str, offset: usize) -> usize {
+        match &self.chars_before_block {
+            None => offset,
+            Some(before) => {
+                let block = offset / CHAR_BLOCK;
+                before[block] + count_chars(&text.as_bytes()[block * CHAR_BLOCK..offset])
+            }
+        }
+    }
+
+    /// 1-based line of a byte offset.
+    fn line_of(&self, offset: usize) -> usize {
+        self.starts.partition_point(|&s| s <= offset)
     }
 
     /// 1-based line and 1-based character column of a byte offset.
     pub(crate) fn position(&self, text: &str, offset: usize) -> (usize, usize) {
-        let line = self.starts.partition_point(|&s| s <= offset);
+        let line = self.line_of(offset);
         let start = self.starts[line - 1];
-        (line, text[start..offset].chars().count() + 1)
+        (
+            line,
+            self.chars_before(text, offset) - self.chars_before(text, start) + 1,
+        )
+    }
+
+    /// The full line(s) a byte range sits on, without their line ends (what an allowlist with
+    /// `regexTarget = "line"` is matched against).
+    fn lines_around(&self, text_len: usize, r: std::ops::Range<usize>) -> std::ops::Range<usize> {
+        let start = self.starts[self.line_of(r.start) - 1];
+        let end = self
+            .starts
+            .get(self.line_of(r.end))
+            .map_or(text_len, |next| next - 1);
+        start..end
     }
 
     /// Byte offset where a 1-based line starts, if the text has that line.

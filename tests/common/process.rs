@@ -100,7 +100,6 @@ fn reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<String>
 /// high-water mark of the memory it left, the test process's own, into the child's maximum.
 pub fn wait_bounded(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>, f64, bool) {
     let deadline = Instant::now() + timeout;
-    let mut timed_out = false;
     let mut peak: f64 = 0.0;
     loop {
         if let Some(now) = peak_rss_of(child.id()) {
@@ -112,14 +111,11 @@ pub fn wait_bounded(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>
             Err(_) => return (None, peak, false),
         }
         if Instant::now() >= deadline {
-            timed_out = true;
             let _ = child.kill();
-            break;
+            return (child.wait().ok(), peak, true);
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let status = child.wait().ok();
-    (status, peak, timed_out)
 }
 
 /// Current peak RSS (VmHWM) of a running process, in MiB.

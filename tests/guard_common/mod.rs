@@ -8,6 +8,8 @@
 
 use std::path::PathBuf;
 
+pub mod families;
+
 /// One corpus text: a positive carries the rule id promptd must report and the fake secret
 /// itself (to check that it never appears in any output); a negative carries neither.
 #[derive(Clone)]
@@ -1116,6 +1118,27 @@ pub fn corpus() -> Vec<CorpusItem> {
             .to_string(),
     );
     items
+}
+
+/// One line of `size` bytes, no newline: every corpus text (secrets and look-alikes) with its
+/// newlines turned to spaces, over and over; a finding every few hundred bytes.
+pub fn one_line(size: usize) -> String {
+    let items: Vec<String> = corpus()
+        .into_iter()
+        .map(|i| i.text.replace(['\n', '\r'], " "))
+        .collect();
+    let mut s = String::with_capacity(size + 4096);
+    'fill: loop {
+        for item in &items {
+            s.push_str(item);
+            s.push(' ');
+            if s.len() >= size {
+                break 'fill;
+            }
+        }
+    }
+    s.truncate(s.floor_char_boundary(size));
+    s
 }
 
 /// `<manifest>/.deps/gitleaks/gitleaks`, or `$GITLEAKS_BIN`.

@@ -1,0 +1,237 @@
+//! Hostile input against the secret guard: one huge line full of secrets scans in bounded time
+//! and memory (and in time linear in its length), a scan never stalls the async runtime that
+//! awaits it, and a private key split across context chunks is caught in every part.
+
+use crate::common;
+use crate::guard_common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use promptd::enhance::{
+    ContextChunk, ContextRetriever, EnhanceStatus, Enhancer, RetrievedContext, ValidatedRequest,
+};
+use promptd::guard::{Guard, ScanInput};
+use promptd::library::{LibraryOptions, PromptLibrary};
+use promptd::registry::{BuiltinSource, PromptSource};
+use promptd::workspace::{Workspace, WorkspacePolicy, WorkspaceSettings};
+
+#[test]
+fn a_20_mb_line_of_secrets_scans_in_bounded_time_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("line.txt");
+    std::fs::write(&file, guard_common::one_line(20 << 20)).unwrap();
+    let mut cmd = common::process::promptd();
+    cmd.arg("scan").arg(&file);
+    let run = common::process::run_bounded(cmd, b"", Duration::from_secs(180));
+    eprintln!(
+        "promptd scan of a 20 MB line: {:.1} s, peak RSS {:.0} MiB, {} report lines",
+        run.elapsed.as_secs_f64(),
+        run.peak_rss_mib,
+        run.stdout.lines().count()
+    );
+    assert!(run.exited(), "timed out or killed: {run:?}");
+    assert_eq!(run.code(), Some(1), "secrets found: {}", run.stderr);
+    assert!(run.stdout.contains("github-pat"), "{}", &run.stdout[..2000]);
+    assert!(
+        run.elapsed < Duration::from_secs(100),
+        "took {:?}",
+        run.elapsed
+    );
+    assert!(
+        run.peak_rss_mib < 512.0,
+        "peak RSS {} MiB",
+        run.peak_rss_mib
+    );
+}
+
+/// Seconds for the fastest of three scans of `text`, and its finding count.
+fn best_of_three(guard: &Guard, text: &str) -> (f64, usize) {
+    let mut best = f64::MAX;
+    let mut n = 0;
+    for _ in 0..3 {
+        let started = Instant::now();
+        let report = guard.scan(&[ScanInput::new("line", text)]).unwrap();
+        best = best.min(started.elapsed().as_secs_f64());
+        n = report.findings.len();
+    }
+    (best, n)
+}
+
+#[test]
+fn scan_time_grows_linearly_with_line_length_and_findings() {
+    let guard = Guard::builtin().unwrap();
+    let small = guard_common::one_line(1 << 20);
+    let large = guard_common::one_line(4 << 20);
+    let (t1, n1) = best_of_three(&guard, &small);
+    let (t4, n4) = best_of_three(&guard, &large);
+    eprintln!("1 MB line: {t1:.3} s, {n1} findings; 4 MB line: {t4:.3} s, {n4} findings");
+    assert!(
+        n4 >= 3 * n1,
+        "findings must grow with the line: {n1} → {n4}"
+    );
+    // Linear: about 4×. Quadratic (line length × findings) would be 16×.
+    assert!(t4 < 9.0 * t1, "4× the input took {:.1}× the time", t4 / t1);
+}
+
+/// A retriever that returns fixed chunks.
+struct Chunks(Vec<ContextChunk>);
+
+impl ContextRetriever for Chunks {
+    fn retrieve(
+        &self,
+        _: &Workspace,
+        _: &str,
+        _: Option<&Path>,
+    ) -> Result<RetrievedContext, String> {
+        let formatted = self
+            .0
+            .iter()
+            .map(|c| c.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(RetrievedContext {
+            formatted,
+            chunks: self.0.clone(),
+            warnings: Vec::new(),
+        })
+    }
+}
+
+fn enhancer(chunks: Vec<ContextChunk>) -> Enhancer {
+    let roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
+    let options = LibraryOptions {
+        cwd: std::env::temp_dir(),
+        ..Default::default()
+    };
+    Enhancer {
+        library: Arc::new(PromptLibrary::open_with_roots(options, roots).unwrap()),
+        guard: Ok(Arc::new(Guard::builtin().unwrap())),
+        retriever: Arc::new(Chunks(chunks)),
+        llm: None,
+    }
+}
+
+/// A workspace in a fresh folder that lives as long as the test process.
+fn scratch_workspace() -> Workspace {
+    let dir = tempfile::tempdir().unwrap().keep();
+    Workspace::open(
+        &dir,
+        &WorkspacePolicy::trusted(&WorkspaceSettings::default()),
+    )
+    .unwrap()
+}
+
+fn request(prompt: String) -> ValidatedRequest {
+    ValidatedRequest {
+        prompt,
+        repo: scratch_workspace(),
+        active_file: None,
+        active_file_rel: None,
+    }
+}
+
+#[test]
+fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
+    // A current-thread runtime, as `promptd enhance` uses: a scan run inline would starve the
+    // ticker until it ends.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
+    let ticks = Arc::new(AtomicUsize::new(0));
+    let prompt = format!("Please review this: {}", guard_common::one_line(6 << 20));
+    let enhancer = enhancer(Vec::new());
+    let result = runtime.block_on(async {
+        let t = ticks.clone();
+        let ticker = tokio::spawn(async move {
+            loop {
+                t.fetch_add(1, Ordering::Relaxed);
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        tokio::task::yield_now().await;
+        let started = Instant::now();
+        let before = ticks.load(Ordering::Relaxed);
+        let result = enhancer.enhance(&request(prompt), Vec::new()).await;
+        let during = ticks.load(Ordering::Relaxed) - before;
+        ticker.abort();
+        eprintln!(
+            "enhance scanned for {:?}; the runtime ticked {during} times meanwhile",
+            started.elapsed()
+        );
+        assert!(during >= 3, "the runtime was blocked: {during} ticks");
+        result
+    });
+    assert_eq!(result.status, EnhanceStatus::Blocked);
+    // The runtime still serves afterwards.
+    let after = runtime.block_on(enhancer.enhance(&request("Add a retry test".into()), Vec::new()));
+    assert_ne!(after.status, EnhanceStatus::Blocked, "{:?}", after.warnings);
+}
+
+/// A private key cut into the pieces a line-based chunker makes of it.
+fn split_key() -> Vec<String> {
+    let mut g = guard_common::Fake::new(0x5B1_17E);
+    let body = g.pick(&guard_common::b64(), 64 * 25 + 12);
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let kind = format!("{}{}", "RSA PRIVATE", " KEY");
+    vec![
+        format!("# deploy key\n-----BEGIN {kind}-----\n"),
+        format!("{}\n", lines[..12].join("\n")),
+        format!("{}\n-----END {kind}-----\n", lines[12..].join("\n")),
+    ]
+}
+
+#[test]
+fn every_chunk_of_a_split_private_key_is_a_finding() {
+    let guard = Guard::builtin().unwrap();
+    for (i, chunk) in split_key().iter().enumerate() {
+        let report = guard
+            .scan(&[ScanInput::new(format!("chunk{i}"), chunk.as_str())])
+            .unwrap();
+        assert!(!report.is_clean(), "chunk {i} passed the guard:\n{chunk}");
+        let redacted = guard.redact(chunk, &report.findings);
+        for line in chunk.lines().filter(|l| l.len() == 64) {
+            assert!(
+                !redacted.contains(line),
+                "chunk {i}: a key line survived redaction"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_retrieved_chunk_with_only_the_end_of_a_key_blocks_enhance() {
+    let tail = split_key().pop().unwrap();
+    let enhancer = enhancer(vec![ContextChunk {
+        path: "deploy/id_rsa".into(),
+        start_line: 14,
+        text: tail,
+    }]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let result =
+        runtime.block_on(enhancer.enhance(&request("Fix the deploy script".into()), Vec::new()));
+    assert_eq!(
+        result.status,
+        EnhanceStatus::Blocked,
+        "{:?}",
+        result.warnings
+    );
+    assert!(
+        result
+            .findings
+            .iter()
+            .any(|f| f.label.starts_with("context:deploy/id_rsa")),
+        "{:?}",
+        result.findings
+    );
+}
