@@ -61,8 +61,6 @@ pub struct Limits {
     pub max_index_bytes: u64,
     /// Largest LLM response body read, in bytes.
     pub max_llm_response_bytes: usize,
-    /// Largest text the secret guard scans in one request (a prompt, a document), in bytes.
-    pub max_scan_bytes: usize,
 }
 
 impl Default for Limits {
@@ -86,7 +84,6 @@ impl Default for Limits {
             max_index_files: 200_000,
             max_index_bytes: 2 * 1024 * 1024 * 1024,
             max_llm_response_bytes: 4 * 1024 * 1024,
-            max_scan_bytes: 16 * 1024 * 1024,
         }
     }
 }
