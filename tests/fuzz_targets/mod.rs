@@ -21,8 +21,11 @@ use promptd::registry::{PromptSource, Registry, SourceError, SourceFile};
 use promptd::render::{Clock, Renderer};
 use serde_json::{Map, Value};
 
+/// A fuzz target: one input, checked by panicking.
+pub type Target = fn(&[u8]);
+
 /// The targets by name, as `scripts/fuzz` and the fixture folders name them.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("prompt_file", prompt_file),
     ("render", render),
     ("scanner", scanner),
