@@ -18,7 +18,6 @@
 //! chunk before it, because it merges with that chunk's final newline (`\n\n` is one token).
 //! The unit tests check the sum against the whole block's count on awkward chunk endings.
 
-use std::io::Read;
 use std::path::Path;
 
 use schemars::JsonSchema;
@@ -62,29 +61,8 @@ impl DocChunk {
         let (full, shown) = workspace
             .resolve_inside(path)
             .map_err(|e| fail(e.to_string()))?;
-        // Checked before opening: opening a FIFO or a device may block or never end.
-        let meta = std::fs::metadata(&full).map_err(|e| fail(e.to_string()))?;
-        if !meta.is_file() {
-            return Err(fail("not a regular file".into()));
-        }
-        let file = std::fs::File::open(&full).map_err(|e| fail(e.to_string()))?;
-        let too_large = || {
-            fail(format!(
-                "larger than {max_bytes} bytes (limits.maxDocBytes)"
-            ))
-        };
-        if meta.len() > max_bytes {
-            return Err(too_large());
-        }
-        // The size read is bounded whatever the metadata said (a file may grow meanwhile).
-        let mut bytes = Vec::new();
-        file.take(max_bytes.saturating_add(1))
-            .read_to_end(&mut bytes)
+        let text = crate::limits::read_text_capped(&full, max_bytes, "limits.maxDocBytes")
             .map_err(|e| fail(e.to_string()))?;
-        if bytes.len() as u64 > max_bytes {
-            return Err(too_large());
-        }
-        let text = String::from_utf8(bytes).map_err(|e| fail(format!("not UTF-8 text ({e})")))?;
         Ok(Self {
             path: shown,
             start_line: 1,
