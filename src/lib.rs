@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod compose;
 pub mod config;
+pub mod dialect;
 pub mod enhance;
 pub mod guard;
 pub mod library;

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::config::{ConfigError, ProjectConfig};
+use crate::dialect::Dialect;
 use crate::limits::Limits;
 use crate::registry::{
     ArgType, PromptCategory, PromptSource, PromptTemplate, Registry, standard_roots,
@@ -347,6 +348,16 @@ pub struct PromptSummary {
     pub title: Option<String>,
     pub description: Option<String>,
     pub category: PromptCategory,
+    /// The format of the prompt file (`jinja`, `vscode`, `claude`, …).
+    pub dialect: Dialect,
+    /// The file, relative to its prompt folder.
+    pub source: String,
+    /// Tool-specific frontmatter (`model`, `allowed-tools`, `argument-hint`, …).
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub tool_metadata: Map<String, Value>,
+    /// Directives the prompt contains and promptd never runs (`shell`, `file`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub directives: Vec<&'static str>,
     pub arguments: Vec<ArgumentSummary>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
@@ -366,6 +377,10 @@ impl PromptSummary {
             title: t.title.clone(),
             description: t.description.clone(),
             category: t.category,
+            dialect: t.dialect,
+            source: t.rel_path.clone(),
+            tool_metadata: crate::dialect::tool_metadata(t),
+            directives: t.directives.clone(),
             arguments: t
                 .arguments
                 .iter()

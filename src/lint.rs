@@ -1,9 +1,10 @@
 //! `promptd check`: compiler-style lints over every prompt of a snapshot.
 //!
-//! Errors: YAML/frontmatter errors, name collisions, Jinja syntax errors of prompts that declare
+//! Errors: YAML/frontmatter errors, name collisions that cannot be qualified, Jinja syntax errors of prompts that declare
 //! `engine: jinja`, include cycles, missing includes, invalid argument schemas, and templates
 //! that fail a trial render (e.g. out of fuel). Warnings: the plain-substitution fallback,
-//! undefined variables, declared but unused arguments, defaults that reference a variable no
+//! undefined variables, renders that would drop text (`lossy-render`), name collisions served
+//! under qualified names, declared but unused arguments, defaults that reference a variable no
 //! layer defines, and unknown argument fields.
 
 use serde_json::{Map, Value};
@@ -139,6 +140,25 @@ fn check_prompt(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
     for v in &analysis.variables {
         let declared = prompt.arguments.iter().any(|a| &a.name == v);
         if !declared && !known_elsewhere(v, &snap.config) {
+            // Jinja prints nothing for it: the render would lose the expression's text.
+            let lossy = analysis.engine == crate::registry::Engine::Jinja
+                && !crate::dialect::jinja::serve_as_plain(
+                    prompt.engine.is_some(),
+                    &prompt.body,
+                    &[v.as_str()],
+                );
+            if lossy {
+                out.push(diag(
+                    prompt,
+                    Severity::Warning,
+                    line_of(prompt, v),
+                    "lossy-render",
+                    format!(
+                        "a render drops the text of every expression that reads `{v}` unless a caller supplies it; \
+                         declare it as an argument, or `engine: plain` (or another dialect) to keep such text verbatim"
+                    ),
+                ));
+            }
             out.push(diag(
                 prompt,
                 Severity::Warning,

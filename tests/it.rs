@@ -14,6 +14,7 @@ mod check_fixtures;
 mod cli;
 mod compose_cli;
 mod compose_stages;
+mod dialects;
 mod enhance;
 mod fuzz;
 mod get_prompts;

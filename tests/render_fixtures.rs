@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-fn run_case(case_file: &Path) -> String {
+pub(crate) fn run_case(case_file: &Path) -> String {
     let dir = case_file.parent().unwrap();
     let case: Value = serde_json::from_str(&std::fs::read_to_string(case_file).unwrap()).unwrap();
     let roots: Vec<_> = case["roots"]

@@ -31,6 +31,17 @@ pub fn prompt(t: &PromptTemplate) -> Prompt {
     if let Some(title) = &t.title {
         p = p.with_title(title);
     }
+    let mut meta = Map::new();
+    meta.insert("promptd/dialect".into(), json!(t.dialect));
+    meta.insert("promptd/source".into(), json!(t.rel_path));
+    let tool = crate::dialect::tool_metadata(t);
+    if !tool.is_empty() {
+        meta.insert("promptd/toolMetadata".into(), Value::Object(tool));
+    }
+    if !t.directives.is_empty() {
+        meta.insert("promptd/directives".into(), json!(t.directives));
+    }
+    p.meta = Some(rmcp::model::MetaObject(meta));
     p
 }
 

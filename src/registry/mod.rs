@@ -31,7 +31,8 @@ use serde::Serialize;
 pub use source::{BuiltinSource, DirSource, PromptSource, SourceError, SourceFile};
 pub use template::{
     ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
-    display_value, is_safe_segment, parse_prompt_file, split_frontmatter, yaml_to_json,
+    display_value, is_safe_segment, parse_prompt_file, parse_prompt_file_in, split_frontmatter,
+    yaml_to_json,
 };
 
 /// How bad a diagnostic is.
@@ -183,7 +184,7 @@ impl Registry {
                     continue;
                 }
             };
-            let mut in_root: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
+            let mut loaded: Vec<Arc<PromptTemplate>> = Vec::new();
             for (file, read) in listed {
                 let Some(tpl) = load_file(
                     root.as_ref(),
@@ -197,22 +198,9 @@ impl Registry {
                 ) else {
                     continue;
                 };
-                if let Some(first) = in_root.get(&tpl.name) {
-                    diagnostics.push(Diagnostic {
-                        severity: Severity::Error,
-                        path: tpl.path.clone(),
-                        line: 1,
-                        column: 1,
-                        code: "name-collision",
-                        message: format!(
-                            "prompt name `{}` is used by both {} and {} in the same root; {} is ignored",
-                            tpl.name, first.path, tpl.path, tpl.path
-                        ),
-                    });
-                    continue;
-                }
-                in_root.insert(tpl.name.clone(), tpl);
+                loaded.push(tpl);
             }
+            let in_root = qualify_collisions(loaded, &mut diagnostics);
             for (name, tpl) in in_root {
                 if let Some(hidden) = prompts.insert(name.clone(), tpl.clone()) {
                     shadowed.push(Shadowing {
@@ -323,6 +311,64 @@ impl Registry {
                     a == b && pa.version_hash == pb.version_hash && pa.path == pb.path
                 })
     }
+}
+
+/// Names the prompts of one root uniquely: files that would share a name are all served; the
+/// first (in path order) keeps the name, each other one is served under its qualified name (its
+/// root-relative path, see [`crate::dialect::qualified_name`]) with a warning.
+fn qualify_collisions(
+    loaded: Vec<Arc<PromptTemplate>>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> BTreeMap<String, Arc<PromptTemplate>> {
+    let mut users: HashMap<&str, Vec<&str>> = HashMap::new();
+    for t in &loaded {
+        users.entry(&t.name).or_default().push(&t.path);
+    }
+    let shared: HashMap<String, Vec<String>> = users
+        .into_iter()
+        .filter(|(_, paths)| paths.len() > 1)
+        .map(|(n, paths)| (n.to_string(), paths.into_iter().map(String::from).collect()))
+        .collect();
+    let mut in_root: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
+    for tpl in loaded {
+        let tpl = match shared.get(&tpl.name) {
+            Some(paths) if paths.first() != Some(&tpl.path) => {
+                let mut t = (*tpl).clone();
+                t.name = crate::dialect::qualified_name(&tpl.rel_path);
+                diagnostics.push(Diagnostic {
+                    severity: Severity::Warning,
+                    path: tpl.path.clone(),
+                    line: 1,
+                    column: 1,
+                    code: "name-collision",
+                    message: format!(
+                        "prompt name `{}` is shared by {}; this file is served as `{}`",
+                        tpl.name,
+                        paths.join(" and "),
+                        t.name
+                    ),
+                });
+                Arc::new(t)
+            }
+            _ => tpl,
+        };
+        if let Some(first) = in_root.get(&tpl.name) {
+            diagnostics.push(Diagnostic {
+                severity: Severity::Error,
+                path: tpl.path.clone(),
+                line: 1,
+                column: 1,
+                code: "name-collision",
+                message: format!(
+                    "prompt name `{}` is used by both {} and {} in the same root; {} is ignored",
+                    tpl.name, first.path, tpl.path, tpl.path
+                ),
+            });
+            continue;
+        }
+        in_root.insert(tpl.name.clone(), tpl);
+    }
+    in_root
 }
 
 /// A file pulled in by `{% include %}`.
@@ -487,37 +533,42 @@ fn load_file(
     }
     // What is served from this file, and what is wrong with its new text. A new text that does
     // not load keeps the last good version served (the diagnostic says so).
-    let (served, problem) =
-        match parse_prompt_file(&text, &file.display_path, &file.rel_path, file.category) {
-            Ok(tpl) => {
-                let good = prev.and_then(|p| p.good.as_ref());
-                match good.and_then(|g| broken_template(&tpl, g, check).map(|e| (g, e))) {
-                    Some((good, e)) => (
-                        Some(good.clone()),
-                        Some(Diagnostic {
-                            severity: Severity::Error,
-                            path: tpl.path.clone(),
-                            line: e.line,
-                            column: e.column,
-                            code: "template-syntax",
-                            message: e.message,
-                        }),
-                    ),
-                    None => (Some(Arc::new(tpl)), None),
-                }
+    let (served, problem) = match parse_prompt_file_in(
+        &text,
+        &file.display_path,
+        &file.rel_path,
+        file.category,
+        root.dialect(),
+    ) {
+        Ok(tpl) => {
+            let good = prev.and_then(|p| p.good.as_ref());
+            match good.and_then(|g| broken_template(&tpl, g, check).map(|e| (g, e))) {
+                Some((good, e)) => (
+                    Some(good.clone()),
+                    Some(Diagnostic {
+                        severity: Severity::Error,
+                        path: tpl.path.clone(),
+                        line: e.line,
+                        column: e.column,
+                        code: "template-syntax",
+                        message: e.message,
+                    }),
+                ),
+                None => (Some(Arc::new(tpl)), None),
             }
-            Err(e) => (
-                prev.and_then(|p| p.good.clone()),
-                Some(Diagnostic {
-                    severity: Severity::Error,
-                    path: e.path,
-                    line: e.line,
-                    column: e.column,
-                    code: "frontmatter",
-                    message: e.message,
-                }),
-            ),
-        };
+        }
+        Err(e) => (
+            prev.and_then(|p| p.good.clone()),
+            Some(Diagnostic {
+                severity: Severity::Error,
+                path: e.path,
+                line: e.line,
+                column: e.column,
+                code: "frontmatter",
+                message: e.message,
+            }),
+        ),
+    };
     if let Some(mut diagnostic) = problem {
         if served.is_some() {
             diagnostic

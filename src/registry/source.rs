@@ -6,6 +6,7 @@ use std::path::{Component, Path, PathBuf};
 use include_dir::{Dir, include_dir};
 
 use super::template::PromptCategory;
+use crate::dialect::Dialect;
 
 /// The prompts shipped with promptd (`prompts/` in the repository), compiled in so the binary
 /// works from any directory.
@@ -54,6 +55,10 @@ pub trait PromptSource: Send + Sync + std::fmt::Debug {
     }
     /// The message path of a root-relative file.
     fn display_path(&self, rel_path: &str) -> String;
+    /// The dialect of the root's files, when the root decides it (a `.claude/commands` folder).
+    fn dialect(&self) -> Option<Dialect> {
+        None
+    }
 }
 
 /// Rejects absolute paths and `..` so that a name or include never leaves its root.
@@ -79,17 +84,67 @@ pub fn check_relative(name: &str, root: &str) -> Result<(), SourceError> {
     }
 }
 
-/// A folder on disk.
+/// A folder on disk. A folder of another tool's dialect (`.claude/commands`, …) is read with
+/// its subfolders (which namespace the names); a promptd folder holds `*.md` user prompts and
+/// `system/*.md` system prompts, and its other subfolders are include files.
 #[derive(Debug, Clone)]
 pub struct DirSource {
     root: PathBuf,
+    dialect: Option<Dialect>,
 }
 
 impl DirSource {
+    /// A folder whose dialect its location decides ([`Dialect::of_folder`]).
     pub fn new(root: impl Into<PathBuf>) -> DirSource {
         let root = root.into();
         let root = std::fs::canonicalize(&root).unwrap_or(root);
-        DirSource { root }
+        let dialect = Dialect::of_folder(&root);
+        DirSource { root, dialect }
+    }
+
+    /// A folder of a given dialect, whatever its location.
+    pub fn with_dialect(root: impl Into<PathBuf>, dialect: Dialect) -> DirSource {
+        DirSource {
+            dialect: Some(dialect),
+            ..DirSource::new(root)
+        }
+    }
+
+    /// Every file of a dialect folder and its subfolders. Symlinked folders are not followed, so
+    /// the walk ends.
+    fn scan_nested(&self, dialect: Dialect, out: &mut Vec<SourceFile>) -> Result<(), SourceError> {
+        let mut pending = vec![String::new()];
+        while let Some(sub) = pending.pop() {
+            let dir = self.root.join(&sub);
+            let entries = std::fs::read_dir(&dir).map_err(|source| SourceError::Io {
+                path: dir.display().to_string(),
+                source,
+            })?;
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') {
+                    continue;
+                }
+                let rel = if sub.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{sub}/{name}")
+                };
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                if kind.is_dir() {
+                    pending.push(rel);
+                } else if dialect.accepts(&name) && entry.path().is_file() {
+                    out.push(SourceFile {
+                        display_path: entry.path().display().to_string(),
+                        rel_path: rel,
+                        category: PromptCategory::User,
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 
     fn scan(
@@ -147,8 +202,13 @@ impl PromptSource for DirSource {
 
     fn list(&self) -> Result<Vec<SourceFile>, SourceError> {
         let mut out = Vec::new();
-        self.scan("", PromptCategory::User, &mut out)?;
-        self.scan("system", PromptCategory::System, &mut out)?;
+        match self.dialect {
+            Some(d) if d.nested() => self.scan_nested(d, &mut out)?,
+            _ => {
+                self.scan("", PromptCategory::User, &mut out)?;
+                self.scan("system", PromptCategory::System, &mut out)?;
+            }
+        }
         out.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
         Ok(out)
     }
@@ -185,6 +245,10 @@ impl PromptSource for DirSource {
 
     fn display_path(&self, rel_path: &str) -> String {
         self.root.join(rel_path).display().to_string()
+    }
+
+    fn dialect(&self) -> Option<Dialect> {
+        self.dialect
     }
 }
 

@@ -13,6 +13,8 @@ use serde::Serialize;
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
+use crate::dialect::{self, Dialect};
+
 /// Whether a prompt is offered to users or used internally by a stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -93,6 +95,24 @@ pub struct ArgumentSpec {
 }
 
 impl ArgumentSpec {
+    /// An optional argument with nothing declared but its name, at a file line.
+    pub fn named(name: &str, line: usize) -> ArgumentSpec {
+        ArgumentSpec {
+            name: name.to_string(),
+            description: None,
+            required: false,
+            default: None,
+            arg_type: None,
+            enum_values: None,
+            examples: Vec::new(),
+            pattern: None,
+            minimum: None,
+            maximum: None,
+            schema: None,
+            line,
+        }
+    }
+
     /// The declared type, from `type:` or from `schema.type`.
     pub fn declared_type(&self) -> Option<ArgType> {
         self.arg_type.or_else(|| {
@@ -162,6 +182,10 @@ pub struct PromptTemplate {
     pub arguments: Vec<ArgumentSpec>,
     /// The engine declared in frontmatter, if any.
     pub engine: Option<Engine>,
+    /// The format the file is written in (names, arguments, substitution).
+    pub dialect: Dialect,
+    /// Directives the body contains and promptd never runs (`shell`, `file`).
+    pub directives: Vec<&'static str>,
     pub category: PromptCategory,
     /// Split the rendered text into one message per `<!-- role: … -->` section.
     pub roles: bool,
@@ -243,43 +267,63 @@ pub fn split_frontmatter<'a>(
     })
 }
 
-/// Parses a whole prompt file.
+/// Parses a whole prompt file of a folder without a dialect of its own.
 pub fn parse_prompt_file(
     text: &str,
     path: &str,
     rel_path: &str,
     category: PromptCategory,
 ) -> Result<PromptTemplate, PromptFileError> {
+    parse_prompt_file_in(text, path, rel_path, category, None)
+}
+
+/// Parses a whole prompt file; `folder` is the dialect its folder decides, if any. The name
+/// comes from the path (see [`dialect::name_from_path`]) unless the frontmatter gives a valid
+/// one; the dialect from the folder and file name unless the frontmatter's `engine:` says.
+pub fn parse_prompt_file_in(
+    text: &str,
+    path: &str,
+    rel_path: &str,
+    category: PromptCategory,
+    folder: Option<Dialect>,
+) -> Result<PromptTemplate, PromptFileError> {
     let version_hash = content_hash(text.as_bytes());
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let (yaml, body, body_line) = split_frontmatter(text, path)?;
-    let stem = rel_path
-        .rsplit('/')
-        .next()
-        .unwrap_or(rel_path)
-        .trim_end_matches(".md")
-        .to_string();
+    let dialect = Dialect::recognise(folder, rel_path);
     let mut tpl = PromptTemplate {
-        name: stem,
+        name: dialect::name_from_path(rel_path, category),
         title: None,
         description: None,
         version: None,
         arguments: Vec::new(),
         engine: None,
+        dialect,
+        directives: Vec::new(),
         category,
         roles: false,
         metadata: Map::new(),
-        body: body.to_string(),
-        body_line,
+        body: String::new(),
+        body_line: 1,
         path: path.to_string(),
         rel_path: rel_path.to_string(),
         version_hash,
         parse_warnings: Vec::new(),
     };
-    if let Some(yaml) = yaml {
-        let fm = Frontmatter { path, line_base: 1 };
-        fm.apply(yaml, &mut tpl)?;
+    if dialect == Dialect::Gemini {
+        let file = dialect::gemini::parse(text, path)?;
+        tpl.body = file.prompt;
+        tpl.description = file.description;
+        tpl.metadata = file.metadata;
+    } else {
+        let (yaml, body, body_line) = split_frontmatter(text, path)?;
+        tpl.body = body.to_string();
+        tpl.body_line = body_line;
+        if let Some(yaml) = yaml {
+            let fm = Frontmatter { path, line_base: 1 };
+            fm.apply(yaml, &mut tpl)?;
+        }
     }
+    dialect::complete(&mut tpl);
     validate_name(&tpl.name).map_err(|message| PromptFileError {
         path: path.to_string(),
         line: 1,
@@ -300,10 +344,10 @@ pub fn is_safe_segment(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
-/// Prompt names are single path segments of safe characters: they become MCP names and
-/// include targets, so a name must never be able to point outside its root.
+/// Prompt names are safe path segments joined by `:` (a subfolder's namespace): they become MCP
+/// names and include targets, so a name must never be able to point outside its root.
 pub fn validate_name(name: &str) -> Result<(), String> {
-    if is_safe_segment(name) {
+    if name.split(':').all(is_safe_segment) {
         Ok(())
     } else {
         Err(format!(
@@ -363,7 +407,15 @@ impl Frontmatter<'_> {
         for (k, v) in map {
             let key = scalar_text(k).ok_or_else(|| self.err(Some(k), "keys must be strings"))?;
             match key.as_ref() {
-                "name" => tpl.name = self.string_field(v, "name")?,
+                // A display name ("App Store Reviewer") is a title, not an error.
+                "name" => {
+                    let name = self.string_field(v, "name")?;
+                    if is_safe_segment(&name) {
+                        tpl.name = name;
+                    } else if tpl.title.is_none() {
+                        tpl.title = Some(name);
+                    }
+                }
                 "title" => tpl.title = Some(self.string_field(v, "title")?),
                 "description" => tpl.description = Some(self.string_field(v, "description")?),
                 "version" => {
@@ -373,16 +425,19 @@ impl Frontmatter<'_> {
                     }
                 }
                 "engine" => {
-                    tpl.engine = Some(match self.string_field(v, "engine")?.as_str() {
-                        "jinja" | "minijinja" | "jinja2" => Engine::Jinja,
-                        "plain" => Engine::Plain,
-                        other => {
-                            return Err(self.err(
-                                Some(v),
-                                format!("unknown engine `{other}` (expected `jinja` or `plain`)"),
-                            ));
-                        }
-                    })
+                    let name = self.string_field(v, "engine")?;
+                    let Some(d) = Dialect::parse(&name) else {
+                        return Err(self.err(
+                            Some(v),
+                            format!("unknown engine `{name}` (expected {})", Dialect::NAMES),
+                        ));
+                    };
+                    tpl.dialect = d;
+                    tpl.engine = match d {
+                        Dialect::Jinja => Some(Engine::Jinja),
+                        Dialect::Plain => Some(Engine::Plain),
+                        _ => None,
+                    };
                 }
                 "roles" => {
                     tpl.roles = match to_json(v) {
@@ -678,7 +733,20 @@ mod tests {
 
     #[test]
     fn names_cannot_escape() {
-        assert!(parse("---\nname: ../etc/passwd\n---\n").is_err());
+        let t = parse("---\nname: ../etc/passwd\n---\n").unwrap();
+        assert_eq!(t.name, "p");
+        assert_eq!(t.title.as_deref(), Some("../etc/passwd"));
         assert!(validate_name("code-review_2.v1").is_ok());
+        assert!(validate_name("tools:api-scaffold").is_ok());
+        assert!(validate_name("tools:..").is_err());
+    }
+
+    #[test]
+    fn a_display_name_becomes_the_title() {
+        let t = parse("---\nname: Apple App Store Reviewer\n---\nbody").unwrap();
+        assert_eq!(t.name, "p");
+        assert_eq!(t.title.as_deref(), Some("Apple App Store Reviewer"));
+        let t = parse("---\nname: Shown\ntitle: Given\n---\n").unwrap();
+        assert_eq!(t.title.as_deref(), Some("Given"));
     }
 }

@@ -18,7 +18,8 @@
 
 pub mod bounded;
 pub mod clock;
-pub mod plain;
+
+pub use crate::dialect::plain;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -32,6 +33,7 @@ use serde_json::{Map, Value};
 pub use clock::{Clock, ClockError, computed_variables};
 
 use crate::config::ProjectConfig;
+use crate::dialect::{Dialect, jinja};
 use crate::limits::{Limits, MAX_RENDER_BYTES, MAX_RENDER_TOTAL_BYTES};
 use crate::registry::{
     ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError, display_value,
@@ -68,6 +70,8 @@ pub struct RenderedPrompt {
     /// One user message, or one per `<!-- role: … -->` section when the prompt declares roles.
     pub messages: Vec<PromptMessage>,
     pub engine: Engine,
+    /// The format of the prompt file.
+    pub dialect: Dialect,
     /// Every variable the template used that had a value, sorted.
     pub template_args_used: Vec<String>,
     /// Variable → layer, for every variable used by the template or supplied by the caller.
@@ -253,6 +257,13 @@ impl Renderer {
         };
         if prompt.engine == Some(Engine::Plain) {
             plain(&mut analysis);
+            return analysis;
+        }
+        if !prompt.dialect.is_promptd() {
+            // Another tool's format: its own placeholders only, never Jinja.
+            analysis.engine = Engine::Plain;
+            analysis.includes.clear();
+            analysis.variables = prompt.arguments.iter().map(|a| a.name.clone()).collect();
             return analysis;
         }
         match self.env.get_template(&prompt.name) {
@@ -473,7 +484,45 @@ impl Renderer {
             });
         }
 
-        let (text, used) = match analysis.engine {
+        // A file that declares no engine and has only `{{ … }}` expressions may be another
+        // tool's text (`${{ matrix.os }}`): when Jinja would drop an expression nobody gives a
+        // value, it is served by plain substitution, which keeps it.
+        let undefined: Vec<&str> = analysis
+            .variables
+            .iter()
+            .filter(|v| !vars.contains_key(*v))
+            .map(String::as_str)
+            .collect();
+        let engine = if analysis.engine == Engine::Jinja
+            && jinja::serve_as_plain(prompt.engine.is_some(), &prompt.body, &undefined)
+        {
+            warnings.push(format!(
+                "rendered by plain substitution so that no text is lost: {} {} no value \
+                 (declare `engine: jinja` to render it as Jinja)",
+                undefined
+                    .iter()
+                    .map(|v| format!("`{v}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if undefined.len() == 1 { "has" } else { "have" }
+            ));
+            Engine::Plain
+        } else {
+            analysis.engine
+        };
+        let (text, used) = match engine {
+            _ if !prompt.dialect.is_promptd() => {
+                let (text, mut used) = prompt
+                    .dialect
+                    .substitute(
+                        &prompt.body,
+                        |k| vars.get(k).map(display_value),
+                        self.limits.max_render_bytes,
+                    )
+                    .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
+                used.sort();
+                (text, used)
+            }
             Engine::Jinja => {
                 let t = self
                     .env
@@ -552,7 +601,8 @@ impl Renderer {
             name: name.to_string(),
             text,
             messages,
-            engine: analysis.engine,
+            engine,
+            dialect: prompt.dialect,
             template_args_used: used,
             provenance,
             values,

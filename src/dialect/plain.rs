@@ -1,10 +1,12 @@
-//! Plain `{{ key }}` substitution for prompt files that are not valid Jinja (Handlebars blocks,
-//! `{{90_days_ago}}`): every placeholder whose key is a known variable is replaced, everything
-//! else is left exactly as written.
+//! Plain `{{ key }}` substitution (`engine: plain`, and the fallback for prompt files that are
+//! not valid Jinja: Handlebars blocks, `{{90_days_ago}}`): every placeholder whose key is a known
+//! variable is replaced, everything else is left exactly as written.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
+
+use super::{Key, Segment, Slot};
 
 static PLACEHOLDER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\{\{\s*([^{}]*?)\s*\}\}").expect("placeholder regex"));
@@ -26,7 +28,7 @@ pub fn placeholders(body: &str) -> Vec<String> {
 /// Whether a placeholder key looks like a variable name (as opposed to `#if X` or `/if`): an
 /// identifier, or a computed `<N>_days_ago` date.
 pub fn is_identifier(key: &str) -> bool {
-    IDENT.is_match(key) || super::clock::days_ago_digits(key).is_some()
+    IDENT.is_match(key) || crate::render::clock::days_ago_digits(key).is_some()
 }
 
 /// The text of a substitution would pass its size limit.
@@ -36,6 +38,33 @@ pub struct TooLarge {
     pub limit: usize,
 }
 
+/// The body cut at `{{ key }}` placeholders whose key is a variable name; a placeholder that
+/// has no value stays verbatim.
+pub fn segments(body: &str) -> Vec<Segment<'_>> {
+    let mut out = Vec::new();
+    let mut last = 0;
+    for c in PLACEHOLDER.captures_iter(body) {
+        let m = c.get(0).expect("whole match");
+        if m.start() > last {
+            out.push(Segment::Text(&body[last..m.start()]));
+        }
+        out.push(Segment::Slot {
+            raw: m.as_str(),
+            slot: Slot {
+                key: Key::Arg(c[1].to_string()),
+                keep_when_missing: true,
+                required: false,
+                hint: None,
+            },
+        });
+        last = m.end();
+    }
+    if last < body.len() {
+        out.push(Segment::Text(&body[last..]));
+    }
+    out
+}
+
 /// Replaces each placeholder that `lookup` knows; returns the text and the keys replaced. The
 /// text never grows past `max_len` bytes: the substitution stops with [`TooLarge`] before.
 pub fn substitute(
@@ -43,32 +72,7 @@ pub fn substitute(
     lookup: impl Fn(&str) -> Option<String>,
     max_len: usize,
 ) -> Result<(String, Vec<String>), TooLarge> {
-    let mut used: Vec<String> = Vec::new();
-    let mut text = String::new();
-    let push = |text: &mut String, s: &str| {
-        if text.len() + s.len() > max_len {
-            return Err(TooLarge { limit: max_len });
-        }
-        text.push_str(s);
-        Ok(())
-    };
-    let mut last = 0;
-    for c in PLACEHOLDER.captures_iter(body) {
-        let m = c.get(0).expect("whole match");
-        push(&mut text, &body[last..m.start()])?;
-        match lookup(&c[1]) {
-            Some(v) => {
-                push(&mut text, &v)?;
-                if !used.iter().any(|u| u == &c[1]) {
-                    used.push(c[1].to_string());
-                }
-            }
-            None => push(&mut text, m.as_str())?,
-        }
-        last = m.end();
-    }
-    push(&mut text, &body[last..])?;
-    Ok((text, used))
+    super::substitute(&segments(body), lookup, max_len)
 }
 
 #[cfg(test)]

@@ -1,0 +1,417 @@
+//! How a file becomes a template. A prompt file's *dialect* decides its name, its arguments and
+//! how a render substitutes them; everything else in the file is served byte for byte.
+//!
+//! | dialect | recognised by | placeholders |
+//! |---|---|---|
+//! | [`Dialect::Jinja`] | any other `*.md` | minijinja (plain fallback), in `render` |
+//! | [`Dialect::Plain`] | `engine: plain` | `{{ key }}` |
+//! | [`Dialect::Vscode`] | `*.prompt.md`, a `.github/prompts` folder | `${input:x}`, `${file}`, … |
+//! | [`Dialect::Claude`] | a `.claude/commands` or `.codex/prompts` folder | `$ARGUMENTS`, `$1`…`$9`, `$NAME`, `$$` |
+//! | [`Dialect::Gemini`] | `*.toml` under a `.gemini/commands` folder | `{{args}}` |
+//! | [`Dialect::Cursor`] | a `.cursor/commands` folder | none |
+//!
+//! The folder decides first (its last two path components), then the file name; frontmatter
+//! `engine:` and the config's `dialects` section override both. Each dialect cuts its body into
+//! [`Segment`]s: text, kept verbatim, and slots, replaced by a render. A render with every
+//! argument supplied therefore replaces exactly the placeholders and nothing else.
+
+pub mod claude;
+pub mod cursor;
+pub mod gemini;
+pub mod jinja;
+pub mod plain;
+pub mod vscode;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::registry::{ArgumentSpec, PromptCategory, PromptTemplate};
+pub use plain::TooLarge;
+
+/// The format a prompt file is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// promptd's own: minijinja over layered variables, plain substitution as fallback.
+    Jinja,
+    /// `{{ key }}` substitution only (Azure DevOps style prompt files).
+    Plain,
+    /// VS Code / Copilot prompt files.
+    Vscode,
+    /// Claude Code and Codex CLI commands.
+    Claude,
+    /// Gemini CLI commands (TOML).
+    Gemini,
+    /// Cursor commands.
+    Cursor,
+}
+
+/// Folder endings (last two components) that decide a dialect.
+const FOLDERS: &[(&str, &str, Dialect)] = &[
+    (".github", "prompts", Dialect::Vscode),
+    (".claude", "commands", Dialect::Claude),
+    (".codex", "prompts", Dialect::Claude),
+    (".gemini", "commands", Dialect::Gemini),
+    (".cursor", "commands", Dialect::Cursor),
+];
+
+/// Tool-specific frontmatter keys shown in listings.
+pub const TOOL_KEYS: &[&str] = &[
+    "agent",
+    "mode",
+    "model",
+    "tools",
+    "allowed-tools",
+    "argument-hint",
+    "disable-model-invocation",
+];
+
+impl Dialect {
+    /// A dialect by the name used in frontmatter `engine:` and in config.
+    pub fn parse(name: &str) -> Option<Dialect> {
+        Some(match name.trim().to_ascii_lowercase().as_str() {
+            "jinja" | "minijinja" | "jinja2" | "promptd" => Dialect::Jinja,
+            "plain" | "ado" => Dialect::Plain,
+            "vscode" | "copilot" => Dialect::Vscode,
+            "claude" | "codex" => Dialect::Claude,
+            "gemini" => Dialect::Gemini,
+            "cursor" => Dialect::Cursor,
+            _ => return None,
+        })
+    }
+
+    /// The accepted names, for messages.
+    pub const NAMES: &'static str = "jinja, plain, vscode, claude, codex, gemini or cursor";
+
+    /// The dialect's name in listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Jinja => "jinja",
+            Dialect::Plain => "plain",
+            Dialect::Vscode => "vscode",
+            Dialect::Claude => "claude",
+            Dialect::Gemini => "gemini",
+            Dialect::Cursor => "cursor",
+        }
+    }
+
+    /// The dialect a folder's location decides (`…/.claude/commands`), if any.
+    pub fn of_folder(dir: &Path) -> Option<Dialect> {
+        let mut comps = dir
+            .components()
+            .rev()
+            .map(|c| c.as_os_str().to_string_lossy());
+        let last = comps.next()?;
+        let parent = comps.next()?;
+        FOLDERS
+            .iter()
+            .find(|(p, l, _)| *p == parent && *l == last)
+            .map(|(_, _, d)| *d)
+    }
+
+    /// The folder of a dialect under a repository root (`.claude/commands`), when it has one.
+    pub fn folders() -> impl Iterator<Item = (String, Dialect)> {
+        FOLDERS.iter().map(|(p, l, d)| (format!("{p}/{l}"), *d))
+    }
+
+    /// The dialect of a file from its folder's dialect and its name (before frontmatter).
+    pub fn recognise(folder: Option<Dialect>, rel_path: &str) -> Dialect {
+        if rel_path.ends_with(".toml") {
+            return Dialect::Gemini;
+        }
+        match folder {
+            Some(d) if d != Dialect::Gemini => d,
+            _ if rel_path.ends_with(".prompt.md") => Dialect::Vscode,
+            _ => Dialect::Jinja,
+        }
+    }
+
+    /// Whether files of this dialect are rendered by promptd's template engine (Jinja or its
+    /// plain fallback) rather than by the dialect's own substitution.
+    pub fn is_promptd(self) -> bool {
+        matches!(self, Dialect::Jinja | Dialect::Plain)
+    }
+
+    /// Whether a folder of this dialect is scanned recursively (subfolders namespace names).
+    pub fn nested(self) -> bool {
+        !self.is_promptd()
+    }
+
+    /// Whether a file of a folder of this dialect is a prompt file.
+    pub fn accepts(self, file_name: &str) -> bool {
+        match self {
+            Dialect::Gemini => file_name.ends_with(".toml"),
+            _ => file_name.ends_with(".md"),
+        }
+    }
+
+    /// The body cut into verbatim text and slots.
+    pub fn segments(self, body: &str) -> Vec<Segment<'_>> {
+        match self {
+            Dialect::Jinja | Dialect::Plain => plain::segments(body),
+            Dialect::Vscode => vscode::segments(body),
+            Dialect::Claude => claude::segments(body),
+            Dialect::Gemini => gemini::segments(body),
+            Dialect::Cursor => cursor::segments(body),
+        }
+    }
+
+    /// The description of an argument a dialect derives, from the file's frontmatter.
+    fn argument_hint(self, name: &str, meta: &Map<String, Value>) -> Option<String> {
+        match self {
+            Dialect::Claude => claude::argument_hint(name, meta),
+            Dialect::Vscode => vscode::variable_description(name),
+            Dialect::Gemini => gemini::argument_hint(name),
+            _ => None,
+        }
+    }
+
+    /// Substitutes a body: each slot's value from `lookup`, text verbatim.
+    pub fn substitute(
+        self,
+        body: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+        max_len: usize,
+    ) -> Result<(String, Vec<String>), TooLarge> {
+        substitute(&self.segments(body), lookup, max_len)
+    }
+}
+
+/// A piece of a body: text served verbatim, or a placeholder a render replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment<'a> {
+    Text(&'a str),
+    Slot { raw: &'a str, slot: Slot },
+}
+
+/// What a placeholder stands for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slot {
+    pub key: Key,
+    /// A placeholder whose argument is not supplied stays verbatim (else it becomes empty).
+    pub keep_when_missing: bool,
+    /// The argument must be supplied.
+    pub required: bool,
+    /// The argument's description written in the placeholder (`${input:x:description}`).
+    pub hint: Option<String>,
+}
+
+/// The value a slot takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// The value of an argument.
+    Arg(String),
+    /// Word `index` (1-based) of an argument split like the shell.
+    Word { of: &'static str, index: usize },
+    /// A fixed text (`$$` is `$`).
+    Literal(&'static str),
+}
+
+impl Key {
+    /// The argument this key reads, if any.
+    pub fn argument(&self) -> Option<&str> {
+        match self {
+            Key::Arg(a) => Some(a),
+            Key::Word { of, .. } => Some(of),
+            Key::Literal(_) => None,
+        }
+    }
+}
+
+/// Splits an argument string into words like the shell (quotes group, backslashes escape);
+/// text the shell could not split (an open quote) is split at whitespace.
+pub fn shell_words(s: &str) -> Vec<String> {
+    shlex::split(s).unwrap_or_else(|| s.split_whitespace().map(str::to_string).collect())
+}
+
+/// Replaces each slot with its value; returns the text and the arguments used. The text never
+/// grows past `max_len` bytes.
+pub fn substitute(
+    segments: &[Segment<'_>],
+    lookup: impl Fn(&str) -> Option<String>,
+    max_len: usize,
+) -> Result<(String, Vec<String>), TooLarge> {
+    let mut text = String::new();
+    let mut used: Vec<String> = Vec::new();
+    let mut words: HashMap<&str, Option<Vec<String>>> = HashMap::new();
+    let push = |text: &mut String, s: &str| {
+        if text.len() + s.len() > max_len {
+            return Err(TooLarge { limit: max_len });
+        }
+        text.push_str(s);
+        Ok(())
+    };
+    for seg in segments {
+        let (raw, slot) = match seg {
+            Segment::Text(t) => {
+                push(&mut text, t)?;
+                continue;
+            }
+            Segment::Slot { raw, slot } => (raw, slot),
+        };
+        let value = match &slot.key {
+            Key::Literal(s) => Some((*s).to_string()),
+            Key::Arg(name) => lookup(name),
+            Key::Word { of, index } => words
+                .entry(of)
+                .or_insert_with(|| lookup(of).map(|v| shell_words(&v)))
+                .as_ref()
+                .map(|w| w.get(index - 1).cloned().unwrap_or_default()),
+        };
+        match value {
+            Some(v) => {
+                push(&mut text, &v)?;
+                if let Some(a) = slot.key.argument()
+                    && !used.iter().any(|u| u == a)
+                {
+                    used.push(a.to_string());
+                }
+            }
+            None if slot.keep_when_missing => push(&mut text, raw)?,
+            None => {}
+        }
+    }
+    Ok((text, used))
+}
+
+/// The file line of byte `offset` of a body that starts at `body_line`.
+fn line_at(body: &str, offset: usize, body_line: usize) -> usize {
+    body_line + body[..offset.min(body.len())].matches('\n').count()
+}
+
+/// The arguments a dialect's placeholders declare, in order of first appearance. Arguments the
+/// frontmatter already declares keep their declaration.
+pub fn placeholder_arguments(tpl: &PromptTemplate) -> Vec<ArgumentSpec> {
+    let mut out: Vec<ArgumentSpec> = Vec::new();
+    for seg in tpl.dialect.segments(&tpl.body) {
+        let Segment::Slot { raw, slot } = seg else {
+            continue;
+        };
+        let Some(name) = slot.key.argument() else {
+            continue;
+        };
+        if tpl.arguments.iter().any(|a| a.name == name) {
+            continue;
+        }
+        if let Some(existing) = out.iter_mut().find(|a| a.name == name) {
+            existing.required |= slot.required;
+            if existing.description.is_none() {
+                existing.description = slot.hint.clone();
+            }
+            continue;
+        }
+        let offset = raw.as_ptr() as usize - tpl.body.as_ptr() as usize;
+        let mut spec = ArgumentSpec::named(name, line_at(&tpl.body, offset, tpl.body_line));
+        spec.required = slot.required;
+        spec.description = slot
+            .hint
+            .clone()
+            .or_else(|| tpl.dialect.argument_hint(name, &tpl.metadata));
+        out.push(spec);
+    }
+    out
+}
+
+/// A prompt's name from its root-relative path: the file name without `.md`, `.toml` or
+/// `.prompt.md`, subfolders joined with `:` (`tools/api-scaffold.md` → `tools:api-scaffold`),
+/// characters other than letters, digits, `_`, `-` and `.` replaced by `-`. System prompts
+/// (`system/x.md`) are named by their file alone.
+pub fn name_from_path(rel_path: &str, category: PromptCategory) -> String {
+    let rel = match category {
+        PromptCategory::System => rel_path.rsplit('/').next().unwrap_or(rel_path),
+        PromptCategory::User => rel_path,
+    };
+    let rel = [".prompt.md", ".md", ".toml"]
+        .iter()
+        .find_map(|ext| rel.strip_suffix(ext).filter(|s| !s.is_empty()))
+        .unwrap_or(rel);
+    rel.split('/')
+        .map(sanitize_segment)
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+/// A name for two files that would otherwise share one: the whole root-relative path.
+pub fn qualified_name(rel_path: &str) -> String {
+    rel_path
+        .split('/')
+        .map(sanitize_segment)
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn sanitize_segment(s: &str) -> String {
+    let out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if out.is_empty() || out == "." || out == ".." {
+        "_".into()
+    } else {
+        out
+    }
+}
+
+/// The description of a prompt without a `description`: its first non-empty body line.
+pub fn first_line_description(body: &str) -> Option<String> {
+    body.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches('#').trim().to_string())
+        .filter(|l| !l.is_empty())
+}
+
+static SHELL: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"!`[^`\n]+`|!\{[^}\n]*\}").expect("shell directive regex"));
+static FILE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"@\{[^}\n]+\}|(?m)(?:^|[\s(])@[\w~.-]*[/.][\w~./-]*\w").expect("file regex")
+});
+
+/// Which directives a body contains: `shell` (`!`cmd``, `!{cmd}`) and `file` (`@path`,
+/// `@{path}`). They are never run or read: the listing only says they are there.
+pub fn directives(body: &str) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if SHELL.is_match(body) {
+        out.push("shell");
+    }
+    if FILE.is_match(body) {
+        out.push("file");
+    }
+    out
+}
+
+/// Completes a parsed file the way its dialect defines: placeholder arguments, the first-line
+/// description, and the directives found.
+pub fn complete(tpl: &mut PromptTemplate) {
+    if !tpl.dialect.is_promptd() {
+        let derived = placeholder_arguments(tpl);
+        tpl.arguments.extend(derived);
+        if tpl.description.is_none() {
+            tpl.description = first_line_description(&tpl.body);
+        }
+    }
+    tpl.directives = directives(&tpl.body);
+}
+
+/// The tool-specific frontmatter of a prompt, for listings.
+pub fn tool_metadata(tpl: &PromptTemplate) -> Map<String, Value> {
+    tpl.metadata
+        .iter()
+        .filter(|(k, _)| TOOL_KEYS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;
