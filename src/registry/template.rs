@@ -544,20 +544,7 @@ impl Frontmatter<'_> {
         line: usize,
         tpl: &mut PromptTemplate,
     ) -> Result<ArgumentSpec, PromptFileError> {
-        let mut spec = ArgumentSpec {
-            name,
-            description: None,
-            required: false,
-            default: None,
-            arg_type: None,
-            enum_values: None,
-            examples: Vec::new(),
-            pattern: None,
-            minimum: None,
-            maximum: None,
-            schema: None,
-            line,
-        };
+        let mut spec = ArgumentSpec::named(&name, line);
         for (k, v) in fields.into_iter().flatten() {
             let key = scalar_text(k).unwrap_or(Cow::Borrowed(""));
             let value = to_json(v);
