@@ -34,6 +34,7 @@ pub const SECTION_KEYS: &[&str] = &[
     "limits",
     "serve",
     "workspace",
+    "prompts",
     "$schema",
 ];
 
@@ -61,6 +62,9 @@ pub enum ConfigError {
     Capped(crate::limits::CappedReadError),
     #[error("{path}: `limits`: {message}")]
     InvalidLimits { path: PathBuf, message: String },
+    /// A section that does not parse; the message names the file and the key.
+    #[error("{message}")]
+    InvalidSection { path: PathBuf, message: String },
 }
 
 /// The parsed config file: template variables plus raw sections for other modules.

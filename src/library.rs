@@ -14,9 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::config::{ConfigError, ProjectConfig};
 use crate::dialect::Dialect;
 use crate::limits::Limits;
-use crate::registry::{
-    ArgType, PromptCategory, PromptSource, PromptTemplate, Registry, standard_roots,
-};
+use crate::registry::{ArgType, PromptCategory, PromptSource, PromptTemplate, Registry};
 use crate::render::{Clock, RenderError, RenderedPrompt, Renderer, VariableSource};
 
 /// The name of the listing/getting tool, as MCP clients see it.
@@ -29,9 +27,81 @@ pub struct LibraryOptions {
     pub prompt_dirs: Vec<PathBuf>,
     /// Explicit config file (`--config`).
     pub config_path: Option<PathBuf>,
-    /// Where to look for `.ado-mcp-config.json` when no path is given.
+    /// Where to look for `.ado-mcp-config.json` when no path is given, and (without
+    /// `prompt_dirs`) for prompt folders of every dialect.
     pub cwd: PathBuf,
     pub clock: Clock,
+    /// Do not look for prompt folders in `cwd` (`--no-discover`).
+    pub no_discover: bool,
+    /// Leave the built-in user prompts out (`--no-builtin-prompts`); system prompts stay.
+    pub no_builtin_prompts: bool,
+}
+
+/// The config section `prompts`: where prompts come from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct PromptsSection {
+    /// Look for prompt folders (`prompts/`, `.github/prompts/`, `.claude/commands/`, …) in the
+    /// working directory when no `--prompts` is given. Default true.
+    pub discover: bool,
+    /// Serve promptd's built-in user prompts. Default true.
+    pub builtin_prompts: bool,
+    /// Folder (relative to the config file) → dialect, for folders whose location does not say.
+    pub dialects: BTreeMap<String, String>,
+}
+
+impl Default for PromptsSection {
+    fn default() -> Self {
+        PromptsSection {
+            discover: true,
+            builtin_prompts: true,
+            dialects: BTreeMap::new(),
+        }
+    }
+}
+
+/// The root list for `options` and the config's `prompts` section.
+fn configured_roots(
+    options: &LibraryOptions,
+    config: &ProjectConfig,
+) -> Result<Vec<Arc<dyn PromptSource>>, ConfigError> {
+    let path = || {
+        config
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("<config>"))
+    };
+    let section: PromptsSection =
+        config
+            .section_as("prompts")
+            .map_err(|message| ConfigError::InvalidSection {
+                path: path(),
+                message,
+            })?;
+    let base = config
+        .path
+        .as_ref()
+        .and_then(|p| p.parent())
+        .map_or_else(|| options.cwd.clone(), Path::to_path_buf);
+    let mut dialects = Vec::new();
+    for (folder, name) in &section.dialects {
+        let dialect = Dialect::parse(name).ok_or_else(|| ConfigError::InvalidSection {
+            path: path(),
+            message: format!(
+                "{}: prompts.dialects.{folder}: unknown dialect `{name}` (expected {})",
+                path().display(),
+                Dialect::NAMES
+            ),
+        })?;
+        dialects.push((base.join(folder), dialect));
+    }
+    let discover = section.discover && !options.no_discover;
+    Ok(crate::registry::roots(&crate::registry::RootOptions {
+        dirs: options.prompt_dirs.clone(),
+        builtin_user_prompts: section.builtin_prompts && !options.no_builtin_prompts,
+        discover_in: discover.then(|| options.cwd.clone()),
+        dialects,
+    }))
 }
 
 /// One consistent view: prompts, the renderer over them, the config and its limits.
@@ -110,7 +180,8 @@ impl PromptLibrary {
     /// Loads prompts and config. A broken config file is an error; broken prompt files are
     /// diagnostics on the registry.
     pub fn open(options: LibraryOptions) -> Result<PromptLibrary, ConfigError> {
-        let roots = standard_roots(&options.prompt_dirs);
+        let (config, _) = load_config(&options)?;
+        let roots = configured_roots(&options, &config)?;
         Self::open_with_roots(options, roots)
     }
 
@@ -597,6 +668,7 @@ pub fn options_from_flags(
         config_path: config.map(Path::to_path_buf),
         cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
         clock,
+        ..LibraryOptions::default()
     }
 }
 

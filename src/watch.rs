@@ -5,7 +5,8 @@
 //! Folders are watched, never files, so every way an editor saves is picked up: write in place,
 //! truncate + write, write a temporary file and rename it over the original, delete + re-create.
 //! Watches are non-recursive (a prompt root and its `system/` folder only), so pointing
-//! `--prompts` at a large tree costs nothing. The parent folder of each prompt root is watched
+//! `--prompts` at a large tree costs nothing; a folder of another tool's dialect
+//! (`.claude/commands`, …) is read with its subfolders, so each of them is watched too. The parent folder of each prompt root is watched
 //! too, so a root that is deleted and created again is watched again (and reloaded) as soon as
 //! it reappears. The reload itself re-parses only files whose content hash changed, keeps the
 //! last good version of a file that stopped parsing, and reports when a changed file was still
@@ -75,6 +76,9 @@ pub fn watch_targets(library: &PromptLibrary) -> Vec<PathBuf> {
     for root in library.roots() {
         if let Some(dir) = root.dir() {
             out.insert(dir.to_path_buf());
+            if root.dialect().is_some_and(|d| d.nested()) {
+                subfolders(dir, &mut out);
+            }
             let system = dir.join("system");
             if system.is_dir() {
                 out.insert(system);
@@ -91,6 +95,20 @@ pub fn watch_targets(library: &PromptLibrary) -> Vec<PathBuf> {
         out.insert(std::fs::canonicalize(parent).unwrap_or_else(|_| parent.to_path_buf()));
     }
     out.into_iter().filter(|p| p.is_dir()).collect()
+}
+
+/// Every folder below `dir`, symlinked folders not followed.
+fn subfolders(dir: &Path, out: &mut BTreeSet<PathBuf>) {
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            if !hidden && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                out.insert(entry.path());
+                pending.push(entry.path());
+            }
+        }
+    }
 }
 
 /// The on-disk prompt roots.
@@ -236,8 +254,9 @@ fn add_watch(watcher: &Mutex<RecommendedWatcher>, dir: &Path, watched: &mut Vec<
     }
 }
 
-/// Whether an event can change what is served: a `*.md` file, the config file, a `system/`
-/// folder or a prompt root appearing or disappearing. Reads (access events) never count.
+/// Whether an event can change what is served: a `*.md` or `*.toml` file, the config file, a
+/// folder (a `system/` folder, a subfolder of a dialect folder, a prompt root) appearing or
+/// disappearing. Reads (access events) never count.
 fn is_relevant(
     event: &notify::Event,
     config_name: Option<&std::ffi::OsStr>,
@@ -248,9 +267,16 @@ fn is_relevant(
     if is_read {
         return false;
     }
+    if matches!(
+        event.kind,
+        EventKind::Create(notify::event::CreateKind::Folder)
+            | EventKind::Remove(notify::event::RemoveKind::Folder)
+    ) {
+        return true;
+    }
     event.paths.iter().any(|p| {
         roots.iter().any(|r| r == p)
-            || p.extension().is_some_and(|e| e == "md")
+            || p.extension().is_some_and(|e| e == "md" || e == "toml")
             || p.file_name()
                 .is_some_and(|n| Some(n) == config_name || n == "system")
     })

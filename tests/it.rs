@@ -14,6 +14,7 @@ mod check_fixtures;
 mod cli;
 mod compose_cli;
 mod compose_stages;
+mod dialect_discovery;
 mod dialects;
 mod enhance;
 mod fuzz;

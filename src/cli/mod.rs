@@ -42,17 +42,25 @@ pub struct CommonArgs {
     /// Freeze the clock for computed dates: RFC 3339 or YYYY-MM-DD (default: PROMPTD_NOW, else now).
     #[arg(long, value_name = "TIME", global = true)]
     pub now: Option<String>,
+    /// Without --prompts, do not look for prompts/, .github/prompts/, .claude/commands/,
+    /// .gemini/commands/ and .cursor/commands/ in the current directory (config: prompts.discover).
+    #[arg(long, global = true)]
+    pub no_discover: bool,
+    /// Leave promptd's built-in user prompts out; its system prompts stay available to the
+    /// stages (config: prompts.builtinPrompts).
+    #[arg(long, global = true)]
+    pub no_builtin_prompts: bool,
 }
 
 impl CommonArgs {
     /// Library options for these flags.
     pub fn library_options(&self) -> Result<LibraryOptions> {
         let clock = Clock::from_option(self.now.as_deref()).context("--now / PROMPTD_NOW")?;
-        Ok(options_from_flags(
-            &self.prompts,
-            self.config.as_deref(),
-            clock,
-        ))
+        Ok(LibraryOptions {
+            no_discover: self.no_discover,
+            no_builtin_prompts: self.no_builtin_prompts,
+            ..options_from_flags(&self.prompts, self.config.as_deref(), clock)
+        })
     }
 
     /// Opens the prompt library for these flags.

@@ -28,7 +28,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-pub use source::{BuiltinSource, DirSource, PromptSource, SourceError, SourceFile};
+pub use source::{
+    BuiltinSource, BuiltinSystemSource, DirSource, PromptSource, SourceError, SourceFile,
+};
 pub use template::{
     ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
     display_value, is_safe_segment, parse_prompt_file, parse_prompt_file_in, split_frontmatter,
@@ -612,14 +614,73 @@ fn broken_template(
 
 /// The standard root list: built-ins, then each `PROMPTD_PROMPTS` entry, then each `--prompts`.
 pub fn standard_roots(extra: &[std::path::PathBuf]) -> Vec<Arc<dyn PromptSource>> {
-    let mut roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
+    roots(&RootOptions {
+        dirs: extra.to_vec(),
+        builtin_user_prompts: true,
+        ..RootOptions::default()
+    })
+}
+
+/// What [`roots`] builds the root list from.
+#[derive(Debug, Clone, Default)]
+pub struct RootOptions {
+    /// `--prompts` folders, lowest precedence first.
+    pub dirs: Vec<std::path::PathBuf>,
+    /// Serve the built-in user prompts (the built-in system prompts are always loaded).
+    pub builtin_user_prompts: bool,
+    /// Without `dirs`, look here for the prompt folders of every dialect
+    /// ([`DISCOVERED_FOLDERS`]).
+    pub discover_in: Option<std::path::PathBuf>,
+    /// Folders whose dialect is configured rather than decided by their location.
+    pub dialects: Vec<(std::path::PathBuf, crate::dialect::Dialect)>,
+}
+
+/// The folders found without `--prompts`, lowest precedence first.
+pub const DISCOVERED_FOLDERS: &[&str] = &[
+    "prompts",
+    ".github/prompts",
+    ".claude/commands",
+    ".gemini/commands",
+    ".cursor/commands",
+];
+
+/// The root list: built-ins (system prompts only unless `builtin_user_prompts`), then each
+/// `PROMPTD_PROMPTS` entry, then each `--prompts` folder, or without any, the folders
+/// discovered in `discover_in`. A folder's dialect is the configured one, else its location's.
+pub fn roots(options: &RootOptions) -> Vec<Arc<dyn PromptSource>> {
+    let mut roots: Vec<Arc<dyn PromptSource>> = if options.builtin_user_prompts {
+        vec![Arc::new(BuiltinSource)]
+    } else {
+        vec![Arc::new(source::BuiltinSystemSource)]
+    };
+    let dir_source = |p: std::path::PathBuf| -> Arc<dyn PromptSource> {
+        let real = std::fs::canonicalize(&p).unwrap_or_else(|_| p.clone());
+        let configured = options
+            .dialects
+            .iter()
+            .find(|(d, _)| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()) == real);
+        match configured {
+            Some((_, dialect)) => Arc::new(DirSource::with_dialect(p, *dialect)),
+            None => Arc::new(DirSource::new(p)),
+        }
+    };
     if let Some(env) = std::env::var_os("PROMPTD_PROMPTS") {
         for p in std::env::split_paths(&env).filter(|p| !p.as_os_str().is_empty()) {
-            roots.push(Arc::new(DirSource::new(p)));
+            roots.push(dir_source(p));
         }
     }
-    for p in extra {
-        roots.push(Arc::new(DirSource::new(p.clone())));
+    for p in &options.dirs {
+        roots.push(dir_source(p.clone()));
+    }
+    if options.dirs.is_empty()
+        && let Some(base) = &options.discover_in
+    {
+        for folder in DISCOVERED_FOLDERS {
+            let p = base.join(folder);
+            if p.is_dir() {
+                roots.push(dir_source(p));
+            }
+        }
     }
     roots
 }

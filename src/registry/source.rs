@@ -252,6 +252,35 @@ impl PromptSource for DirSource {
     }
 }
 
+/// The built-in system prompts only (the stages' templates), for a server that leaves the
+/// built-in user prompts out.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BuiltinSystemSource;
+
+impl PromptSource for BuiltinSystemSource {
+    fn describe(&self) -> String {
+        BuiltinSource.describe()
+    }
+
+    fn dir(&self) -> Option<&Path> {
+        None
+    }
+
+    fn list(&self) -> Result<Vec<SourceFile>, SourceError> {
+        let mut all = BuiltinSource.list()?;
+        all.retain(|f| f.category == PromptCategory::System);
+        Ok(all)
+    }
+
+    fn read(&self, rel_path: &str, max_bytes: u64) -> Result<Option<String>, SourceError> {
+        BuiltinSource.read(rel_path, max_bytes)
+    }
+
+    fn display_path(&self, rel_path: &str) -> String {
+        BuiltinSource.display_path(rel_path)
+    }
+}
+
 /// The built-in prompts compiled into the binary.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BuiltinSource;

@@ -31,6 +31,7 @@ pub fn library(
         config_path: config.map(Path::to_path_buf),
         cwd: std::env::temp_dir().join("promptd-no-config-here"),
         clock: Clock::parse(now).unwrap(),
+        ..Default::default()
     };
     PromptLibrary::open_with_roots(opts, roots).unwrap()
 }

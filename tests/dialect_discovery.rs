@@ -1,0 +1,276 @@
+//! Zero-config discovery of every dialect's folder, the flags and config keys that turn it and
+//! the built-in user prompts off, per-folder dialects from config, hot reload of nested
+//! folders, and one `prompts/list` + `prompts/get` per dialect over MCP stdio.
+
+use crate::mcp_support::{self, stdio};
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use promptd::library::{LibraryOptions, PromptLibrary};
+use rmcp::model::GetPromptRequestParams;
+use serde_json::{Map, Value, json};
+
+/// The dialect fixtures, laid out as one repository.
+fn repo() -> tempfile::TempDir {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/dialects");
+    let repo = tempfile::tempdir().unwrap();
+    for (from, to) in [
+        ("vscode/.github", ".github"),
+        ("claude/.claude", ".claude"),
+        ("gemini/.gemini", ".gemini"),
+        ("cursor/.cursor", ".cursor"),
+        ("jinja/prompts", "prompts"),
+    ] {
+        copy_tree(&fixtures.join(from), &repo.path().join(to));
+    }
+    repo
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn open(cwd: &Path, f: impl FnOnce(&mut LibraryOptions)) -> PromptLibrary {
+    let mut o = LibraryOptions {
+        cwd: cwd.to_path_buf(),
+        ..Default::default()
+    };
+    f(&mut o);
+    PromptLibrary::open(o).unwrap()
+}
+
+/// Name → dialect of every user prompt served.
+fn dialects(lib: &PromptLibrary) -> BTreeMap<String, String> {
+    lib.snapshot()
+        .registry
+        .prompts()
+        .filter(|p| p.category == promptd::registry::PromptCategory::User)
+        .map(|p| (p.name.clone(), p.dialect.as_str().to_string()))
+        .collect()
+}
+
+#[test]
+fn every_dialect_folder_is_discovered_in_the_working_directory() {
+    let repo = repo();
+    let found = dialects(&open(repo.path(), |_| {}));
+    for (name, dialect) in [
+        ("store-review", "vscode"),
+        ("plain-notes", "vscode"),
+        ("tools:api-scaffold", "claude"),
+        ("git:commit", "gemini"),
+        ("onboard", "cursor"),
+        ("greet", "jinja"),
+        ("code_review", "jinja"),
+    ] {
+        assert_eq!(
+            found.get(name).map(String::as_str),
+            Some(dialect),
+            "{name}: {found:?}"
+        );
+    }
+    // Off by flag and by config.
+    let off = dialects(&open(repo.path(), |o| o.no_discover = true));
+    assert!(!off.contains_key("onboard"), "{off:?}");
+    std::fs::write(
+        repo.path().join(".ado-mcp-config.json"),
+        r#"{"prompts": {"discover": false}}"#,
+    )
+    .unwrap();
+    let off = dialects(&open(repo.path(), |_| {}));
+    assert!(!off.contains_key("onboard"), "{off:?}");
+}
+
+#[test]
+fn a_dialect_folder_given_with_prompts_reads_the_same() {
+    let repo = repo();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let lib = open(elsewhere.path(), |o| {
+        o.prompt_dirs = vec![repo.path().join(".claude/commands")];
+    });
+    let found = dialects(&lib);
+    assert_eq!(found["tools:api-scaffold"], "claude");
+    assert_eq!(found["review"], "claude");
+    assert_eq!(found["review.prompt.md"], "claude");
+}
+
+#[test]
+fn builtin_user_prompts_can_be_left_out_but_system_prompts_stay() {
+    let empty = tempfile::tempdir().unwrap();
+    let lib = open(empty.path(), |o| o.no_builtin_prompts = true);
+    let snap = lib.snapshot();
+    assert!(snap.registry.get("code_review").is_none());
+    assert!(snap.registry.get("enhance_prompt").is_some());
+    std::fs::write(
+        empty.path().join(".ado-mcp-config.json"),
+        r#"{"prompts": {"builtinPrompts": false}}"#,
+    )
+    .unwrap();
+    let snap = open(empty.path(), |_| {}).snapshot();
+    assert!(snap.registry.get("code_review").is_none());
+    assert!(snap.registry.get("compose_frame").is_some());
+}
+
+#[test]
+fn config_gives_a_folder_its_dialect() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("mine/sub")).unwrap();
+    std::fs::write(dir.path().join("mine/sub/fix.md"), "Fix $ARGUMENTS now\n").unwrap();
+    std::fs::write(
+        dir.path().join(".ado-mcp-config.json"),
+        r#"{"prompts": {"dialects": {"mine": "codex"}}}"#,
+    )
+    .unwrap();
+    let lib = open(dir.path(), |o| {
+        o.prompt_dirs = vec![dir.path().join("mine")]
+    });
+    let mut args = Map::new();
+    args.insert("arguments".into(), json!("the bug"));
+    let r = lib.render("sub:fix", &args).unwrap();
+    assert_eq!(r.text, "Fix the bug now\n");
+
+    std::fs::write(
+        dir.path().join(".ado-mcp-config.json"),
+        r#"{"prompts": {"dialects": {"mine": "klingon"}}}"#,
+    )
+    .unwrap();
+    let e = PromptLibrary::open(LibraryOptions {
+        cwd: dir.path().to_path_buf(),
+        ..Default::default()
+    })
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(".ado-mcp-config.json") && e.contains("prompts.dialects.mine"),
+        "{e}"
+    );
+}
+
+#[test]
+fn cli_list_json_shows_dialect_source_and_flags_turn_discovery_off() {
+    let repo = repo();
+    let run = |extra: &[&str]| {
+        let out = crate::common::process::promptd()
+            .args(["list", "--json"])
+            .args(extra)
+            .current_dir(repo.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["data"]["prompts"].as_array().unwrap().clone()
+    };
+    let listed = run(&[]);
+    let scaffold = listed
+        .iter()
+        .find(|p| p["name"] == "tools:api-scaffold")
+        .expect("discovered");
+    assert_eq!(scaffold["dialect"], "claude");
+    assert_eq!(scaffold["source"], "tools/api-scaffold.md");
+    assert_eq!(scaffold["directives"], json!(["shell", "file"]));
+    assert_eq!(
+        scaffold["toolMetadata"]["argument-hint"],
+        "<resource> [version]"
+    );
+    let users = |l: &[Value]| l.iter().filter(|p| p["category"] == "user").count();
+    let none = run(&["--no-discover", "--no-builtin-prompts"]);
+    assert_eq!(users(&none), 0, "{none:?}");
+    assert!(none.iter().any(|p| p["name"] == "enhance_prompt"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_stdio_lists_and_gets_one_prompt_per_dialect() {
+    let repo = repo();
+    let s = stdio(repo.path(), &["--no-builtin-prompts"]).await;
+    let listed = mcp_support::within("prompts/list", s.client.list_all_prompts())
+        .await
+        .unwrap();
+    let cases: [(&str, &str, Value, &str); 5] = [
+        (
+            "store-review",
+            "vscode",
+            json!({"app": "Pages", "market": "EU"}),
+            "Review the listing of Pages for EU.\nSelected: ${selection}\n",
+        ),
+        (
+            "tools:api-scaffold",
+            "claude",
+            json!({"arguments": "users v2"}),
+            "Create the `users` resource (version v2)",
+        ),
+        (
+            "git:commit",
+            "gemini",
+            json!({"args": "fix it"}),
+            "Write a commit message for: fix it\nDiff: !{git diff --staged}\n",
+        ),
+        (
+            "onboard",
+            "cursor",
+            json!({}),
+            "explain $ARGUMENTS, ${file}",
+        ),
+        ("greet", "jinja", json!({"who": "Ada"}), "Hello Ada"),
+    ];
+    for (name, dialect, args, expected) in cases {
+        let p = listed
+            .iter()
+            .find(|p| p.name == name)
+            .unwrap_or_else(|| panic!("{name} listed"));
+        let meta = p.meta.as_ref().expect("_meta");
+        assert_eq!(meta.0["promptd/dialect"], dialect, "{name}");
+        assert!(meta.0["promptd/source"].is_string(), "{name}");
+        let mut params = GetPromptRequestParams::new(name);
+        params.arguments = args.as_object().cloned();
+        let got = mcp_support::within("prompts/get", s.client.get_prompt(params))
+            .await
+            .unwrap();
+        let text = &got.messages[0].content.as_text().expect("text").text;
+        assert!(text.contains(expected), "{name}: {text:?}");
+    }
+    s.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hot_reload_sees_a_new_file_in_a_new_nested_folder() {
+    let repo = repo();
+    let mut s = stdio(repo.path(), &["--no-builtin-prompts"]).await;
+    let nested = repo.path().join(".claude/commands/deep/er");
+    std::fs::create_dir_all(&nested).unwrap();
+    // The folder appears first; the file written into it is picked up by the reload that
+    // follows the new watch.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(nested.join("x.md"), "Deep $ARGUMENTS\n").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let names: Vec<String> = s
+            .client
+            .list_all_prompts()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.name)
+            .collect();
+        if names.iter().any(|n| n == "deep:er:x") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not served: {names:?}"
+        );
+        s.next_change("list_changed for the nested file").await;
+    }
+    s.close().await;
+}
