@@ -25,6 +25,7 @@ mod guard_coverage;
 mod guard_gitleaks;
 mod guard_redact;
 mod guard_rules;
+mod hostile_dialects;
 mod hostile_guard;
 mod hostile_http;
 mod hostile_jsonrpc;
