@@ -254,7 +254,8 @@ fn add_watch(watcher: &Mutex<RecommendedWatcher>, dir: &Path, watched: &mut Vec<
     }
 }
 
-/// Whether an event can change what is served: a `*.md` or `*.toml` file, the config file, a
+/// Whether an event can change what is served: a `*.md` file, a `*.toml` file of a prompt root,
+/// the config file, a
 /// folder (a `system/` folder, a subfolder of a dialect folder, a prompt root) appearing or
 /// disappearing. Reads (access events) never count.
 fn is_relevant(
@@ -276,7 +277,9 @@ fn is_relevant(
     }
     event.paths.iter().any(|p| {
         roots.iter().any(|r| r == p)
-            || p.extension().is_some_and(|e| e == "md" || e == "toml")
+            || p.extension().is_some_and(|e| e == "md")
+            || (p.extension().is_some_and(|e| e == "toml")
+                && roots.iter().any(|r| p.starts_with(r)))
             || p.file_name()
                 .is_some_and(|n| Some(n) == config_name || n == "system")
     })
@@ -319,5 +322,16 @@ mod tests {
         let roots = [PathBuf::from("/p/prompts")];
         assert!(is_relevant(&event(create, &["/p/prompts"]), cfg, &roots));
         assert!(!is_relevant(&event(create, &["/p/other"]), cfg, &roots));
+        assert!(is_relevant(
+            &event(create, &["/p/prompts/git/commit.toml"]),
+            cfg,
+            &roots
+        ));
+        let folder = EventKind::Create(CreateKind::Folder);
+        assert!(is_relevant(
+            &event(folder, &["/p/prompts/new"]),
+            cfg,
+            &roots
+        ));
     }
 }

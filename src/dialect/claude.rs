@@ -1,9 +1,9 @@
-//! Claude Code and Codex CLI commands (`.claude/commands/**/*.md`, `.codex/prompts/*.md`):
-//! `$ARGUMENTS` is the argument `arguments` (described by frontmatter `argument-hint`), `$1`…`$9`
-//! are its words split like the shell, `$NAME` (uppercase, as Codex defines them) are named
-//! arguments, and `$$` is a literal `$`. A named placeholder not supplied stays verbatim (so
-//! `$HOME` in a shell snippet is untouched); `$ARGUMENTS` and `$1`…`$9` become empty, as the
-//! tools do.
+//! Claude Code commands (`.claude/commands/**/*.md`) and Codex CLI prompts
+//! (`.codex/prompts/*.md`): `$ARGUMENTS` is the argument `arguments` (described by frontmatter
+//! `argument-hint`), and `$1`…`$9` are its words split like the shell; both become empty when not
+//! given, as the tools do. Codex adds named placeholders (`$NAME`, uppercase), which are
+//! arguments of their own and stay verbatim when not given, and `$$`, a literal `$`. Claude Code
+//! has neither: there `$HOME` and `$$` are text.
 
 use serde_json::{Map, Value};
 
@@ -12,8 +12,8 @@ use super::{Key, Segment, Slot};
 /// The argument holding everything typed after the command.
 pub const ARGUMENTS: &str = "arguments";
 
-/// The body cut at `$ARGUMENTS`, `$1`…`$9`, `$NAME` and `$$`.
-pub fn segments(body: &str) -> Vec<Segment<'_>> {
+/// The body cut at `$ARGUMENTS` and `$1`…`$9`, and for Codex at `$NAME` and `$$`.
+pub fn segments(body: &str, codex: bool) -> Vec<Segment<'_>> {
     let bytes = body.as_bytes();
     let mut out = Vec::new();
     let mut last = 0;
@@ -25,7 +25,7 @@ pub fn segments(body: &str) -> Vec<Segment<'_>> {
         }
         let rest = &bytes[i + 1..];
         let (len, key, keep) = match rest.first() {
-            Some(b'$') => (1, Key::Literal("$"), false),
+            Some(b'$') if codex => (1, Key::Literal("$"), false),
             Some(d @ b'1'..=b'9') => (
                 1,
                 Key::Word {
@@ -42,8 +42,11 @@ pub fn segments(body: &str) -> Vec<Segment<'_>> {
                 let word = &body[i + 1..i + 1 + n];
                 if word == "ARGUMENTS" {
                     (n, Key::Arg(ARGUMENTS.into()), false)
-                } else {
+                } else if codex {
                     (n, Key::Arg(word.to_string()), true)
+                } else {
+                    i += 1 + n;
+                    continue;
                 }
             }
             _ => {

@@ -6,7 +6,8 @@
 //! | [`Dialect::Jinja`] | any other `*.md` | minijinja (plain fallback), in `render` |
 //! | [`Dialect::Plain`] | `engine: plain` | `{{ key }}` |
 //! | [`Dialect::Vscode`] | `*.prompt.md`, a `.github/prompts` folder | `${input:x}`, `${file}`, … |
-//! | [`Dialect::Claude`] | a `.claude/commands` or `.codex/prompts` folder | `$ARGUMENTS`, `$1`…`$9`, `$NAME`, `$$` |
+//! | [`Dialect::Claude`] | a `.claude/commands` folder | `$ARGUMENTS`, `$1`…`$9` |
+//! | [`Dialect::Codex`] | a `.codex/prompts` folder | `$ARGUMENTS`, `$1`…`$9`, `$NAME`, `$$` |
 //! | [`Dialect::Gemini`] | `*.toml` under a `.gemini/commands` folder | `{{args}}` |
 //! | [`Dialect::Cursor`] | a `.cursor/commands` folder | none |
 //!
@@ -43,8 +44,10 @@ pub enum Dialect {
     Plain,
     /// VS Code / Copilot prompt files.
     Vscode,
-    /// Claude Code and Codex CLI commands.
+    /// Claude Code commands.
     Claude,
+    /// Codex CLI prompts: Claude's placeholders plus named `$NAME` ones and the `$$` escape.
+    Codex,
     /// Gemini CLI commands (TOML).
     Gemini,
     /// Cursor commands.
@@ -55,7 +58,7 @@ pub enum Dialect {
 const FOLDERS: &[(&str, &str, Dialect)] = &[
     (".github", "prompts", Dialect::Vscode),
     (".claude", "commands", Dialect::Claude),
-    (".codex", "prompts", Dialect::Claude),
+    (".codex", "prompts", Dialect::Codex),
     (".gemini", "commands", Dialect::Gemini),
     (".cursor", "commands", Dialect::Cursor),
 ];
@@ -69,6 +72,7 @@ pub const TOOL_KEYS: &[&str] = &[
     "allowed-tools",
     "argument-hint",
     "disable-model-invocation",
+    "arguments",
 ];
 
 impl Dialect {
@@ -78,7 +82,8 @@ impl Dialect {
             "jinja" | "minijinja" | "jinja2" | "promptd" => Dialect::Jinja,
             "plain" | "ado" => Dialect::Plain,
             "vscode" | "copilot" => Dialect::Vscode,
-            "claude" | "codex" => Dialect::Claude,
+            "claude" => Dialect::Claude,
+            "codex" => Dialect::Codex,
             "gemini" => Dialect::Gemini,
             "cursor" => Dialect::Cursor,
             _ => return None,
@@ -95,6 +100,7 @@ impl Dialect {
             Dialect::Plain => "plain",
             Dialect::Vscode => "vscode",
             Dialect::Claude => "claude",
+            Dialect::Codex => "codex",
             Dialect::Gemini => "gemini",
             Dialect::Cursor => "cursor",
         }
@@ -155,7 +161,8 @@ impl Dialect {
         match self {
             Dialect::Jinja | Dialect::Plain => plain::segments(body),
             Dialect::Vscode => vscode::segments(body),
-            Dialect::Claude => claude::segments(body),
+            Dialect::Claude => claude::segments(body, false),
+            Dialect::Codex => claude::segments(body, true),
             Dialect::Gemini => gemini::segments(body),
             Dialect::Cursor => cursor::segments(body),
         }
@@ -164,7 +171,7 @@ impl Dialect {
     /// The description of an argument a dialect derives, from the file's frontmatter.
     fn argument_hint(self, name: &str, meta: &Map<String, Value>) -> Option<String> {
         match self {
-            Dialect::Claude => claude::argument_hint(name, meta),
+            Dialect::Claude | Dialect::Codex => claude::argument_hint(name, meta),
             Dialect::Vscode => vscode::variable_description(name),
             Dialect::Gemini => gemini::argument_hint(name),
             _ => None,
@@ -319,8 +326,9 @@ pub fn placeholder_arguments(tpl: &PromptTemplate) -> Vec<ArgumentSpec> {
 
 /// A prompt's name from its root-relative path: the file name without `.md`, `.toml` or
 /// `.prompt.md`, subfolders joined with `:` (`tools/api-scaffold.md` → `tools:api-scaffold`),
-/// characters other than letters, digits, `_`, `-` and `.` replaced by `-`. System prompts
-/// (`system/x.md`) are named by their file alone.
+/// characters other than letters, digits, `_`, `-`, `.` and `:` replaced by `-`. A file that
+/// names its own namespace (`svelte/svelte:test.md`, the Codex habit) is not namespaced twice.
+/// System prompts (`system/x.md`) are named by their file alone.
 pub fn name_from_path(rel_path: &str, category: PromptCategory) -> String {
     let rel = match category {
         PromptCategory::System => rel_path.rsplit('/').next().unwrap_or(rel_path),
@@ -330,7 +338,16 @@ pub fn name_from_path(rel_path: &str, category: PromptCategory) -> String {
         .iter()
         .find_map(|ext| rel.strip_suffix(ext).filter(|s| !s.is_empty()))
         .unwrap_or(rel);
-    rel.split('/')
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    if let [.., folder, file] = parts.as_slice()
+        && file.split(':').next() == Some(*folder)
+        && file.contains(':')
+    {
+        parts.remove(parts.len() - 2);
+    }
+    parts
+        .iter()
+        .flat_map(|p| p.split(':'))
         .map(sanitize_segment)
         .collect::<Vec<_>>()
         .join(":")
@@ -339,7 +356,7 @@ pub fn name_from_path(rel_path: &str, category: PromptCategory) -> String {
 /// A name for two files that would otherwise share one: the whole root-relative path.
 pub fn qualified_name(rel_path: &str) -> String {
     rel_path
-        .split('/')
+        .split(['/', ':'])
         .map(sanitize_segment)
         .collect::<Vec<_>>()
         .join(":")
@@ -372,20 +389,32 @@ pub fn first_line_description(body: &str) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
-static SHELL: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"!`[^`\n]+`|!\{[^}\n]*\}").expect("shell directive regex"));
-static FILE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"@\{[^}\n]+\}|(?m)(?:^|[\s(])@[\w~.-]*[/.][\w~./-]*\w").expect("file regex")
+static BANG_BACKTICK: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"!`[^`\n]+`").expect("shell directive regex"));
+static BANG_BRACE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"!\{[^}\n]*\}").expect("shell directive regex"));
+static AT_BRACE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)(?:^|[\s(])@\{[^}\n]+\}").expect("file directive regex"));
+static AT_PATH: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?m)(?:^|[\s(])@[\w~.-]*[/.][\w~./-]*\w").expect("file directive regex")
 });
 
-/// Which directives a body contains: `shell` (`!`cmd``, `!{cmd}`) and `file` (`@path`,
-/// `@{path}`). They are never run or read: the listing only says they are there.
-pub fn directives(body: &str) -> Vec<&'static str> {
+/// Which directives of its tool a body contains: `shell` (`!`cmd`` for Claude Code and Codex,
+/// `!{cmd}` for Gemini CLI) and `file` (`@path` for Claude Code, Codex and Cursor, `@{path}` for
+/// Gemini CLI, each at the start of a word). They are never run or read: the listing only says
+/// they are there.
+pub fn directives(dialect: Dialect, body: &str) -> Vec<&'static str> {
+    let (shell, file): (Option<&Regex>, Option<&Regex>) = match dialect {
+        Dialect::Claude | Dialect::Codex => (Some(&BANG_BACKTICK), Some(&AT_PATH)),
+        Dialect::Cursor => (None, Some(&AT_PATH)),
+        Dialect::Gemini => (Some(&BANG_BRACE), Some(&AT_BRACE)),
+        Dialect::Jinja | Dialect::Plain | Dialect::Vscode => (None, None),
+    };
     let mut out = Vec::new();
-    if SHELL.is_match(body) {
+    if shell.is_some_and(|r| r.is_match(body)) {
         out.push("shell");
     }
-    if FILE.is_match(body) {
+    if file.is_some_and(|r| r.is_match(body)) {
         out.push("file");
     }
     out
@@ -401,7 +430,7 @@ pub fn complete(tpl: &mut PromptTemplate) {
             tpl.description = first_line_description(&tpl.body);
         }
     }
-    tpl.directives = directives(&tpl.body);
+    tpl.directives = directives(tpl.dialect, &tpl.body);
 }
 
 /// The tool-specific frontmatter of a prompt, for listings.

@@ -31,7 +31,7 @@ fn render(tpl: &PromptTemplate, args: &[(&str, &str)]) -> String {
 fn folders_and_names_decide_the_dialect() {
     let of = |p: &str| Dialect::of_folder(Path::new(p));
     assert_eq!(of("/r/.claude/commands"), Some(Dialect::Claude));
-    assert_eq!(of("/home/u/.codex/prompts"), Some(Dialect::Claude));
+    assert_eq!(of("/home/u/.codex/prompts"), Some(Dialect::Codex));
     assert_eq!(of("/r/.gemini/commands"), Some(Dialect::Gemini));
     assert_eq!(of("/r/.cursor/commands"), Some(Dialect::Cursor));
     assert_eq!(of("/r/.github/prompts"), Some(Dialect::Vscode));
@@ -87,12 +87,12 @@ fn vscode_inputs_are_required_and_variables_optional() {
 }
 
 #[test]
-fn claude_arguments_positional_named_and_dollar() {
+fn codex_arguments_positional_named_and_dollar() {
     let t = parse(
         "---\nargument-hint: <file> <mode>\nallowed-tools: Bash(git:*)\n---\n\
          Fix $1 in $2 mode ($ARGUMENTS), cost $$5, ticket $TICKET, home $HOME, $0 $a\n",
         "fix.md",
-        Some(Dialect::Claude),
+        Some(Dialect::Codex),
     );
     let names: Vec<_> = t.arguments.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["arguments", "TICKET", "HOME"]);
@@ -146,9 +146,65 @@ fn cursor_has_no_arguments() {
 
 #[test]
 fn directives_are_detected_not_run() {
-    assert_eq!(directives("run !`git status` now"), ["shell"]);
-    assert_eq!(directives("see @src/main.rs"), ["file"]);
-    assert!(directives("mail a@b.com, @alice").is_empty());
+    assert_eq!(
+        directives(Dialect::Codex, "run !`git status` now"),
+        ["shell"]
+    );
+    assert_eq!(directives(Dialect::Claude, "see @src/main.rs"), ["file"]);
+    assert!(directives(Dialect::Claude, "mail a@b.com, @alice").is_empty());
+    assert_eq!(
+        directives(Dialect::Gemini, "!{ls} @{a.md}"),
+        ["shell", "file"]
+    );
+    // Each tool's own syntax only: git's `stash@{0}` is no Gemini file, `!`x`` no VS Code command.
+    assert!(directives(Dialect::Gemini, "git stash@{0}").is_empty());
+    assert!(directives(Dialect::Vscode, "!`ls` @src/x.rs").is_empty());
+    assert!(directives(Dialect::Jinja, "!`ls` @src/x.rs").is_empty());
+}
+
+#[test]
+fn real_world_constructs_of_public_collections() {
+    // `spec:new.md`: Codex users namespace by file name; `svelte/svelte:test.md` is not
+    // namespaced twice.
+    assert_eq!(
+        name_from_path("spec:new.md", PromptCategory::User),
+        "spec:new"
+    );
+    assert_eq!(
+        name_from_path("svelte/svelte:test-fix.md", PromptCategory::User),
+        "svelte:test-fix"
+    );
+    // `arguments:` as a string is another tool's note, kept as metadata.
+    let t = parse(
+        "---\narguments: $TARGET\nargument-hint: <target>\n---\nCheck $ARGUMENTS\n",
+        "tools/argstr.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.arguments.len(), 1);
+    assert_eq!(tool_metadata(&t)["arguments"], "$TARGET");
+    // A `name` YAML reads as a mapping is ignored, never an error.
+    let t = parse(
+        "---\nname: {{TITLE}}\n---\nHi\n",
+        "tpl.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.name, "tpl");
+    // `${input:Priority|High}` is an argument.
+    let t = parse("Priority: ${input:Priority|High}\n", "p.prompt.md", None);
+    assert_eq!(t.arguments[0].name, "Priority");
+    assert_eq!(t.arguments[0].description.as_deref(), Some("High"));
+    assert_eq!(render(&t, &[("Priority", "Low")]), "Priority: Low\n");
+    // Claude Code leaves shell variables and `$$` alone.
+    let t = parse(
+        "Run: echo \"$WORK_DIR\" for $ARGUMENTS; AS $$ BEGIN END; $$\n",
+        "x.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.arguments.len(), 1);
+    assert_eq!(
+        render(&t, &[("arguments", "me")]),
+        "Run: echo \"$WORK_DIR\" for me; AS $$ BEGIN END; $$\n"
+    );
 }
 
 // ---- the lossless property ----
@@ -241,7 +297,7 @@ fn value_of(dialect: Dialect, raw: &str) -> String {
             .next()
             .unwrap_or_default()
             .to_string(),
-        Dialect::Claude => raw.trim_start_matches('$').to_string(),
+        Dialect::Claude | Dialect::Codex => raw.trim_start_matches('$').to_string(),
         _ => raw
             .trim_matches(|c| c == '{' || c == '}' || c == ' ')
             .to_string(),
@@ -287,6 +343,30 @@ fn claude_renders_losslessly() {
     lossless(
         Dialect::Claude,
         &|rng| {
+            let raw = pick(rng, &["$ARGUMENTS", "$1", "$9"]);
+            let value = match raw {
+                "$ARGUMENTS" => "w1 w2 w3 w4 w5 w6 w7 w8 w9".to_string(),
+                r => format!("w{}", &r[1..]),
+            };
+            Piece::Slot {
+                raw: raw.into(),
+                value,
+            }
+        },
+        &|s| {
+            !s.ends_with('$')
+                && claude::segments(s, false)
+                    .iter()
+                    .all(|s| matches!(s, Segment::Text(_)))
+        },
+    );
+}
+
+#[test]
+fn codex_renders_losslessly() {
+    lossless(
+        Dialect::Codex,
+        &|rng| {
             let raw = pick(rng, &["$ARGUMENTS", "$1", "$9", "$$", "$TICKET_ID", "$X2"]);
             let value = match raw {
                 "$ARGUMENTS" => "w1 w2 w3 w4 w5 w6 w7 w8 w9".to_string(),
@@ -304,7 +384,7 @@ fn claude_renders_losslessly() {
         &|s| {
             !s.contains("$$")
                 && !s.ends_with('$')
-                && claude::segments(s)
+                && claude::segments(s, true)
                     .iter()
                     .all(|s| matches!(s, Segment::Text(_)))
         },

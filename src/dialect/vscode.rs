@@ -1,5 +1,6 @@
-//! VS Code / Copilot prompt files (`*.prompt.md`): `${input:name}` and
-//! `${input:name:placeholder}` are required arguments (the placeholder describes them); the
+//! VS Code / Copilot prompt files (`*.prompt.md`): `${input:name}`,
+//! `${input:name:placeholder}` and `${input:name|choice}` are required arguments (the placeholder,
+//! else the choice, describes them); the
 //! editor variables (`${file}`, `${selection}`, …) are optional arguments, left verbatim for the
 //! client when not supplied.
 
@@ -28,8 +29,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
 ];
 
 static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\$\{(?:input:([A-Za-z_][A-Za-z0-9_-]*)(?::([^}\n]*))?|([A-Za-z]+))\}")
-        .expect("vscode placeholder regex")
+    Regex::new(
+        r"\$\{(?:input:([A-Za-z_][A-Za-z0-9_-]*)(?:\|([^}:\n]*))?(?::([^}\n]*))?|([A-Za-z]+))\}",
+    )
+    .expect("vscode placeholder regex")
 });
 
 /// The body cut at `${input:…}` and the editor variables.
@@ -44,12 +47,13 @@ pub fn segments(body: &str) -> Vec<Segment<'_>> {
                 keep_when_missing: true,
                 required: true,
                 hint: c
-                    .get(2)
+                    .get(3)
+                    .or_else(|| c.get(2))
                     .map(|p| p.as_str().trim().to_string())
                     .filter(|p| !p.is_empty()),
             }
         } else {
-            let var = &c[3];
+            let var = &c[4];
             if !VARIABLES.iter().any(|(v, _)| *v == var) {
                 continue;
             }

@@ -67,7 +67,9 @@ pub fn check_relative(name: &str, root: &str) -> Result<(), SourceError> {
     let escapes = p.is_absolute()
         || name.starts_with('/')
         || name.starts_with('\\')
-        || name.contains(':')
+        // A drive (`c:`) on Windows; on Unix `:` is an ordinary file name character (Codex
+        // users namespace prompts as `spec:new.md`).
+        || (cfg!(windows) && name.contains(':'))
         || p.components().any(|c| {
             matches!(
                 c,

@@ -407,13 +407,15 @@ impl Frontmatter<'_> {
         for (k, v) in map {
             let key = scalar_text(k).ok_or_else(|| self.err(Some(k), "keys must be strings"))?;
             match key.as_ref() {
-                // A display name ("App Store Reviewer") is a title, not an error.
+                // A display name ("App Store Reviewer") is a title; a name YAML reads as
+                // something else (`{{TITLE}}`, a template placeholder) is ignored.
                 "name" => {
-                    let name = self.string_field(v, "name")?;
-                    if is_safe_segment(&name) {
-                        tpl.name = name;
-                    } else if tpl.title.is_none() {
-                        tpl.title = Some(name);
+                    if let Ok(name) = self.string_field(v, "name") {
+                        if is_safe_segment(&name) {
+                            tpl.name = name;
+                        } else if tpl.title.is_none() {
+                            tpl.title = Some(name);
+                        }
                     }
                 }
                 "title" => tpl.title = Some(self.string_field(v, "title")?),
@@ -447,6 +449,14 @@ impl Frontmatter<'_> {
                         _ => return Err(self.err(Some(v), "`roles` must be true or false")),
                     }
                 }
+                // Other tools use `arguments:` for their own notes (`arguments: $TARGET`):
+                // there it is metadata, and the arguments come from the placeholders.
+                "arguments" if !tpl.dialect.is_promptd() => match self.arguments(v, tpl) {
+                    Ok(args) => tpl.arguments = args,
+                    Err(_) => {
+                        tpl.metadata.insert("arguments".into(), to_json(v));
+                    }
+                },
                 "arguments" => tpl.arguments = self.arguments(v, tpl)?,
                 other => {
                     tpl.metadata.insert(other.to_string(), to_json(v));
