@@ -40,3 +40,4 @@ mod rag_eval;
 mod rag_retrieval;
 mod rag_watch;
 mod render_fixtures;
+mod shipped_files;
