@@ -12,6 +12,7 @@ mod rag_support;
 
 mod check_fixtures;
 mod cli;
+mod clients_inspector;
 mod compose_cli;
 mod compose_stages;
 mod enhance;
