@@ -16,11 +16,22 @@ fn call(req: serde_json::Value) -> GetPromptsResponse {
     lib.get_prompts(&req)
 }
 
+/// The envelope as JSON, checked against the tool's published `outputSchema`.
 fn json_of(resp: &GetPromptsResponse) -> Value {
-    serde_json::to_value(resp).unwrap()
+    let v = serde_json::to_value(resp).unwrap();
+    let tool = promptd::mcp::tools::definitions()
+        .iter()
+        .find(|t| t.name == promptd::library::TOOL_NAME)
+        .unwrap();
+    let schema = Value::Object((**tool.output_schema.as_ref().unwrap()).clone());
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let problems: Vec<String> = validator.iter_errors(&v).map(|e| e.to_string()).collect();
+    assert!(problems.is_empty(), "outputSchema: {problems:?}\n{v:#}");
+    v
 }
 
 fn snapshot_json(resp: &GetPromptsResponse) -> serde_json::Value {
+    json_of(resp);
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/library/prompts");
     let text = serde_json::to_string(resp).unwrap();

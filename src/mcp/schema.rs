@@ -252,6 +252,57 @@ mod tests {
     }
 
     #[test]
+    fn no_tool_schema_has_a_non_standard_format() {
+        fn formats(v: &Value, path: &str, out: &mut Vec<String>) {
+            match v {
+                Value::Object(o) => {
+                    if let Some(Value::String(f)) = o.get("format")
+                        && !STANDARD_FORMATS.contains(&f.as_str())
+                    {
+                        out.push(format!("{path}: {f}"));
+                    }
+                    for (k, v) in o {
+                        formats(v, &format!("{path}/{k}"), out);
+                    }
+                }
+                Value::Array(a) => {
+                    for (i, v) in a.iter().enumerate() {
+                        formats(v, &format!("{path}/{i}"), out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut found = Vec::new();
+        for tool in crate::mcp::tools::definitions() {
+            formats(
+                &Value::Object((*tool.input_schema).clone()),
+                &format!("{}/input", tool.name),
+                &mut found,
+            );
+            let output = tool
+                .output_schema
+                .as_ref()
+                .expect("every tool has an outputSchema");
+            formats(
+                &Value::Object((**output).clone()),
+                &format!("{}/output", tool.name),
+                &mut found,
+            );
+        }
+        assert!(found.is_empty(), "{found:?}");
+    }
+
+    #[test]
+    fn a_deeply_nested_string_is_an_error_not_a_crash() {
+        let nested = "[".repeat(100_000);
+        let mut args = object(json!({ "args": nested }));
+        let e = decode_string_objects(&schema(), &mut args).unwrap_err();
+        assert_eq!(e.parameter, "args");
+        assert!(e.message.contains("recursion limit"), "{e}");
+    }
+
+    #[test]
     fn a_string_that_is_not_an_object_names_the_parameter() {
         for (bad, why) in [
             ("[1, 2]", "encodes an array"),
