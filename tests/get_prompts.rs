@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::common;
 
+use promptd::config::json_kind;
 use promptd::library::{GetPromptsRequest, GetPromptsResponse};
 use serde_json::{Value, json};
 
@@ -182,17 +183,6 @@ fn contract_call(req: &Value) -> Value {
     json_of(&lib.get_prompts(&req))
 }
 
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
 /// A message up to and including its first `: ` (all of it when it has none).
 fn message_head(m: &str) -> &str {
     m.find(": ").map_or(m, |i| &m[..i + 2])
@@ -202,8 +192,8 @@ fn message_head(m: &str) -> &str {
 /// an object's `$absent` lists keys `ours` must not have. An array element that has a `name`
 /// is compared with our element of that name, others with the element at the same index.
 fn conforms(want: &Value, ours: &Value, path: &str, problems: &mut Vec<String>) {
-    if kind(want) != kind(ours) {
-        problems.push(format!("{path}: contract {}, ours {ours}", kind(want)));
+    if json_kind(want) != json_kind(ours) {
+        problems.push(format!("{path}: contract {}, ours {ours}", json_kind(want)));
         return;
     }
     match (want, ours) {

@@ -16,6 +16,8 @@ use schemars::Schema;
 use schemars::transform::{Transform, transform_subschemas};
 use serde_json::Value;
 
+use crate::config::json_kind;
+
 /// The formats JSON Schema 2020-12 defines (Validation, section 7.3).
 const STANDARD_FORMATS: &[&str] = &[
     "date-time",
@@ -113,7 +115,7 @@ pub fn decode_string_objects(
             Ok(other) => {
                 return Err(StringObjectError {
                     parameter: name.clone(),
-                    message: format!("the string encodes {}", json_kind(&other)),
+                    message: format!("the string encodes a JSON {}", json_kind(&other)),
                 });
             }
             Err(e) => {
@@ -161,17 +163,6 @@ fn accepts(root: &JsonObject, schema: &Value, kind: &str) -> bool {
         by_type || by_ref || by_branch
     }
     go(root, schema, kind, 0)
-}
-
-fn json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
@@ -305,9 +296,9 @@ mod tests {
     #[test]
     fn a_string_that_is_not_an_object_names_the_parameter() {
         for (bad, why) in [
-            ("[1, 2]", "encodes an array"),
+            ("[1, 2]", "encodes a JSON array"),
             ("not json", "is not JSON"),
-            ("\"{}\"", "encodes a string"),
+            ("\"{}\"", "encodes a JSON string"),
         ] {
             let mut args = object(json!({ "args": bad }));
             let e = decode_string_objects(&schema(), &mut args).unwrap_err();
