@@ -24,6 +24,7 @@ mod guard_coverage;
 mod guard_gitleaks;
 mod guard_redact;
 mod guard_rules;
+mod hostile_contract;
 mod hostile_guard;
 mod hostile_http;
 mod hostile_jsonrpc;
