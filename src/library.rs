@@ -9,7 +9,7 @@ use std::sync::{Arc, OnceLock};
 use arc_swap::ArcSwap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::config::{ConfigError, ProjectConfig};
 use crate::dialect::Dialect;
@@ -112,7 +112,7 @@ pub struct Snapshot {
     pub config: Arc<ProjectConfig>,
     pub limits: Limits,
     /// Metadata-only listings, built once per snapshot: [user prompts, all prompts].
-    listings: [OnceLock<Arc<Value>>; 2],
+    listings: [OnceLock<Arc<PromptListing>>; 2],
 }
 
 impl Snapshot {
@@ -138,19 +138,16 @@ impl Snapshot {
     }
 
     /// The metadata-only listing `{prompts, totalCount}`, cached: the snapshot never changes.
-    fn metadata_listing(&self, include_system: bool) -> Arc<Value> {
+    fn metadata_listing(&self, include_system: bool) -> Arc<PromptListing> {
         self.listings[usize::from(include_system)]
             .get_or_init(|| {
-                let prompts: Vec<PromptSummary> = self
-                    .registry
-                    .prompts()
-                    .filter(|t| include_system || t.category == PromptCategory::User)
-                    .map(|t| PromptSummary::of(t))
-                    .collect();
-                {
-                    let total = prompts.len();
-                    Arc::new(json!({ "prompts": prompts, "totalCount": total }))
-                }
+                Arc::new(PromptListing::new(
+                    self.registry
+                        .prompts()
+                        .filter(|t| include_system || t.category == PromptCategory::User)
+                        .map(|t| PromptSummary::of(t))
+                        .collect(),
+                ))
             })
             .clone()
     }
@@ -387,23 +384,96 @@ fn default_true() -> bool {
     true
 }
 
-/// The envelope every `wit-get-prompts` call returns.
-#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+/// The envelope every `wit-get-prompts` call returns: the published contract field by field,
+/// plus `title`, `category`, each argument's `type` and `default`, `provenance` and
+/// `version_hash`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct GetPromptsResponse {
-    /// False when a requested prompt does not exist.
+    /// False when a requested prompt does not exist, a required argument is missing or an
+    /// argument is invalid. A prompt whose template fails to render is still a success, with
+    /// the reason in `errors` (one prompt) or `warnings` (a listing).
     pub success: bool,
-    /// `{prompt}` for one prompt, `{prompts, totalCount}` for a listing or batch, null if not found.
-    #[schemars(with = "Value")]
-    pub data: Arc<Value>,
+    /// `{prompt}` for one prompt, `{prompts, totalCount}` for a listing or batch, null if not
+    /// found or refused.
+    pub data: Option<GetPromptsData>,
     pub errors: Vec<String>,
     pub warnings: Vec<String>,
-    pub metadata: Map<String, Value>,
+    pub metadata: GetPromptsMetadata,
+}
+
+/// The `data` of a `wit-get-prompts` envelope.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum GetPromptsData {
+    /// One prompt (`promptName`).
+    One { prompt: Box<PromptSummary> },
+    /// Every prompt, or a batch (`promptNames`).
+    Many(Arc<PromptListing>),
+}
+
+/// Prompts with their count.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptListing {
+    pub prompts: Vec<PromptSummary>,
+    pub total_count: usize,
+}
+
+impl PromptListing {
+    fn new(prompts: Vec<PromptSummary>) -> PromptListing {
+        PromptListing {
+            total_count: prompts.len(),
+            prompts,
+        }
+    }
+}
+
+/// The `metadata` of a `wit-get-prompts` envelope; which fields are present depends on the
+/// request (one prompt, a batch, a listing, not found).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GetPromptsMetadata {
+    /// Always `wit-get-prompts`.
+    pub tool: String,
+    /// The requested prompt (`promptName`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_name: Option<String>,
+    /// The requested prompts (`promptNames`), without repeats.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_names: Option<Vec<String>>,
+    /// False when the requested prompt does not exist.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub found: Option<bool>,
+    /// Number of prompts in `data.prompts`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_prompts: Option<usize>,
+    /// Whether rendered content is included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub content_included: Option<bool>,
+    /// Number of arguments the caller passed in `args`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub template_args_provided: Option<usize>,
+}
+
+impl GetPromptsMetadata {
+    fn new() -> GetPromptsMetadata {
+        GetPromptsMetadata {
+            tool: TOOL_NAME.to_string(),
+            prompt_name: None,
+            prompt_names: None,
+            found: None,
+            total_prompts: None,
+            content_included: None,
+            template_args_provided: None,
+        }
+    }
 }
 
 /// One argument as listed to clients.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct ArgumentSummary {
     pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     pub required: bool,
     #[serde(rename = "type")]
@@ -412,12 +482,13 @@ pub struct ArgumentSummary {
 }
 
 /// One prompt as listed to clients.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptSummary {
     pub name: String,
     pub title: Option<String>,
-    pub description: Option<String>,
+    /// The prompt's description; empty when it has none.
+    pub description: String,
     pub category: PromptCategory,
     /// The format of the prompt file (`jinja`, `vscode`, `claude`, …).
     pub dialect: Dialect,
@@ -430,10 +501,14 @@ pub struct PromptSummary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub directives: Vec<&'static str>,
     pub arguments: Vec<ArgumentSummary>,
+    /// The rendered text (when content was asked for and the render succeeded).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// Every variable the template used, with the value it used (after coercion to the
+    /// declared type; config, default and computed values included).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub template_args_used: Option<Vec<String>>,
+    pub template_args_used: Option<Map<String, Value>>,
+    /// Which layer each used or supplied variable came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<BTreeMap<String, VariableSource>>,
     #[serde(rename = "version_hash")]
@@ -446,7 +521,7 @@ impl PromptSummary {
         PromptSummary {
             name: t.name.clone(),
             title: t.title.clone(),
-            description: t.description.clone(),
+            description: t.description.clone().unwrap_or_default(),
             category: t.category,
             dialect: t.dialect,
             source: t.rel_path.clone(),
@@ -472,7 +547,7 @@ impl PromptSummary {
 
     fn with_render(mut self, r: RenderedPrompt) -> PromptSummary {
         self.content = Some(r.text);
-        self.template_args_used = Some(r.template_args_used);
+        self.template_args_used = Some(r.values);
         self.provenance = Some(r.provenance);
         self
     }
@@ -485,17 +560,36 @@ pub fn not_found_message(name: &str) -> String {
     )
 }
 
+/// Why a prompt's content is missing from a listing or batch, in the contract's words.
+fn content_failure_warning(name: &str, e: &RenderError) -> String {
+    format!("Failed to load content for prompt '{name}': {e}")
+}
+
 impl GetPromptsResponse {
     /// The envelope of a refused request.
     pub fn refused(e: &GetPromptsError) -> GetPromptsResponse {
-        let mut metadata = Map::new();
-        metadata.insert("tool".into(), json!(TOOL_NAME));
         GetPromptsResponse {
             success: false,
-            data: Arc::new(Value::Null),
+            data: None,
             errors: vec![e.to_string()],
             warnings: Vec::new(),
-            metadata,
+            metadata: GetPromptsMetadata::new(),
+        }
+    }
+
+    /// The prompt of a one-prompt answer.
+    pub fn prompt(&self) -> Option<&PromptSummary> {
+        match &self.data {
+            Some(GetPromptsData::One { prompt }) => Some(prompt),
+            _ => None,
+        }
+    }
+
+    /// The prompts of a listing or batch answer.
+    pub fn listing(&self) -> Option<&PromptListing> {
+        match &self.data {
+            Some(GetPromptsData::Many(listing)) => Some(listing),
+            _ => None,
         }
     }
 }
@@ -514,6 +608,12 @@ fn distinct(names: &[String]) -> Vec<&str> {
 /// allows (a hidden prompt is "not found", like a missing one). A batch is deduplicated (first
 /// occurrence wins) and capped at `limits.max_batch`; rendering stops with an error once the
 /// rendered text passes `limits.max_response_bytes`.
+///
+/// A caller error in a render (a missing required or an invalid argument) fails a single
+/// prompt or a batch (`success: false`, the error names the argument); in a listing of every
+/// prompt it is a warning, like any render failure. A template that fails to render is a
+/// partial success: the prompt without content and the reason in `errors` (single) or
+/// `warnings` (batch, listing).
 pub fn get_prompts(
     snap: &Snapshot,
     clock: &Clock,
@@ -533,11 +633,9 @@ pub fn get_prompts(
     let lookup = |name: &str| snap.registry.get(name).filter(|t| visibility.shows(t));
     let include_system = req.include_system && visibility == Visibility::All;
     let args = req.args.clone().unwrap_or_default();
-    let args_provided = !args.is_empty();
     let mut errors = Vec::new();
     let mut warnings = Vec::new();
-    let mut metadata = Map::new();
-    metadata.insert("tool".into(), json!(TOOL_NAME));
+    let mut metadata = GetPromptsMetadata::new();
 
     let render = |t: &PromptTemplate| snap.renderer.render(&t.name, &args, &snap.config, clock);
 
@@ -549,25 +647,30 @@ pub fn get_prompts(
     }
 
     if let Some(name) = &req.prompt_name {
-        metadata.insert("promptName".into(), json!(name));
+        metadata.prompt_name = Some(name.clone());
         let Some(t) = lookup(name) else {
-            metadata.insert("found".into(), json!(false));
+            metadata.found = Some(false);
             return Ok(GetPromptsResponse {
                 success: false,
-                data: Arc::new(Value::Null),
+                data: None,
                 errors: vec![not_found_message(name)],
                 warnings,
                 metadata,
             });
         };
         let mut summary = PromptSummary::of(t);
+        let mut caller_error = false;
         if req.include_content {
             match render(t) {
                 Ok(r) => {
                     warnings.extend(r.warnings.iter().cloned());
                     summary = summary.with_render(r);
                 }
-                Err(e) => errors.push(e.to_string()),
+                Err(e) if e.is_caller_error() => {
+                    caller_error = true;
+                    errors.push(e.to_string());
+                }
+                Err(e) => errors.push(format!("Failed to load prompt content: {e}")),
             }
         }
         if summary
@@ -580,26 +683,27 @@ pub fn get_prompts(
                 limit: limits.max_response_bytes,
             });
         }
-        metadata.insert("contentIncluded".into(), json!(summary.content.is_some()));
-        metadata.insert("templateArgsProvided".into(), json!(args_provided));
+        metadata.content_included = Some(summary.content.is_some());
+        metadata.template_args_provided = Some(args.len());
         return Ok(GetPromptsResponse {
-            success: true,
-            data: Arc::new(json!({ "prompt": summary })),
+            success: !caller_error,
+            data: Some(GetPromptsData::One {
+                prompt: Box::new(summary),
+            }),
             errors,
             warnings,
             metadata,
         });
     }
 
+    metadata.content_included = Some(req.include_content);
+    metadata.template_args_provided = Some(args.len());
     if names.is_none() && !req.include_content {
-        let data = snap.metadata_listing(include_system);
-        let total = data["totalCount"].clone();
-        metadata.insert("totalPrompts".into(), total);
-        metadata.insert("contentIncluded".into(), json!(false));
-        metadata.insert("templateArgsProvided".into(), json!(args_provided));
+        let listing = snap.metadata_listing(include_system);
+        metadata.total_prompts = Some(listing.total_count);
         return Ok(GetPromptsResponse {
             success: true,
-            data,
+            data: Some(GetPromptsData::Many(listing)),
             errors,
             warnings,
             metadata,
@@ -629,7 +733,8 @@ pub fn get_prompts(
         if req.include_content {
             match render(t) {
                 Ok(r) => summary = summary.with_render(r),
-                Err(e) => warnings.push(format!("{}: {e}", t.name)),
+                Err(e) if names.is_some() && e.is_caller_error() => errors.push(e.to_string()),
+                Err(e) => warnings.push(content_failure_warning(&t.name, &e)),
             }
         }
         content_bytes += summary.content.as_ref().map_or(0, String::len);
@@ -641,16 +746,12 @@ pub fn get_prompts(
         }
         prompts.push(summary);
     }
-    let total = prompts.len();
-    if let Some(names) = &names {
-        metadata.insert("promptNames".into(), json!(names));
-    }
-    metadata.insert("totalPrompts".into(), json!(total));
-    metadata.insert("contentIncluded".into(), json!(req.include_content));
-    metadata.insert("templateArgsProvided".into(), json!(args_provided));
+    let listing = PromptListing::new(prompts);
+    metadata.prompt_names = names.map(|n| n.into_iter().map(str::to_string).collect());
+    metadata.total_prompts = Some(listing.total_count);
     Ok(GetPromptsResponse {
         success: errors.is_empty(),
-        data: Arc::new(json!({ "prompts": prompts, "totalCount": total })),
+        data: Some(GetPromptsData::Many(Arc::new(listing))),
         errors,
         warnings,
         metadata,
@@ -696,7 +797,7 @@ mod tests {
         let user = snap.listings[0]
             .get()
             .expect("user listing built by reload");
-        assert_eq!(user["totalCount"], 2);
+        assert_eq!(user.total_count, 2);
         assert!(
             snap.listings[1].get().is_some(),
             "full listing built by reload"

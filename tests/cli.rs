@@ -54,8 +54,9 @@ fn get_json_prints_the_envelope() {
     assert_eq!(v["data"]["prompt"]["provenance"]["times"], "user");
     assert_eq!(
         v["data"]["prompt"]["templateArgsUsed"],
-        serde_json::json!(["times", "who"])
+        serde_json::json!({"times": 1, "who": "Bo"})
     );
+    assert_eq!(v["metadata"]["templateArgsProvided"], 2);
 }
 
 #[test]

@@ -28,7 +28,8 @@ fn dialect_fixtures() {
         writeln!(
             out,
             "=== listing ===\n{}",
-            serde_json::to_string_pretty(&listing.data["prompts"]).unwrap()
+            serde_json::to_string_pretty(&serde_json::to_value(&listing.data).unwrap()["prompts"])
+                .unwrap()
         )
         .unwrap();
         writeln!(out, "=== check ===").unwrap();

@@ -320,11 +320,13 @@ fn get(common: &CommonArgs, args: &GetArgs, out: &mut dyn Write) -> Result<u8> {
         }
         return Ok(1);
     }
-    let prompt = &resp.data["prompt"];
+    let Some(prompt) = resp.prompt() else {
+        bail!("{}: no prompt in the answer", args.name);
+    };
     if args.no_content {
         print_json(out, prompt)?;
     } else {
-        let text = prompt["content"].as_str().unwrap_or_default();
+        let text = prompt.content.as_deref().unwrap_or_default();
         write!(out, "{text}")?;
         if !text.ends_with('\n') {
             writeln!(out)?;

@@ -35,7 +35,7 @@ use crate::registry::{ArgumentSpec, PromptCategory, PromptTemplate};
 pub use plain::TooLarge;
 
 /// The format a prompt file is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Dialect {
     /// promptd's own: minijinja over layered variables, plain substitution as fallback.

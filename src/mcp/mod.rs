@@ -14,6 +14,7 @@ pub mod clients;
 pub mod convert;
 pub mod http;
 pub mod jsonrpc;
+pub mod schema;
 pub mod server;
 pub mod sessions;
 pub mod tools;

@@ -87,10 +87,15 @@ pub fn server_tool_definitions() -> Vec<ToolDefinition> {
         .collect()
 }
 
-static DEFINITIONS: LazyLock<Vec<Tool>> =
-    LazyLock::new(|| TOOLS.iter().map(|t| (t.definition)()).collect());
+static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+    TOOLS
+        .iter()
+        .map(|t| super::schema::portable_tool((t.definition)()))
+        .collect()
+});
 
-/// The definitions of every tool (built once).
+/// The definitions of every tool (built once), with schemas every JSON Schema validator
+/// compiles ([`super::schema::PortableFormats`]).
 pub fn definitions() -> &'static [Tool] {
     &DEFINITIONS
 }
@@ -354,12 +359,17 @@ async fn call_workspace(
 }
 
 /// Runs a tool call on a task of its own, so a panic in a stage answers -32603 (a server fault)
-/// naming the tool, and the server goes on serving.
+/// naming the tool, and the server goes on serving. An object-typed parameter sent as a
+/// JSON-encoded string is decoded first ([`super::schema::decode_string_objects`]).
 pub async fn call_contained(
     entry: &ToolEntry,
     ctx: ToolContext,
-    args: JsonObject,
+    mut args: JsonObject,
 ) -> Result<CallToolResult, ErrorData> {
+    if let Some(definition) = definitions().iter().find(|t| t.name == entry.name) {
+        super::schema::decode_string_objects(&definition.input_schema, &mut args)
+            .map_err(|e| ErrorData::invalid_params(format!("{}: {e}", entry.name), None))?;
+    }
     match tokio::spawn((entry.call)(ctx, args)).await {
         Ok(result) => result,
         Err(e) => {

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 use crate::dialect::{self, Dialect};
 
 /// Whether a prompt is offered to users or used internally by a stage.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PromptCategory {
     User,
@@ -34,7 +34,7 @@ pub enum Engine {
 }
 
 /// The JSON type an argument declares.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ArgType {
     String,

@@ -45,7 +45,7 @@ pub const FUEL: u64 = 2_000_000;
 pub const RECURSION_LIMIT: usize = 64;
 
 /// The layer a variable's value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum VariableSource {
     Computed,

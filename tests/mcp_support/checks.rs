@@ -310,6 +310,26 @@ pub async fn check_tool(s: &Session, cwd: &Path) {
     );
     assert_eq!(v, cli, "same envelope as `promptd get --json`");
 
+    // `args` JSON-encoded as a string, as the MCP Inspector sends it: the same answer.
+    let (encoded, _) = tool(
+        c,
+        json!({"promptName": "greet", "args": "{\"who\": \"Ada\", \"times\": \"3\"}"}),
+    )
+    .await;
+    assert_eq!(encoded, v, "string-encoded args are decoded");
+    // A string that does not encode an object is still invalid params, naming the parameter.
+    expect_invalid_params(
+        within(
+            "args not an object",
+            c.call_tool(
+                CallToolRequestParams::new("wit-get-prompts")
+                    .with_arguments(args(json!({"promptName": "greet", "args": "[1]"}))),
+            ),
+        )
+        .await,
+        "`args`: expected a JSON object",
+    );
+
     // Metadata only.
     let (v, _) = tool(c, json!({"promptName": "greet", "includeContent": false})).await;
     assert!(v["data"]["prompt"].get("content").is_none());
