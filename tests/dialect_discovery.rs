@@ -194,6 +194,18 @@ fn cli_list_json_shows_dialect_source_and_flags_turn_discovery_off() {
 async fn mcp_stdio_lists_and_gets_one_prompt_per_dialect() {
     let repo = repo();
     let s = stdio(repo.path(), &["--no-builtin-prompts"]).await;
+    lists_and_gets_one_prompt_per_dialect(s).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_http_lists_and_gets_one_prompt_per_dialect() {
+    let repo = repo();
+    let s = mcp_support::http(repo.path(), &["--no-builtin-prompts"]).await;
+    lists_and_gets_one_prompt_per_dialect(s).await;
+}
+
+/// Every dialect's prompt is listed with its dialect and source, and renders, over one session.
+async fn lists_and_gets_one_prompt_per_dialect(s: mcp_support::Session) {
     let listed = mcp_support::within("prompts/list", s.client.list_all_prompts())
         .await
         .unwrap();

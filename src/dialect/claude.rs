@@ -2,7 +2,7 @@
 //! (`.codex/prompts/*.md`): `$ARGUMENTS` is the argument `arguments` (described by frontmatter
 //! `argument-hint`), and `$1`…`$9` are its words split like the shell; both become empty when not
 //! given, as the tools do. Codex adds named placeholders (`$NAME`, uppercase), which are
-//! arguments of their own and stay verbatim when not given, and `$$`, a literal `$`. Claude Code
+//! required arguments of their own (Codex refuses to run without them), and `$$`, a literal `$`. Claude Code
 //! has neither: there `$HOME` and `$$` are text.
 
 use serde_json::{Map, Value};
@@ -63,7 +63,8 @@ pub fn segments(body: &str, codex: bool) -> Vec<Segment<'_>> {
             slot: Slot {
                 key,
                 keep_when_missing: keep,
-                required: false,
+                // Codex refuses to run a prompt whose named placeholder was not given.
+                required: keep,
                 hint: None,
             },
         });
