@@ -6,7 +6,9 @@
 //! with `--prompts DIR`: `list --json`, `get` of every listed prompt with every argument set to a
 //! marker value, and `check`. `PROMPTD_COMPAT_BIN` runs another build of promptd instead of this
 //! crate's (to compare branches), `PROMPTD_COMPAT_REPORT` names a JSON file that receives every
-//! number and every failing file, and `PROMPTD_COMPAT_VERBOSE=1` prints the failing files.
+//! number and every failing file, `PROMPTD_COMPAT_VERBOSE=1` prints the failing files, and
+//! `PROMPTD_COMPAT_DISCOVER=1` runs without `--prompts` from the repository each folder lives in
+//! (zero-config discovery).
 //! `scripts/compat-prompts DIR...` is the short way to run it.
 //!
 //! Per folder it prints: prompt files found and how many are listed exactly once; placeholders
@@ -400,7 +402,7 @@ struct Run {
 }
 
 /// Runs promptd with `args` in `cwd`; a signal or a timeout is a crash (recorded, not returned).
-fn run(bin: Option<&Path>, cwd: &Path, args: &[&str], crashes: &mut Vec<String>) -> Option<Run> {
+fn run(bin: Option<&Path>, cwd: &Path, args: &[String], crashes: &mut Vec<String>) -> Option<Run> {
     let mut cmd: Command = match bin {
         Some(b) => promptd_at(b),
         None => promptd(),
@@ -455,10 +457,14 @@ fn listed_source(prompt: &Value, files: &BTreeSet<String>) -> Option<String> {
             }
             let s = s.replace('\\', "/");
             let s = s.trim_start_matches("./");
-            if let Some(f) = files
-                .iter()
-                .find(|f| s == f.as_str() || s.ends_with(&format!("/{f}")))
-            {
+            // The file itself, else the longest file path the value ends with.
+            let f = files.get(s).or_else(|| {
+                files
+                    .iter()
+                    .filter(|f| s.ends_with(&format!("/{f}")))
+                    .max_by_key(|f| f.len())
+            });
+            if let Some(f) = f {
                 found = Some(f.clone());
             }
         }
@@ -513,6 +519,9 @@ struct Report {
     whitespace_only: Vec<String>,
     lost: Vec<String>,
     render_warnings: usize,
+    /// Lossless renders that took `$$` to `$`, and that rendered `$1`..`$9` as nothing.
+    escaped: Vec<String>,
+    emptied: Vec<String>,
     check_errors: usize,
     check_warnings: usize,
     per_file_placeholders: Vec<usize>,
@@ -535,16 +544,63 @@ fn excerpt(text: &str, at: usize) -> String {
     format!("{:?}", &text[start..end])
 }
 
+/// How a folder is handed to promptd: `--prompts DIR` from an empty working directory, or
+/// (discovery) no flag, from the repository the dialect folder lives in.
+struct Invocation {
+    cwd: PathBuf,
+    prefix: Vec<String>,
+    _empty: Option<tempfile::TempDir>,
+}
+
+impl Invocation {
+    fn new(dir: &Path, discover: bool) -> Invocation {
+        if discover {
+            return Invocation {
+                cwd: repository_of(dir),
+                prefix: Vec::new(),
+                _empty: None,
+            };
+        }
+        let empty = tempfile::tempdir().unwrap();
+        Invocation {
+            cwd: empty.path().to_path_buf(),
+            prefix: vec!["--prompts".into(), dir.to_string_lossy().into_owned()],
+            _empty: Some(empty),
+        }
+    }
+
+    fn args(&self, rest: &[&str]) -> Vec<String> {
+        let mut out = self.prefix.clone();
+        out.extend(rest.iter().map(|s| s.to_string()));
+        out
+    }
+}
+
+/// The repository a dialect folder belongs to: the parent of its outermost hidden folder
+/// (`repo` for `repo/.claude/commands`), else the folder's parent.
+fn repository_of(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .filter(|a| {
+            a.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+        })
+        .last()
+        .and_then(Path::parent)
+        .or_else(|| dir.parent())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
 /// Measures one folder against the built-in prompts in `builtin` (name and version hash).
 fn measure(
     bin: Option<&Path>,
+    discover: bool,
     dir: &Path,
     builtin: &BTreeSet<(String, String)>,
     builtin_check: (usize, usize),
     crashes: &mut Vec<String>,
 ) -> Report {
-    let cwd = tempfile::tempdir().unwrap();
-    let dir_arg = dir.to_string_lossy().into_owned();
+    let at = Invocation::new(dir, discover);
     let mut rep = Report {
         label: label_of(dir),
         ..Default::default()
@@ -560,12 +616,7 @@ fn measure(
         .collect();
     let file_set: BTreeSet<String> = files.iter().cloned().collect();
 
-    let Some(list) = run(
-        bin,
-        cwd.path(),
-        &["--prompts", &dir_arg, "list", "--json"],
-        crashes,
-    ) else {
+    let Some(list) = run(bin, &at.cwd, &at.args(&["list", "--json"]), crashes) else {
         return rep;
     };
     let prompts: Vec<Value> = listed(&list)
@@ -664,20 +715,8 @@ fn measure(
             values.insert(an.to_string(), v);
         }
         let values = Value::Object(values).to_string();
-        let Some(get) = run(
-            bin,
-            cwd.path(),
-            &[
-                "--prompts",
-                &dir_arg,
-                "get",
-                name,
-                "--json",
-                "--args-json",
-                &values,
-            ],
-            crashes,
-        ) else {
+        let args = at.args(&["get", name, "--json", "--args-json", &values]);
+        let Some(get) = run(bin, &at.cwd, &args, crashes) else {
             continue;
         };
         let env: Value = serde_json::from_str(&get.stdout).unwrap_or(Value::Null);
@@ -702,6 +741,14 @@ fn measure(
         match a.fidelity {
             Fidelity::Lossless => {
                 rep.lossless += 1;
+                if a.escapes > 0 {
+                    rep.escaped
+                        .push(format!("{f}: {} `$$` rendered as `$`", a.escapes));
+                }
+                if a.emptied > 0 {
+                    rep.emptied
+                        .push(format!("{f}: {} positional(s) rendered empty", a.emptied));
+                }
                 let want = occurrences(tool, &body);
                 if a.substituted + a.emptied >= want {
                     rep.filled += 1;
@@ -724,7 +771,7 @@ fn measure(
         }
     }
 
-    if let Some(check) = run(bin, cwd.path(), &["--prompts", &dir_arg, "check"], crashes) {
+    if let Some(check) = run(bin, &at.cwd, &at.args(&["check"]), crashes) {
         let (e, w) = check_counts(&check);
         rep.check_errors = e.saturating_sub(builtin_check.0);
         rep.check_warnings = w.saturating_sub(builtin_check.1);
@@ -777,6 +824,8 @@ impl Report {
             "whitespaceOnly": self.whitespace_only,
             "lost": self.lost,
             "renderWarnings": self.render_warnings,
+            "escaped": self.escaped,
+            "emptied": self.emptied,
             "checkErrors": self.check_errors,
             "checkWarnings": self.check_warnings,
         })
@@ -789,39 +838,31 @@ folder                 files listed  once  phold exposed render lossls filled ws
 
 /// Measures every folder in `dirs` with `bin` (this crate's binary when `None`); returns the
 /// reports and the crashes.
-fn measure_all(bin: Option<&Path>, dirs: &[PathBuf]) -> (Vec<Report>, Vec<String>) {
+fn measure_all(bin: Option<&Path>, discover: bool, dirs: &[PathBuf]) -> (Vec<Report>, Vec<String>) {
     let mut crashes = Vec::new();
     let empty = tempfile::tempdir().unwrap();
     let empty_arg = empty.path().to_string_lossy().into_owned();
-    let builtin: BTreeSet<(String, String)> = run(
-        bin,
-        empty.path(),
-        &["--prompts", &empty_arg, "list", "--json"],
-        &mut crashes,
-    )
-    .map(|r| {
-        listed(&r)
-            .iter()
-            .map(|p| {
-                (
-                    p["name"].as_str().unwrap_or_default().to_string(),
-                    p["version_hash"].as_str().unwrap_or_default().to_string(),
-                )
-            })
-            .collect()
-    })
-    .unwrap_or_default();
-    let builtin_check = run(
-        bin,
-        empty.path(),
-        &["--prompts", &empty_arg, "check"],
-        &mut crashes,
-    )
-    .map(|r| check_counts(&r))
-    .unwrap_or((0, 0));
+    let list_args = ["--prompts", &empty_arg, "list", "--json"].map(String::from);
+    let check_args = ["--prompts", &empty_arg, "check"].map(String::from);
+    let builtin: BTreeSet<(String, String)> = run(bin, empty.path(), &list_args, &mut crashes)
+        .map(|r| {
+            listed(&r)
+                .iter()
+                .map(|p| {
+                    (
+                        p["name"].as_str().unwrap_or_default().to_string(),
+                        p["version_hash"].as_str().unwrap_or_default().to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let builtin_check = run(bin, empty.path(), &check_args, &mut crashes)
+        .map(|r| check_counts(&r))
+        .unwrap_or((0, 0));
     let reports = dirs
         .iter()
-        .map(|d| measure(bin, d, &builtin, builtin_check, &mut crashes))
+        .map(|d| measure(bin, discover, d, &builtin, builtin_check, &mut crashes))
         .collect();
     (reports, crashes)
 }
@@ -838,7 +879,8 @@ fn compat_collections() {
         .collect();
     let bin = std::env::var_os("PROMPTD_COMPAT_BIN").map(PathBuf::from);
     let verbose = std::env::var_os("PROMPTD_COMPAT_VERBOSE").is_some_and(|v| v != "0");
-    let (mut reports, crashes) = measure_all(bin.as_deref(), &dirs);
+    let discover = std::env::var_os("PROMPTD_COMPAT_DISCOVER").is_some_and(|v| v != "0");
+    let (mut reports, crashes) = measure_all(bin.as_deref(), discover, &dirs);
 
     println!(
         "binary: {}",
@@ -846,6 +888,14 @@ fn compat_collections() {
             || env!("CARGO_BIN_EXE_promptd").to_string(),
             |b| b.display().to_string()
         )
+    );
+    println!(
+        "mode: {}",
+        if discover {
+            "discovery (no --prompts, run in the repository)"
+        } else {
+            "--prompts DIR"
+        }
     );
     println!("{HEADER}");
     let mut total = Report {
@@ -885,6 +935,8 @@ fn compat_collections() {
                 ("render failed", &r.render_failed),
                 ("whitespace changed", &r.whitespace_only),
                 ("placeholder left in place", &r.unfilled),
+                ("escape taken", &r.escaped),
+                ("positional emptied", &r.emptied),
                 ("lost", &r.lost),
             ] {
                 for i in items {
@@ -1027,12 +1079,24 @@ fn names_map_files_by_path_and_frontmatter() {
     assert!(c.contains(&"review".to_string()));
     assert!(c.contains(&"review.prompt".to_string()));
     assert!(c.contains(&"code_review".to_string()));
-    let files: BTreeSet<String> = ["tools/a.md".to_string()].into();
+    let files: BTreeSet<String> = ["a.md".to_string(), "tools/a.md".to_string()].into();
     let p = json!({"name": "tools:a", "_meta": {"sourceFile": "tools/a.md"}});
+    assert_eq!(listed_source(&p, &files).as_deref(), Some("tools/a.md"));
+    let p = json!({"name": "a", "source": "a.md"});
+    assert_eq!(listed_source(&p, &files).as_deref(), Some("a.md"));
+    let p = json!({"name": "x", "source": "/abs/dir/tools/a.md"});
     assert_eq!(listed_source(&p, &files).as_deref(), Some("tools/a.md"));
     assert_eq!(
         label_of(Path::new("/tmp/compat/suite/.claude/commands")),
         "suite"
+    );
+    assert_eq!(
+        repository_of(Path::new("/r/repo/.gemini/commands/git")),
+        Path::new("/r/repo")
+    );
+    assert_eq!(
+        repository_of(Path::new("/r/repo/prompts")),
+        Path::new("/r/repo")
     );
 }
 
@@ -1051,7 +1115,7 @@ fn harness_measures_a_folder_of_promptd_prompts() {
         "---\ndescription: No arguments.\n---\nNothing to fill in here.\n",
     )
     .unwrap();
-    let (mut reports, crashes) = measure_all(None, &[dir.path().to_path_buf()]);
+    let (mut reports, crashes) = measure_all(None, false, &[dir.path().to_path_buf()]);
     assert!(crashes.is_empty(), "{crashes:?}");
     let r = &mut reports[0];
     assert_eq!((r.files, r.listed, r.listed_once), (2, 2, 2), "{r:?}");
