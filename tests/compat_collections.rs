@@ -399,6 +399,8 @@ struct Run {
     code: Option<i32>,
     stdout: String,
     stderr: String,
+    elapsed: Duration,
+    peak_rss_mib: f64,
 }
 
 /// Runs promptd with `args` in `cwd`; a signal or a timeout is a crash (recorded, not returned).
@@ -423,6 +425,8 @@ fn run(bin: Option<&Path>, cwd: &Path, args: &[String], crashes: &mut Vec<String
         code: out.code(),
         stdout: out.stdout,
         stderr: out.stderr,
+        elapsed: out.elapsed,
+        peak_rss_mib: out.peak_rss_mib,
     })
 }
 
@@ -528,6 +532,9 @@ struct Report {
     per_prompt_arguments: Vec<usize>,
     per_render_chars_lost: Vec<usize>,
     by_tool: BTreeMap<&'static str, usize>,
+    /// Wall time of `list --json`, and the highest peak RSS of any command, for the folder.
+    list_ms: u128,
+    peak_rss_mib: f64,
 }
 
 /// A short label for a folder: its nearest ancestor that is neither hidden nor a dialect folder.
@@ -630,6 +637,8 @@ fn measure(
         })
         .collect();
     rep.listed = prompts.len();
+    rep.list_ms = list.elapsed.as_millis();
+    rep.peak_rss_mib = list.peak_rss_mib;
 
     // Which file each prompt came from: the listing's own source path, else its name.
     let mut by_name: HashMap<String, Vec<&str>> = HashMap::new();
@@ -719,6 +728,7 @@ fn measure(
         let Some(get) = run(bin, &at.cwd, &args, crashes) else {
             continue;
         };
+        rep.peak_rss_mib = rep.peak_rss_mib.max(get.peak_rss_mib);
         let env: Value = serde_json::from_str(&get.stdout).unwrap_or(Value::Null);
         rep.render_warnings += env["warnings"].as_array().map_or(0, Vec::len);
         let content = env["data"]["prompt"]["content"].as_str();
@@ -772,6 +782,7 @@ fn measure(
     }
 
     if let Some(check) = run(bin, &at.cwd, &at.args(&["check"]), crashes) {
+        rep.peak_rss_mib = rep.peak_rss_mib.max(check.peak_rss_mib);
         let (e, w) = check_counts(&check);
         rep.check_errors = e.saturating_sub(builtin_check.0);
         rep.check_warnings = w.saturating_sub(builtin_check.1);
@@ -782,7 +793,7 @@ fn measure(
 impl Report {
     fn row(&mut self) -> String {
         format!(
-            "{:<22} {:>5} {:>6} {:>5} {:>6} {:>7} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5}/{:<5} {:>11} {:>11} {:>11}",
+            "{:<22} {:>5} {:>6} {:>5} {:>6} {:>7} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5}/{:<5} {:>11} {:>11} {:>11} {:>7} {:>6.0}",
             self.label,
             self.files,
             self.listed,
@@ -800,6 +811,8 @@ impl Report {
             spread(&mut self.per_file_placeholders),
             spread(&mut self.per_prompt_arguments),
             spread(&mut self.per_render_chars_lost),
+            self.list_ms,
+            self.peak_rss_mib,
         )
     }
 
@@ -828,12 +841,14 @@ impl Report {
             "emptied": self.emptied,
             "checkErrors": self.check_errors,
             "checkWarnings": self.check_warnings,
+            "listMs": self.list_ms,
+            "peakRssMib": self.peak_rss_mib,
         })
     }
 }
 
 const HEADER: &str = "\
-folder                 files listed  once  phold exposed render lossls filled wsonly  lost rfail check E/W   phold/file args/prompt  lost chars
+folder                 files listed  once  phold exposed render lossls filled wsonly  lost rfail check E/W   phold/file args/prompt  lost chars list ms peakMiB
                                                                                                      min/med/max min/med/max min/med/max";
 
 /// Measures every folder in `dirs` with `bin` (this crate's binary when `None`); returns the
@@ -919,6 +934,8 @@ fn compat_collections() {
         total.render_failed.extend(r.render_failed.iter().cloned());
         total.check_errors += r.check_errors;
         total.check_warnings += r.check_warnings;
+        total.list_ms += r.list_ms;
+        total.peak_rss_mib = total.peak_rss_mib.max(r.peak_rss_mib);
         total.per_file_placeholders.extend(&r.per_file_placeholders);
         total.per_prompt_arguments.extend(&r.per_prompt_arguments);
         total.per_render_chars_lost.extend(&r.per_render_chars_lost);
