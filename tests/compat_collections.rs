@@ -513,6 +513,8 @@ struct Report {
     placeholders: usize,
     exposed: usize,
     missing: Vec<String>,
+    /// Arguments that stand for no placeholder of the file's tool.
+    extra: Vec<String>,
     rendered: usize,
     render_failed: Vec<String>,
     lossless: usize,
@@ -704,6 +706,14 @@ fn measure(
                 rep.missing.push(format!("{f}: {w:?}"));
             }
         }
+        // Arguments the file's own tool would never fill (promptd files declare theirs).
+        if tool != Tool::Promptd {
+            for a in &args {
+                if !wanted.iter().any(|w| w.met_by(std::slice::from_ref(a))) {
+                    rep.extra.push(format!("{f}: {a}"));
+                }
+            }
+        }
     }
 
     // Renders with a marker in every argument.
@@ -793,13 +803,14 @@ fn measure(
 impl Report {
     fn row(&mut self) -> String {
         format!(
-            "{:<22} {:>5} {:>6} {:>5} {:>6} {:>7} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5}/{:<5} {:>11} {:>11} {:>11} {:>7} {:>6.0}",
+            "{:<22} {:>5} {:>6} {:>5} {:>6} {:>7} {:>5} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5}/{:<5} {:>11} {:>11} {:>11} {:>7} {:>6.0}",
             self.label,
             self.files,
             self.listed,
             self.listed_once,
             self.placeholders,
             self.exposed,
+            self.extra.len(),
             self.rendered,
             self.lossless,
             self.filled,
@@ -829,6 +840,7 @@ impl Report {
             "placeholders": self.placeholders,
             "exposed": self.exposed,
             "missingArguments": self.missing,
+            "extraArguments": self.extra,
             "rendered": self.rendered,
             "renderFailed": self.render_failed,
             "lossless": self.lossless,
@@ -848,8 +860,8 @@ impl Report {
 }
 
 const HEADER: &str = "\
-folder                 files listed  once  phold exposed render lossls filled wsonly  lost rfail check E/W   phold/file args/prompt  lost chars list ms peakMiB
-                                                                                                     min/med/max min/med/max min/med/max";
+folder                 files listed  once  phold exposed extra render lossls filled wsonly  lost rfail check E/W   phold/file args/prompt  lost chars list ms peakMiB
+                                                                                                           min/med/max min/med/max min/med/max";
 
 /// Measures every folder in `dirs` with `bin` (this crate's binary when `None`); returns the
 /// reports and the crashes.
@@ -924,6 +936,7 @@ fn compat_collections() {
         total.listed_once += r.listed_once;
         total.placeholders += r.placeholders;
         total.exposed += r.exposed;
+        total.extra.extend(r.extra.iter().cloned());
         total.rendered += r.rendered;
         total.lossless += r.lossless;
         total.filled += r.filled;
@@ -949,6 +962,7 @@ fn compat_collections() {
                 ("listed twice", &r.listed_twice),
                 ("prompt without a file", &r.unmapped),
                 ("placeholder not an argument", &r.missing),
+                ("argument the tool would not fill", &r.extra),
                 ("render failed", &r.render_failed),
                 ("whitespace changed", &r.whitespace_only),
                 ("placeholder left in place", &r.unfilled),
@@ -1138,6 +1152,7 @@ fn harness_measures_a_folder_of_promptd_prompts() {
     assert_eq!((r.files, r.listed, r.listed_once), (2, 2, 2), "{r:?}");
     assert_eq!((r.rendered, r.lossless, r.filled), (2, 2, 2), "{r:?}");
     assert!(r.lost.is_empty() && r.render_failed.is_empty(), "{r:?}");
+    assert!(r.missing.is_empty() && r.extra.is_empty(), "{r:?}");
     assert_eq!(r.check_errors, 0, "{r:?}");
     assert!(r.row().starts_with(&r.label));
 }
