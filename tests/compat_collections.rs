@@ -160,8 +160,10 @@ fn frontmatter_name(text: &str) -> Option<String> {
     None
 }
 
+/// `${input:name}`, `${input:name:placeholder}`, and `${input:name|choice}` (seen in the wild:
+/// the name ends at `|`).
 static INPUT: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\$\{input:([^}:\n]+)(?::[^}\n]*)?\}").unwrap());
+    LazyLock::new(|| Regex::new(r"\$\{input:([^}:|\n]+)(?:[:|][^}\n]*)?\}").unwrap());
 static EDITOR_VAR: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
         r"\$\{(selection|selectedText|file|fileBasename|fileDirname|fileBasenameNoExtension|workspaceFolder|workspaceFolderBasename)\}",
@@ -1028,11 +1030,15 @@ fn tools_follow_where_a_file_lives() {
 fn placeholders_are_the_ones_each_tool_fills() {
     let vs = placeholders(
         Tool::VsCode,
-        "Use ${input:topic:the topic} on ${file}; `${count}` and $HOME stay",
+        "Use ${input:topic:the topic} on ${file} at ${input:Level|High}; `${count}`, $HOME stay",
     );
     assert_eq!(
         vs.into_iter().collect::<Vec<_>>(),
-        [Wanted::Named("file".into()), Wanted::Named("topic".into())]
+        [
+            Wanted::Named("Level".into()),
+            Wanted::Named("file".into()),
+            Wanted::Named("topic".into())
+        ]
     );
     let claude = placeholders(Tool::Claude, "Fix $ARGUMENTS, first $1; $WORK_DIR is shell");
     assert_eq!(
