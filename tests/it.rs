@@ -13,6 +13,7 @@ mod rag_support;
 mod check_fixtures;
 mod cli;
 mod clients_inspector;
+mod compat_collections;
 mod compose_cli;
 mod compose_stages;
 mod dialect_discovery;

@@ -24,7 +24,12 @@ pub const CLEARED_ENV: &[&str] = &[
 
 /// `promptd` with the cleared environment; the caller adds arguments and a directory.
 pub fn promptd() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_promptd"));
+    promptd_at(std::path::Path::new(env!("CARGO_BIN_EXE_promptd")))
+}
+
+/// Like [`promptd`], for another build of the binary at `bin` (a branch's, to compare with).
+pub fn promptd_at(bin: &std::path::Path) -> Command {
+    let mut cmd = Command::new(bin);
     for var in CLEARED_ENV {
         cmd.env_remove(var);
     }
