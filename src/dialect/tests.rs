@@ -189,6 +189,14 @@ fn real_world_constructs_of_public_collections() {
         Some(Dialect::Claude),
     );
     assert_eq!(t.name, "tpl");
+    // So is a `description` YAML reads as a mapping: the first body line describes the prompt.
+    let t = parse(
+        "---\ndescription: {{DESCRIPTION}}\n---\n\nExplain the change\n",
+        "desc.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.description.as_deref(), Some("Explain the change"));
+    assert!(t.metadata.contains_key("description"));
     // `${input:Priority|High}` is an argument.
     let t = parse("Priority: ${input:Priority|High}\n", "p.prompt.md", None);
     assert_eq!(t.arguments[0].name, "Priority");

@@ -419,6 +419,16 @@ impl Frontmatter<'_> {
                     }
                 }
                 "title" => tpl.title = Some(self.string_field(v, "title")?),
+                // Another tool's file may hold a template placeholder there (`{{DESCRIPTION}}`,
+                // which YAML reads as a mapping): metadata, and the first body line describes it.
+                "description" if !tpl.dialect.is_promptd() => {
+                    match self.string_field(v, "description") {
+                        Ok(d) => tpl.description = Some(d),
+                        Err(_) => {
+                            tpl.metadata.insert("description".into(), to_json(v));
+                        }
+                    }
+                }
                 "description" => tpl.description = Some(self.string_field(v, "description")?),
                 "version" => {
                     tpl.version = match &v.data {
