@@ -414,9 +414,33 @@ pub fn directives(dialect: Dialect, body: &str) -> Vec<&'static str> {
     if shell.is_some_and(|r| r.is_match(body)) {
         out.push("shell");
     }
-    if file.is_some_and(|r| r.is_match(body)) {
+    // `@name` inside a code block is code (a Python decorator, an npm scope), not a file.
+    if file.is_some_and(|r| r.is_match(&outside_code_blocks(body))) {
         out.push("file");
     }
+    out
+}
+
+/// The Markdown text with its code blocks blanked out (same length elsewhere).
+fn outside_code_blocks(body: &str) -> String {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let mut out = String::with_capacity(body.len());
+    let mut last = 0;
+    let mut start = None;
+    for (event, range) in Parser::new(body).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) if start.is_none() => start = Some(range.start),
+            Event::End(TagEnd::CodeBlock) => {
+                if let Some(from) = start.take() {
+                    out.push_str(&body[last..from]);
+                    out.push('\n');
+                    last = range.end;
+                }
+            }
+            _ => {}
+        }
+    }
+    out.push_str(&body[last..]);
     out
 }
 

@@ -158,6 +158,13 @@ fn directives_are_detected_not_run() {
     );
     // Each tool's own syntax only: git's `stash@{0}` is no Gemini file, `!`x`` no VS Code command.
     assert!(directives(Dialect::Gemini, "git stash@{0}").is_empty());
+    // A decorator in a code block is code; the same `@path` in prose is a file reference.
+    let fenced = "Write tests:\n\n```python\n@pytest.fixture\ndef db():\n    pass\n```\n";
+    assert!(directives(Dialect::Claude, fenced).is_empty());
+    assert_eq!(
+        directives(Dialect::Claude, &format!("{fenced}\nSee @src/db.py\n")),
+        ["file"]
+    );
     assert!(directives(Dialect::Vscode, "!`ls` @src/x.rs").is_empty());
     assert!(directives(Dialect::Jinja, "!`ls` @src/x.rs").is_empty());
 }
