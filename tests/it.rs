@@ -17,6 +17,7 @@ mod compat_collections;
 mod compose_cli;
 mod compose_stages;
 mod dialect_discovery;
+mod dialect_features;
 mod dialects;
 mod enhance;
 mod fuzz;
