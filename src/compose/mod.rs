@@ -1,20 +1,19 @@
-//! The prompt composer's stages (issue 8): everything the `compose_frame` registry template needs
+//! The prompt composer's stages: everything the `compose_frame` registry template needs
 //! as variables, plus a plain reference frame that shows what that template must produce.
 //!
 //! Design principle: *stages produce variables, templates render them*. [`compose_stages`] runs
 //! the stages — [`rules`] (project rules discovered in the workspace, applied whole), [`tools`]
 //! (the MCP server's own tools plus `.promptd/tools/*.json` in Plandex's shape, validated) and
 //! [`docs`] (retrieved or `--doc` chunks fitted into a token budget) — and returns
-//! [`ComposeStages`], a `Serialize` (camelCase) value handed to the template as its context. The
-//! retrieval stage, the system prompt lookup, the template itself and the CLI/MCP adapters are
-//! wired by the lead; [`render_default_frame`] is the reference text the template must reproduce
-//! byte for byte, and the snapshot tests pin it.
+//! [`ComposeStages`], a `Serialize` (camelCase) value handed to the template as its context.
+//! [`render_default_frame`] is the reference text the template must reproduce byte for byte, and
+//! the snapshot tests pin it.
 //!
 //! # Block order versus prompt caching
-//! The issue fixes the order `USER: <query>`, system, tools, rules, docs, and also wants the
+//! The layout fixes the order `USER: <query>`, system, tools, rules, docs, and also wants the
 //! prefix (system + tools + always-on rules) byte-identical across calls so provider prompt caches
 //! hit. Provider caches key on the *start* of the request, and the query changes every call, so
-//! the two cannot both hold for one flat string. We keep the issue's order in
+//! the two cannot both hold for one flat string. We keep that order in
 //! [`ComposedPrompt::text`] (what a single-message consumer sends) and make the cacheable part a
 //! contiguous, query-independent run inside it:
 //! - inside the rules block, always-on rules come first and rules that depend on the current file
@@ -46,7 +45,7 @@ pub use tools::{ToolDefinition, ToolIssue, ToolOrigin, ToolsCatalog, load_tools}
 
 use crate::tokens::count_tokens;
 
-/// Default token budget of the docs block (issue 8).
+/// Default token budget of the docs block.
 pub const DEFAULT_DOCS_BUDGET: usize = 2048;
 
 /// Separator between blocks of the composed text.
