@@ -2,7 +2,7 @@
 //! workspace root plus the request to compose in it. Each case snapshots the composed text and
 //! the ledger (or the error text for `err_*` cases), and checks the invariants the snapshots
 //! cannot show: the prefix is a contiguous part of the text, identical for another query and
-//! another current file; applied rules appear whole; docs stay within their budget; the draft
+//! another current file; applied rules appear whole; docs stay within their budget; the shipped
 //! `compose_frame.md` template renders the same text as `render_default_frame`.
 
 use std::path::{Path, PathBuf};
