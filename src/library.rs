@@ -289,18 +289,8 @@ impl PromptLibrary {
         visibility: Visibility,
     ) -> Result<GetPromptsResponse, GetPromptsError> {
         let snap = self.snapshot();
-        let limits = snapshot_limits(&snap);
-        get_prompts(&snap, &self.options.clock, req, visibility, &limits)
+        get_prompts(&snap, &self.options.clock, req, visibility, &snap.limits)
     }
-}
-
-/// The limits of a snapshot's config; a broken `limits` section falls back to the defaults
-/// (reported by `promptd check`).
-pub fn snapshot_limits(snap: &Snapshot) -> Limits {
-    Limits::from_config(&snap.config).unwrap_or_else(|e| {
-        tracing::warn!("config `limits`: {e}; using the defaults");
-        Limits::default()
-    })
 }
 
 /// Which prompts a caller is served: the one visibility policy of `prompts/list`,

@@ -176,7 +176,7 @@ pub async fn serve(
     ct: CancellationToken,
 ) -> Result<(), ServeError> {
     let snapshot = server.library().snapshot();
-    let limits = Limits::from_config(&snapshot.config).map_err(ServeError::Config)?;
+    let limits = snapshot.limits.clone();
     let config = HttpConfig::from_config(&snapshot.config).map_err(ServeError::Config)?;
     check_bind(addr, token.as_deref(), limits.min_auth_token_chars)?;
     let listener = tokio::net::TcpListener::bind(addr)

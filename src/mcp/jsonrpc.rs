@@ -564,14 +564,9 @@ impl HttpConformance {
         }
     }
 
-    /// With the limits of the library's config (the defaults, with a warning, when its
-    /// `limits` section is invalid).
+    /// With the limits of the library's current snapshot.
     pub fn of(library: &PromptLibrary) -> HttpConformance {
-        let limits = Limits::from_config(&library.snapshot().config).unwrap_or_else(|e| {
-            tracing::warn!("{e}; using the default limits");
-            Limits::default()
-        });
-        HttpConformance::new(&limits)
+        HttpConformance::new(&library.snapshot().limits)
     }
 
     /// The largest body accepted (rmcp's own body cap is set to the same, so this layer is the

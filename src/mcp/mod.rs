@@ -142,8 +142,7 @@ pub async fn serve_async(
 /// (already answered): those are logged and the handshake is awaited again on the same stream.
 pub async fn serve_stdio(server: PromptServer) -> Result<(), ServeError> {
     use rmcp::service::ServerInitializeError;
-    let limits = crate::limits::Limits::from_config(&server.library().snapshot().config)
-        .map_err(ServeError::Config)?;
+    let limits = server.library().snapshot().limits.clone();
     let (stdin, stdout) = rmcp::transport::stdio();
     let transport = jsonrpc::LineTransport::new(stdin, stdout, &limits);
     let running = loop {

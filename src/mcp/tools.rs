@@ -20,9 +20,7 @@ use serde::Deserialize;
 
 use crate::compose::{ComposedPrompt, ToolDefinition};
 use crate::enhance::{EnhanceRequest, EnhanceResult, result_text, validate};
-use crate::library::{
-    GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME, Visibility, snapshot_limits,
-};
+use crate::library::{GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME, Visibility};
 use crate::limits::Limits;
 use crate::stages::{ComposeInput, Stages};
 use crate::workspace::{Workspace, WorkspacePolicy};
@@ -234,7 +232,7 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
         let structured = reads_structured_content(ctx.peer.as_ref());
         // Rendering a batch can take a while: off the request loop (stdio is one thread).
         tokio::task::spawn_blocking(move || {
-            let limits = snapshot_limits(&ctx.library.snapshot());
+            let limits = ctx.library.snapshot().limits.clone();
             let resp = ctx
                 .library
                 .get_prompts_for(&req, ctx.visibility)
