@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use wait_timeout::ChildExt;
 
-use super::scanner::{LineIndex, Scanner, finding_at, widen_to_chars};
+use super::scanner::{LineIndex, Scanner, SecretAt, widen_to_chars};
 use super::{FindingSource, Guard, GuardError, ScanInput, SecretFinding};
 
 /// gitleaks' exit status when it found leaks; anything else but 0 is an error.
@@ -268,13 +268,15 @@ fn map_findings(
         let place = &placements[idx];
         let li = indexes[idx].get_or_insert_with(|| LineIndex::new(text));
         let span = locate(text, li, place, g);
-        out.push(finding_at(
+        let at = SecretAt {
+            label: &input.label,
+            text,
+            lines: li,
+            span,
+        };
+        out.push(at.finding(
             &g.rule_id,
             &g.description,
-            &input.label,
-            text,
-            li,
-            span,
             f64::from(g.entropy),
             FindingSource::Gitleaks,
         ));

@@ -319,155 +319,23 @@ fn parse_config(
         }
     })?;
 
-    let origin = |offset: usize| Origin {
-        file: name.to_string(),
-        line: line_of(text, offset),
-    };
-    let pattern = |s: &Spanned<String>| Pattern {
-        text: s.get_ref().clone(),
-        origin: origin(s.span().start),
-    };
-    let allowlist = |a: &Spanned<RawAllowlist>,
-                     rule: Option<&str>|
-     -> Result<AllowlistSpec, GuardError> {
-        let at = origin(a.span().start);
-        let raw = a.get_ref();
-        let condition = match &raw.condition {
-            None => Condition::Or,
-            Some(c) => match c.get_ref().trim().to_ascii_uppercase().as_str() {
-                "" | "OR" => Condition::Or,
-                "AND" | "&&" => Condition::And,
-                other => {
-                    return Err(rule_error(
-                        &origin(c.span().start),
-                        rule,
-                        format!("allowlist condition must be \"OR\" or \"AND\", not \"{other}\""),
-                    ));
-                }
-            },
-        };
-        let target = match &raw.regex_target {
-            None => RegexTarget::Secret,
-            Some(t) => match t.get_ref().trim().to_ascii_lowercase().as_str() {
-                "" | "secret" => RegexTarget::Secret,
-                "match" => RegexTarget::Match,
-                "line" => RegexTarget::Line,
-                other => {
-                    return Err(rule_error(
-                        &origin(t.span().start),
-                        rule,
-                        format!(
-                            "allowlist regexTarget must be \"secret\", \"match\" or \"line\", not \"{other}\""
-                        ),
-                    ));
-                }
-            },
-        };
-        if raw.regexes.is_empty()
-            && raw.stopwords.is_empty()
-            && raw.paths.is_empty()
-            && raw.commits.is_empty()
-        {
-            return Err(rule_error(
-                &at,
-                rule,
-                "allowlist has no regexes, stopwords, paths or commits".to_string(),
-            ));
-        }
-        Ok(AllowlistSpec {
-            condition,
-            target,
-            regexes: raw.regexes.iter().map(pattern).collect(),
-            stopwords: raw.stopwords.iter().map(|s| s.to_lowercase()).collect(),
-            paths: raw.paths.iter().map(pattern).collect(),
-            commits_only: raw.regexes.is_empty()
-                && raw.stopwords.is_empty()
-                && raw.paths.is_empty(),
-            target_rules: raw.target_rules.clone(),
-        })
-    };
-
+    let reader = SpecReader { text, name };
     let mut own = ConfigSpec::default();
     for raw_rule in &raw.rules {
-        let at = origin(raw_rule.span().start);
-        let r = raw_rule.get_ref();
-        let id = match r.id.as_deref().map(str::trim) {
-            Some(id) if !id.is_empty() => id.to_string(),
-            _ => return Err(rule_error(&at, None, "rule has no `id`".to_string())),
-        };
-        if own.rules.iter().any(|o| o.id == id) {
+        let rule = reader.rule(raw_rule)?;
+        if own.rules.iter().any(|o| o.id == rule.id) {
             return Err(rule_error(
-                &at,
-                Some(&id),
+                &rule.origin,
+                Some(&rule.id),
                 "rule id is defined twice in this file".to_string(),
             ));
         }
-        let secret_group = match &r.secret_group {
-            None => None,
-            Some(g) if *g.get_ref() < 0 => {
-                return Err(rule_error(
-                    &origin(g.span().start),
-                    Some(&id),
-                    format!("secretGroup must not be negative (got {})", g.get_ref()),
-                ));
-            }
-            Some(g) if *g.get_ref() == 0 => None,
-            Some(g) => Some((*g.get_ref() as usize, origin(g.span().start))),
-        };
-        let mut allowlists = Vec::new();
-        if let Some(a) = &r.allowlist {
-            allowlists.push(allowlist(a, Some(&id))?);
-        }
-        for a in &r.allowlists {
-            allowlists.push(allowlist(a, Some(&id))?);
-        }
-        let mut required = Vec::new();
-        for q in &r.required {
-            let at = origin(q.span().start);
-            let raw = q.get_ref();
-            let Some(req_id) = raw.id.as_deref().map(str::trim).filter(|i| !i.is_empty()) else {
-                return Err(rule_error(
-                    &at,
-                    Some(&id),
-                    "[[rules.required]] has no `id`".to_string(),
-                ));
-            };
-            let distance = |v: &Option<Spanned<i64>>, key: &str| match v {
-                None => Ok(None),
-                Some(n) if *n.get_ref() < 0 => Err(rule_error(
-                    &origin(n.span().start),
-                    Some(&id),
-                    format!("{key} must not be negative (got {})", n.get_ref()),
-                )),
-                Some(n) => Ok(Some(*n.get_ref() as usize)),
-            };
-            required.push(RequiredSpec {
-                id: req_id.to_string(),
-                within_lines: distance(&raw.within_lines, "withinLines")?,
-                within_columns: distance(&raw.within_columns, "withinColumns")?,
-                origin: at,
-            });
-        }
-        own.rules.push(RuleSpec {
-            id,
-            description: r.description.clone().unwrap_or_default(),
-            regex: r.regex.as_ref().map(pattern),
-            secret_group,
-            entropy: r.entropy.filter(|e| *e > 0.0),
-            keywords: r.keywords.iter().map(|k| k.to_lowercase()).collect(),
-            path: r.path.as_ref().map(pattern),
-            allowlists,
-            required,
-            skip_report: r.skip_report,
-            origin: at,
-        });
+        own.rules.push(rule);
     }
-    if let Some(a) = &raw.allowlist {
-        own.global.push(allowlist(a, None)?);
+    for a in raw.allowlist.iter().chain(&raw.allowlists) {
+        own.global.push(reader.allowlist(a, None)?);
     }
-    for a in &raw.allowlists {
-        own.global.push(allowlist(a, None)?);
-    }
+    let origin = |offset: usize| reader.origin(offset);
 
     let Some(extend) = raw.extend else {
         return Ok(own);
@@ -502,6 +370,158 @@ fn parse_config(
     base.rules
         .retain(|r| !extend.disabled_rules.contains(&r.id));
     Ok(merge(base, own))
+}
+
+/// Reads the raw tables of one rules file into specs, naming `file:line` of every problem.
+struct SpecReader<'a> {
+    text: &'a str,
+    name: &'a str,
+}
+
+impl SpecReader<'_> {
+    fn origin(&self, offset: usize) -> Origin {
+        Origin {
+            file: self.name.to_string(),
+            line: line_of(self.text, offset),
+        }
+    }
+
+    fn pattern(&self, s: &Spanned<String>) -> Pattern {
+        Pattern {
+            text: s.get_ref().clone(),
+            origin: self.origin(s.span().start),
+        }
+    }
+
+    fn rule(&self, raw_rule: &Spanned<RawRule>) -> Result<RuleSpec, GuardError> {
+        let at = self.origin(raw_rule.span().start);
+        let r = raw_rule.get_ref();
+        let id = match r.id.as_deref().map(str::trim) {
+            Some(id) if !id.is_empty() => id.to_string(),
+            _ => return Err(rule_error(&at, None, "rule has no `id`".to_string())),
+        };
+        let secret_group = match &r.secret_group {
+            None => None,
+            Some(g) if *g.get_ref() < 0 => {
+                return Err(rule_error(
+                    &self.origin(g.span().start),
+                    Some(&id),
+                    format!("secretGroup must not be negative (got {})", g.get_ref()),
+                ));
+            }
+            Some(g) if *g.get_ref() == 0 => None,
+            Some(g) => Some((*g.get_ref() as usize, self.origin(g.span().start))),
+        };
+        let allowlists = r
+            .allowlist
+            .iter()
+            .chain(&r.allowlists)
+            .map(|a| self.allowlist(a, Some(&id)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let required = r
+            .required
+            .iter()
+            .map(|q| self.required(q, &id))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RuleSpec {
+            description: r.description.clone().unwrap_or_default(),
+            regex: r.regex.as_ref().map(|p| self.pattern(p)),
+            secret_group,
+            entropy: r.entropy.filter(|e| *e > 0.0),
+            keywords: r.keywords.iter().map(|k| k.to_lowercase()).collect(),
+            path: r.path.as_ref().map(|p| self.pattern(p)),
+            allowlists,
+            required,
+            skip_report: r.skip_report,
+            origin: at,
+            id,
+        })
+    }
+
+    fn required(&self, q: &Spanned<RawRequired>, id: &str) -> Result<RequiredSpec, GuardError> {
+        let at = self.origin(q.span().start);
+        let raw = q.get_ref();
+        let Some(req_id) = raw.id.as_deref().map(str::trim).filter(|i| !i.is_empty()) else {
+            return Err(rule_error(
+                &at,
+                Some(id),
+                "[[rules.required]] has no `id`".to_string(),
+            ));
+        };
+        let distance = |v: &Option<Spanned<i64>>, key: &str| match v {
+            None => Ok(None),
+            Some(n) if *n.get_ref() < 0 => Err(rule_error(
+                &self.origin(n.span().start),
+                Some(id),
+                format!("{key} must not be negative (got {})", n.get_ref()),
+            )),
+            Some(n) => Ok(Some(*n.get_ref() as usize)),
+        };
+        Ok(RequiredSpec {
+            id: req_id.to_string(),
+            within_lines: distance(&raw.within_lines, "withinLines")?,
+            within_columns: distance(&raw.within_columns, "withinColumns")?,
+            origin: at,
+        })
+    }
+
+    fn allowlist(
+        &self,
+        a: &Spanned<RawAllowlist>,
+        rule: Option<&str>,
+    ) -> Result<AllowlistSpec, GuardError> {
+        let at = self.origin(a.span().start);
+        let raw = a.get_ref();
+        let condition = match &raw.condition {
+            None => Condition::Or,
+            Some(c) => match c.get_ref().trim().to_ascii_uppercase().as_str() {
+                "" | "OR" => Condition::Or,
+                "AND" | "&&" => Condition::And,
+                other => {
+                    return Err(rule_error(
+                        &self.origin(c.span().start),
+                        rule,
+                        format!("allowlist condition must be \"OR\" or \"AND\", not \"{other}\""),
+                    ));
+                }
+            },
+        };
+        let target = match &raw.regex_target {
+            None => RegexTarget::Secret,
+            Some(t) => match t.get_ref().trim().to_ascii_lowercase().as_str() {
+                "" | "secret" => RegexTarget::Secret,
+                "match" => RegexTarget::Match,
+                "line" => RegexTarget::Line,
+                other => {
+                    return Err(rule_error(
+                        &self.origin(t.span().start),
+                        rule,
+                        format!(
+                            "allowlist regexTarget must be \"secret\", \"match\" or \"line\", not \"{other}\""
+                        ),
+                    ));
+                }
+            },
+        };
+        let commits_only =
+            raw.regexes.is_empty() && raw.stopwords.is_empty() && raw.paths.is_empty();
+        if commits_only && raw.commits.is_empty() {
+            return Err(rule_error(
+                &at,
+                rule,
+                "allowlist has no regexes, stopwords, paths or commits".to_string(),
+            ));
+        }
+        Ok(AllowlistSpec {
+            condition,
+            target,
+            regexes: raw.regexes.iter().map(|p| self.pattern(p)).collect(),
+            stopwords: raw.stopwords.iter().map(|s| s.to_lowercase()).collect(),
+            paths: raw.paths.iter().map(|p| self.pattern(p)).collect(),
+            commits_only,
+            target_rules: raw.target_rules.clone(),
+        })
+    }
 }
 
 /// gitleaks' `extend`: rules of the extending file override fields of a base rule with the same

@@ -145,13 +145,15 @@ impl Scanner {
                 .map(decode::Encoding::name)
                 .collect();
             let li = lines.get_or_insert_with(|| LineIndex::new(text));
-            decoded.push(finding_at(
-                &hit.rule_id,
-                &format!("{} (decoded: {})", hit.description, chain.join(" > ")),
+            let at = SecretAt {
                 label,
                 text,
-                li,
-                range,
+                lines: li,
+                span: range,
+            };
+            decoded.push(at.finding(
+                &hit.rule_id,
+                &format!("{} (decoded: {})", hit.description, chain.join(" > ")),
                 hit.entropy,
                 FindingSource::Promptd,
             ));
@@ -303,8 +305,14 @@ impl Scanner {
                 _ => return findings,
             }
         }
-        let finding = |li: &LineIndex, span: std::ops::Range<usize>, entropy: f64| {
-            make_finding(rule, label, text, li, span, entropy, FindingSource::Promptd)
+        let finding = |lines: &LineIndex, span: std::ops::Range<usize>, entropy: f64| {
+            let at = SecretAt {
+                label,
+                text,
+                lines,
+                span,
+            };
+            at.finding(&rule.id, &rule.description, entropy, FindingSource::Promptd)
         };
         let Some(re) = &rule.regex else {
             // A path-only rule: the whole input is the finding (e.g. a key file by name).
@@ -686,63 +694,49 @@ pub(crate) fn preview(secret: &str) -> String {
     out
 }
 
-/// Builds a finding for the secret at `span` of `text`. The secret text is read here for the
-/// preview only; the finding keeps positions, never the value.
-pub(crate) fn make_finding(
-    rule: &Rule,
-    label: &str,
-    text: &str,
-    lines: &LineIndex,
-    span: std::ops::Range<usize>,
-    entropy: f64,
-    source: FindingSource,
-) -> SecretFinding {
-    finding_at(
-        &rule.id,
-        &rule.description,
-        label,
-        text,
-        lines,
-        span,
-        entropy,
-        source,
-    )
+/// Where a secret sits: the input's label, its text and line index, and the secret's byte span.
+pub(crate) struct SecretAt<'a> {
+    pub label: &'a str,
+    pub text: &'a str,
+    pub lines: &'a LineIndex,
+    pub span: std::ops::Range<usize>,
 }
 
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn finding_at(
-    rule_id: &str,
-    description: &str,
-    label: &str,
-    text: &str,
-    lines: &LineIndex,
-    span: std::ops::Range<usize>,
-    entropy: f64,
-    source: FindingSource,
-) -> SecretFinding {
-    let (line, column_start) = lines.position(text, span.start);
-    let last = if span.end > span.start {
-        text[..span.end]
-            .char_indices()
-            .next_back()
-            .map_or(span.start, |(i, _)| i)
-    } else {
-        span.start
-    };
-    let (end_line, column_end) = lines.position(text, last);
-    SecretFinding {
-        rule_id: rule_id.to_string(),
-        description: description.to_string(),
-        label: label.to_string(),
-        line,
-        end_line,
-        column_start,
-        column_end,
-        entropy: (entropy * 1000.0).round() as f32 / 1000.0,
-        redacted: preview(&text[span.clone()]),
-        source,
-        byte_start: span.start,
-        byte_end: span.end,
+impl SecretAt<'_> {
+    /// The finding of `rule_id` for this secret. The secret text is read here for the preview
+    /// only; the finding keeps positions, never the value.
+    pub(crate) fn finding(
+        &self,
+        rule_id: &str,
+        description: &str,
+        entropy: f64,
+        source: FindingSource,
+    ) -> SecretFinding {
+        let (text, span) = (self.text, &self.span);
+        let (line, column_start) = self.lines.position(text, span.start);
+        let last = if span.end > span.start {
+            text[..span.end]
+                .char_indices()
+                .next_back()
+                .map_or(span.start, |(i, _)| i)
+        } else {
+            span.start
+        };
+        let (end_line, column_end) = self.lines.position(text, last);
+        SecretFinding {
+            rule_id: rule_id.to_string(),
+            description: description.to_string(),
+            label: self.label.to_string(),
+            line,
+            end_line,
+            column_start,
+            column_end,
+            entropy: (entropy * 1000.0).round() as f32 / 1000.0,
+            redacted: preview(&text[span.clone()]),
+            source,
+            byte_start: span.start,
+            byte_end: span.end,
+        }
     }
 }
 
