@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::process::{CLEARED_ENV, run_bounded};
+use crate::support::process::{CLEARED_ENV, run_bounded};
 
 const INSPECTOR_ENTRY: &str = "node_modules/@modelcontextprotocol/inspector-cli/build/index.js";
 

@@ -34,7 +34,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use crate::common::process::{promptd, promptd_at, run_bounded};
+use crate::support::process::{promptd, promptd_at, run_bounded};
 
 /// Time one promptd command may take before it counts as a hang.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);

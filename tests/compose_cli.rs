@@ -1,7 +1,7 @@
 //! `promptd compose` and the MCP tool `compose_prompt` on a real workspace: rules, the server's
 //! own tools in the catalog, docs from `--doc` files or retrieved from the repository.
 
-use crate::mcp_support;
+use crate::support::mcp;
 
 use std::path::Path;
 use std::process::Command;
@@ -124,7 +124,7 @@ fn cli_retrieves_docs_from_the_repository() {
 #[tokio::test]
 async fn mcp_tool_returns_text_and_ledger() {
     let ws = workspace();
-    let s = mcp_support::stdio(ws.path(), &[]).await;
+    let s = mcp::stdio(ws.path(), &[]).await;
     let args = json!({"query": "add retries", "dir": ws.path(), "file": "src/net/client.rs", "docs": ["notes.md"]});
     let result = s.call("compose_prompt", args).await.unwrap();
     let v = result
@@ -160,9 +160,9 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
     .unwrap();
     std::fs::create_dir_all(p.join(".promptd/tools")).unwrap();
     std::fs::write(p.join(".promptd/tools/broken.json"), "{ not json").unwrap();
-    let s = mcp_support::stdio(p, &[]).await;
+    let s = mcp::stdio(p, &[]).await;
 
-    let tool = mcp_support::listed_tool(&s, "compose_prompt").await;
+    let tool = mcp::listed_tool(&s, "compose_prompt").await;
     let schema = tool.output_schema.as_deref().expect("outputSchema");
     let required: Vec<&str> = schema["required"]
         .as_array()
@@ -184,7 +184,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
             "{field} not required: {schema:?}"
         );
     }
-    let validator = mcp_support::output_validator(&tool);
+    let validator = mcp::output_validator(&tool);
 
     let args = json!({
         "query": "add retries",
@@ -210,7 +210,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
             "{list}: {ledger:#}"
         );
     }
-    mcp_support::assert_matches_schema(&validator, &full, "compose_prompt with every ledger kind");
+    mcp::assert_matches_schema(&validator, &full, "compose_prompt with every ledger kind");
 
     // No current file and a zero docs budget: no docs block, nothing included, still valid.
     let args = json!({"query": "why is CI red?", "dir": p, "docsBudget": 0});
@@ -218,7 +218,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
     let bare = result.structured_content.expect("structured content");
     assert_eq!(bare["tokensPerBlock"]["docs"], 0);
     assert_eq!(bare["ledger"]["docsIncluded"], json!([]));
-    mcp_support::assert_matches_schema(&validator, &bare, "compose_prompt without a file");
+    mcp::assert_matches_schema(&validator, &bare, "compose_prompt without a file");
 
     // The schema is not vacuous: a missing block count or an unknown rule format is refused.
     let mut broken = full.clone();

@@ -1,12 +1,12 @@
 //! `promptd scan` through the built binary: exit codes 0 / 1 / 2, text and JSON output, the
 //! redact policy, and the secret absent from stdout and stderr even with trace logging.
 
-use crate::guard_common;
+use crate::support::guard;
 
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use guard_common::{Fake, fake_secret};
+use guard::{Fake, fake_secret};
 
 fn promptd(args: &[&str], stdin: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_promptd"))

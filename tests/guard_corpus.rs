@@ -2,9 +2,9 @@
 //! look-alike flagged, batch scans equal to single scans, and the secret absent from every
 //! output (findings, JSON, Debug, redacted text).
 
-use crate::guard_common;
+use crate::support::guard;
 
-use guard_common::{CorpusItem, REQUIRED_KINDS, corpus};
+use guard::{CorpusItem, REQUIRED_KINDS, corpus};
 use promptd::guard::{Guard, ScanInput, SecretFinding};
 
 fn scan_one(guard: &Guard, item: &CorpusItem) -> Vec<SecretFinding> {

@@ -2,9 +2,9 @@
 //! generated secrets across every rule family, and realistic non-secrets), and the same corpus
 //! through the real gitleaks binary with its default rules, for comparison.
 
-use crate::guard_common;
+use crate::support::guard;
 
-use guard_common::families::{Case, negatives, positives};
+use guard::families::{Case, negatives, positives};
 use promptd::guard::{FindingSource, Guard, GuardOptions, ScanInput, SecretFinding};
 
 /// Whether `findings` has the expected rule's finding over the secret.
@@ -83,7 +83,7 @@ fn every_rule_family_has_positives() {
             .collect()
     };
     let positives = positives();
-    let legacy = guard_common::corpus();
+    let legacy = guard::corpus();
     let uncovered: Vec<&String> = guard_rules
         .iter()
         .filter(|id| {
@@ -101,7 +101,7 @@ fn every_rule_family_has_positives() {
 /// another scanner). Skipped without the binary (scripts/setup-gitleaks).
 #[test]
 fn gitleaks_default_rules_on_the_coverage_corpus() {
-    let Some(bin) = guard_common::gitleaks_bin() else {
+    let Some(bin) = guard::gitleaks_bin() else {
         eprintln!("gitleaks binary absent: comparison skipped");
         return;
     };

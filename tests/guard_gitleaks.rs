@@ -4,12 +4,12 @@
 //!
 //! Needs the binary: `scripts/setup-gitleaks` (or `GITLEAKS_BIN`).
 
-use crate::guard_common;
+use crate::support::guard;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use guard_common::{Fake, corpus, fake_secret, require_gitleaks};
+use guard::{Fake, corpus, fake_secret, require_gitleaks};
 use promptd::guard::{FindingSource, Guard, GuardError, GuardOptions, ScanInput};
 
 fn with_gitleaks(bin: PathBuf) -> GuardOptions {

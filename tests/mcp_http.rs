@@ -2,9 +2,9 @@
 //! HTTP client: the same checks as over stdio, independent sessions, list_changed to every
 //! session, and the bearer token.
 
-use crate::mcp_support;
+use crate::support::mcp;
 
-use mcp_support::{checks, fixture_prompts, http, http_client, http_server, within};
+use mcp::{checks, fixture_prompts, http, http_client, http_server, within};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,7 +7,7 @@
 //! `*.snap.new`: a real `.snap.new` in this repository would be picked up (and accepted) by
 //! `cargo insta accept`, which scans the whole workspace.
 
-use crate::common;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -131,7 +131,7 @@ fn run_scenario(runs_file: &Path) -> String {
         }
         writeln!(out).unwrap();
     }
-    common::redact(&out, tmp.path())
+    support::redact(&out, tmp.path())
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn snapshot_files_are_read_and_rewritten_identically_by_insta() {
 /// Every built-in prompt has at least one case in `tests/prompts/`, run by `promptd test` in CI.
 #[test]
 fn every_builtin_prompt_has_cases() {
-    let lib = common::library(&[], true, None, "2026-01-15");
+    let lib = support::library(&[], true, None, "2026-01-15");
     let snap = lib.snapshot();
     let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prompts");
     let found = promptd::prompt_tests::discover(&snap.registry, Some(&cases_dir)).unwrap();

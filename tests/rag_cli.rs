@@ -1,10 +1,10 @@
 //! The `promptd index` and `promptd context` subcommands, run as the real binary.
 
-use crate::rag_support;
+use crate::support::rag;
 
 use std::process::Command;
 
-use rag_support::fixture_repo;
+use rag::fixture_repo;
 
 fn promptd(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_promptd"))

@@ -4,7 +4,7 @@
 //! the default test run because embedding a few thousand chunks takes minutes the first time
 //! (vectors are cached under `target/rag-eval/`).
 
-use crate::rag_support;
+use crate::support::rag;
 
 use std::path::{Path, PathBuf};
 
@@ -245,7 +245,7 @@ impl Score {
 #[test]
 #[ignore = "minutes of embedding on first run; use scripts/eval-retrieval"]
 fn eval_retrieval() {
-    let model = rag_support::model_config();
+    let model = rag::model_config();
     let work = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/rag-eval");
     let mut sets = Vec::new();
     for entry in std::fs::read_dir("tests/fixtures/rag/eval").unwrap() {

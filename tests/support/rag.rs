@@ -1,8 +1,6 @@
 //! Shared helpers for the retrieval tests: a multi-language fixture repository written to a
 //! temporary directory, and the location of the real embedding model.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 
 use promptd::rag::RagConfig;

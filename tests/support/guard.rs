@@ -4,7 +4,6 @@
 //! No fake secret is written literally in this file: every token is assembled from parts (its
 //! prefix split in two, its body drawn from a seeded generator), so a hosted secret scanner that
 //! reads the repository has nothing to flag, while the test sees format-valid values.
-#![allow(dead_code)]
 
 use std::path::PathBuf;
 
