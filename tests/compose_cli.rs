@@ -1,10 +1,9 @@
 //! `promptd compose` and the MCP tool `compose_prompt` on a real workspace: rules, the server's
 //! own tools in the catalog, docs from `--doc` files or retrieved from the repository.
 
-use crate::support::mcp;
+use crate::support::{mcp, process};
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -37,7 +36,7 @@ fn workspace() -> tempfile::TempDir {
 }
 
 fn compose(dir: &Path, extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let out = process::promptd()
         .args([
             "compose",
             "--query",
@@ -47,8 +46,6 @@ fn compose(dir: &Path, extra: &[&str]) -> Value {
         .arg(dir)
         .args(extra)
         .arg("--json")
-        .env_remove("PROMPTD_PROMPTS")
-        .env_remove("PROMPTD_CONFIG")
         .current_dir(dir)
         .output()
         .unwrap();
@@ -92,7 +89,7 @@ fn cli_with_doc_files() {
     assert_eq!(ledger.len(), 2, "{ledger:?}");
 
     // Another query and no current file: the same prefix, the glob rule listed but not included.
-    let out = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let out = process::promptd()
         .args(["compose", "--query", "why is CI red?", "--json", "--dir"])
         .arg(ws.path())
         .output()

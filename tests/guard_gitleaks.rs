@@ -4,7 +4,7 @@
 //!
 //! Needs the binary: `scripts/setup-gitleaks` (or `GITLEAKS_BIN`).
 
-use crate::support::guard;
+use crate::support::{guard, process};
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -137,12 +137,11 @@ fn the_pinned_config_ignores_environment_ignore_files_and_allow_comments() {
     let allow_all = "[allowlist]\nregexes = ['''.*''']\n";
     std::fs::write(work.path().join(".gitleaks.toml"), allow_all).unwrap();
     let input = format!("token = \"{token}\" # gitleaks:allow\n");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let out = process::promptd()
         .args(["scan", "--json", "--gitleaks"])
         .arg(&bin)
         .arg("-")
         .current_dir(work.path())
-        .env_remove("GITLEAKS_CONFIG")
         .env("GITLEAKS_CONFIG_TOML", allow_all)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

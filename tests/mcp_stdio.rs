@@ -1,9 +1,9 @@
 //! `promptd serve` over stdio, driven by rmcp's client through a real pipe to the built binary.
 
-use crate::support::mcp;
+use crate::support::{mcp, process};
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use mcp::{checks, fixture_prompts, stdio};
@@ -65,11 +65,9 @@ async fn stdio_config_change_notifies_list_changed() {
 #[test]
 fn stdio_exits_when_stdin_closes_and_stdout_is_only_frames() {
     let cwd = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let mut child = process::promptd()
         .args(["serve"])
         .env("RUST_LOG", "debug")
-        .env_remove("PROMPTD_PROMPTS")
-        .env_remove("PROMPTD_CONFIG")
         .current_dir(cwd.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -133,7 +131,7 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
     let cwd = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prompts = dir.path().display().to_string();
-    let cmd = mcp::promptd(cwd.path(), &["serve", "--prompts", &prompts]);
+    let cmd = mcp::command(cwd.path(), &["serve", "--prompts", &prompts]);
     let transport = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()

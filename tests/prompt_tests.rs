@@ -7,7 +7,7 @@
 //! `*.snap.new`: a real `.snap.new` in this repository would be picked up (and accepted) by
 //! `cargo insta accept`, which scans the whole workspace.
 
-use crate::support;
+use crate::support::{self, process};
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -56,22 +56,11 @@ fn tree(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// The binary, isolated from the caller's environment (CI runs these tests with CI=true).
+/// The binary in `cwd`, isolated from the caller's environment (CI runs these tests with
+/// CI=true).
 fn promptd(cwd: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_promptd"));
+    let mut cmd = process::promptd();
     cmd.current_dir(cwd);
-    for var in [
-        "PROMPTD_PROMPTS",
-        "PROMPTD_CONFIG",
-        "PROMPTD_NOW",
-        "CI",
-        "INSTA_UPDATE",
-        "CLICOLOR_FORCE",
-        "NO_COLOR",
-        "RUST_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
     cmd
 }
 

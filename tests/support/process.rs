@@ -4,32 +4,57 @@
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// Environment variables that change what promptd reads; every spawned binary starts without
-/// them, so a developer's own settings never leak into a test.
+/// Every environment variable that changes what promptd (or a scanner it starts) does: its
+/// own settings, the embedding model's location, gitleaks', the LLM gateway's, the log filter,
+/// and what `promptd test` reads (CI mode, snapshot updates, colour). Every spawned binary
+/// starts without them, so a developer's shell never leaks into a test; a test that needs one
+/// sets it on the command.
 pub const CLEARED_ENV: &[&str] = &[
     "PROMPTD_PROMPTS",
     "PROMPTD_CONFIG",
     "PROMPTD_NOW",
     "PROMPTD_AUTH_TOKEN",
+    "PROMPTD_EMBED_MODEL_DIR",
+    "PROMPTD_DEPS_DIR",
+    "ORT_DYLIB_PATH",
     "GITLEAKS_BIN",
     "GITLEAKS_CONFIG",
+    "GITLEAKS_CONFIG_TOML",
     "LLM_BASE_URL",
     "LLM_MODEL",
     "LLM_API_KEY",
     "LLM_TIMEOUT_SECS",
+    "RUST_LOG",
+    "CI",
+    "INSTA_UPDATE",
+    "CLICOLOR_FORCE",
+    "NO_COLOR",
 ];
+
+/// The binary under test.
+pub fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_promptd"))
+}
 
 /// `promptd` with the cleared environment; the caller adds arguments and a directory.
 pub fn promptd() -> Command {
-    promptd_at(std::path::Path::new(env!("CARGO_BIN_EXE_promptd")))
+    promptd_at(bin())
 }
 
 /// Like [`promptd`], for another build of the binary at `bin` (a branch's, to compare with).
-pub fn promptd_at(bin: &std::path::Path) -> Command {
+pub fn promptd_at(bin: &Path) -> Command {
     let mut cmd = Command::new(bin);
+    clear_env(&mut cmd);
+    cmd
+}
+
+/// Removes [`CLEARED_ENV`] from `cmd`: for a command that starts promptd itself (a client
+/// that spawns its server).
+pub fn clear_env(cmd: &mut Command) -> &mut Command {
     for var in CLEARED_ENV {
         cmd.env_remove(var);
     }
