@@ -4,27 +4,22 @@
 use crate::support;
 use crate::support::mcp;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use promptd::enhance::{EnhanceRequest, EnhanceStatus, Enhancer, validate};
 use promptd::guard::Guard;
-use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::llm::{ChatClient, LlmConfig};
 use promptd::rag::RagConfig;
-use promptd::registry::{BuiltinSource, DirSource, PromptSource};
 use promptd::stages::RepositoryRetrievers;
 use serde_json::json;
+use support::guard::{Fake, fake_secret};
 use support::llm_server::{LlmServer, Reply};
 
-/// A GitHub token shape, assembled at run time so no file holds one.
+/// A GitHub token shape, generated at run time so no file holds one.
 fn fake_token() -> String {
-    let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let body: String = (0..36)
-        .map(|i| alphabet[(i * 7 + 3) % 62] as char)
-        .collect();
-    format!("{}{}", "gh", format_args!("p_{body}"))
+    fake_secret("github-pat", &mut Fake::new(16)).unwrap()
 }
 
 fn repo() -> tempfile::TempDir {
@@ -49,25 +44,14 @@ fn fill_repo(root: &Path) {
     .unwrap();
 }
 
-fn library(extra: Option<&Path>) -> Arc<PromptLibrary> {
-    let mut roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
-    if let Some(d) = extra {
-        roots.push(Arc::new(DirSource::new(d)));
-    }
-    let options = LibraryOptions {
-        cwd: std::env::temp_dir(),
-        ..Default::default()
-    };
-    Arc::new(PromptLibrary::open_with_roots(options, roots).unwrap())
-}
-
 fn enhancer(url: Option<&str>, extra: Option<&Path>, timeout: Duration) -> Enhancer {
+    let dirs: Vec<PathBuf> = extra.map(Path::to_path_buf).into_iter().collect();
     let rag = RagConfig {
         embeddings: false,
         ..RagConfig::default()
     };
     Enhancer {
-        library: library(extra),
+        library: Arc::new(support::library(&dirs, true, None, "2026-01-15")),
         guard: Ok(Arc::new(Guard::builtin().unwrap())),
         retriever: Arc::new(RepositoryRetrievers::new(rag)),
         llm: url.map(|u| {
