@@ -3,27 +3,14 @@
 
 use crate::support::{guard, process};
 
-use std::io::Write;
 use std::process::{Output, Stdio};
 
 use guard::{Fake, fake_secret};
 
 fn promptd(args: &[&str], stdin: &str) -> Output {
-    let mut child = process::promptd()
-        .args(args)
-        .env("RUST_LOG", "trace")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut cmd = process::promptd();
+    cmd.args(args).env("RUST_LOG", "trace");
+    process::output_with_input(cmd, stdin.as_bytes())
 }
 
 fn stdout(o: &Output) -> String {

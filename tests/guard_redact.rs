@@ -68,9 +68,9 @@ fn a_clean_text_is_returned_unchanged() {
 fn a_multi_line_private_key_is_redacted_whole() {
     let guard = Guard::builtin().unwrap();
     let mut g = Fake::new(4);
-    let body: Vec<String> = (0..6).map(|_| g.pick(&guard::b64(), 64)).collect();
-    let begin = format!("-----BEGIN {}-----", guard::cat(&["RSA PRIVATE", " KEY"]));
-    let end = format!("-----END {}-----", guard::cat(&["RSA PRIVATE", " KEY"]));
+    let body: Vec<String> = (0..6).map(|_| g.token("%b64")).collect();
+    let begin = g.token("-----BEGIN RSA PRIVATE| KEY-----");
+    let end = g.token("-----END RSA PRIVATE| KEY-----");
     let text = format!("key:\n{begin}\n{}\n{end}\nafter\n", body.join("\n"));
     let input = ScanInput::new("t", text.as_str());
     let report = guard.scan(std::slice::from_ref(&input)).unwrap();

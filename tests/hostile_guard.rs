@@ -174,7 +174,7 @@ fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
 /// A private key cut into the pieces a line-based chunker makes of it.
 fn split_key() -> Vec<String> {
     let mut g = guard::Fake::new(0x5B1_17E);
-    let body = g.pick(&guard::b64(), 64 * 25 + 12);
+    let body = g.token(&format!("%b{}", 64 * 25 + 12));
     let lines: Vec<&str> = body
         .as_bytes()
         .chunks(64)

@@ -5,7 +5,8 @@
 //!   environment policy, and runs bounded in time with their peak memory;
 //! - [`mcp`]: MCP sessions with the real server over stdio or HTTP, and the protocol checks both
 //!   transports share;
-//! - [`guard`]: fake secrets, and the guard corpora;
+//! - [`guard`]: fake secrets generated from specs, and the two guard corpora, generated from
+//!   data in `tests/fixtures/guard/corpus/`;
 //! - [`rag`]: the retrieval fixture repository and the embedding model's location;
 //! - [`llm_server`]: a local OpenAI-compatible server that records every request;
 //! - here: a prompt library over fixture folders, and path redaction for snapshots.

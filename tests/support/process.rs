@@ -5,7 +5,7 @@
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// Every environment variable that changes what promptd (or a scanner it starts) does: its
@@ -61,6 +61,20 @@ pub fn clear_env(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
+/// Runs `cmd` to completion with `input` on its stdin, collecting both streams. The input is
+/// written from a thread and a write error ignored: the child may exit before it reads (a bad
+/// flag, a bad rules file), and what it printed is what the test asserts.
+pub fn output_with_input(mut cmd: Command, input: &[u8]) -> Output {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn promptd");
+    let writer = feed(&mut child, input.to_vec());
+    let out = child.wait_with_output().expect("wait for promptd");
+    let _ = writer.join();
+    out
+}
+
 /// What a bounded run ended with.
 #[derive(Debug)]
 pub struct Bounded {
@@ -93,12 +107,7 @@ pub fn run_bounded(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Bounded
         .stderr(Stdio::piped());
     let started = Instant::now();
     let mut child = cmd.spawn().expect("spawn promptd");
-    let input = stdin.to_vec();
-    let mut sin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = sin.write_all(&input);
-    });
+    let writer = feed(&mut child, stdin.to_vec());
     let out = reader(child.stdout.take().unwrap());
     let err = reader(child.stderr.take().unwrap());
     let (status, peak_rss_mib, timed_out) = wait_bounded(&mut child, timeout);
@@ -112,6 +121,16 @@ pub fn run_bounded(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Bounded
         peak_rss_mib,
         timed_out,
     }
+}
+
+/// Writes `input` to the child's stdin from a thread and closes it; a write error (the child
+/// exited without reading) is ignored.
+fn feed(child: &mut Child, input: Vec<u8>) -> std::thread::JoinHandle<()> {
+    let mut sin = child.stdin.take().expect("stdin piped");
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = sin.write_all(&input);
+    })
 }
 
 fn reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<String> {
