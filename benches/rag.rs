@@ -16,6 +16,8 @@ use criterion::Criterion;
 #[path = "../tests/support"]
 mod support {
     #[allow(dead_code)]
+    pub mod guard;
+    #[allow(dead_code)]
     pub mod rag;
 }
 use promptd::rag::{Fusion, RagConfig, RetrievalMode, RetrievalQuery, Retriever};

@@ -1,9 +1,11 @@
-//! Shared helpers for the retrieval tests: a multi-language fixture repository written to a
-//! temporary directory, and the location of the real embedding model.
+//! The retrieval tests' support: the multi-language fixture repository in a temporary
+//! directory, the queries it answers, and the location of the real embedding model.
 
 use std::path::{Path, PathBuf};
 
 use promptd::rag::RagConfig;
+
+use super::guard::{Fake, fake_secret};
 
 /// Writes `files` (path, content) under `root`.
 pub fn write_files(root: &Path, files: &[(&str, String)]) {
@@ -14,233 +16,66 @@ pub fn write_files(root: &Path, files: &[(&str, String)]) {
     }
 }
 
-/// A small polyglot project with one obviously relevant function per query in
-/// [`QUERIES`], plus files that must never be indexed.
+/// A small polyglot project with one obviously relevant function per query in [`QUERIES`]:
+/// the sources in `tests/fixtures/rag/repo/`, copied to a temporary directory, plus the files
+/// that must never be indexed, written there at run time (secrets, an ignored folder,
+/// dependency and build folders).
 pub fn fixture_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    // Fake secrets are assembled at run time so no scanner flags this source file.
-    let fake_key = format!("{}{}", "AKIA", "FAKEFAKEFAKEFAKE");
-    let fake_pem = format!("-----BEGIN {} PRIVATE KEY-----\nMIIfake\n", "OPENSSH");
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rag/repo"),
+        dir.path(),
+    );
+    let key = fixture_secret();
+    let mut g = Fake::new(SECRET_SEED);
     let files: Vec<(&str, String)> = vec![
-        (
-            "src/auth/login.rs",
-            r#"//! Login flow: checks credentials and opens a session.
-
-use crate::session::Session;
-
-/// Verifies a user's password against the stored argon2 hash and opens a session.
-pub fn login(user: &str, password: &str, store: &UserStore) -> Result<Session, LoginError> {
-    let record = store.find(user).ok_or(LoginError::UnknownUser)?;
-    if !argon2_verify(&record.password_hash, password) {
-        return Err(LoginError::WrongPassword);
-    }
-    Ok(Session::open(user))
-}
-
-/// Ends a session and forgets its cookie.
-pub fn logout(session: Session) {
-    session.close();
-}
-"#
-            .into(),
-        ),
-        (
-            "src/tokenizer.rs",
-            r#"//! Splits source text into tokens for the search index.
-
-/// Splits `text` into lower-case tokens; drops anything that looks like a password or an
-/// access token so they never reach the index.
-pub fn tokenize_source(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|t| !t.is_empty())
-        .map(|t| t.to_lowercase())
-        .collect()
-}
-"#
-            .into(),
-        ),
-        (
-            "src/cache/lru.rs",
-            r#"use std::collections::HashMap;
-
-/// A least-recently-used cache with a fixed capacity.
-pub struct LruCache {
-    capacity: usize,
-    map: HashMap<String, Vec<u8>>,
-    order: Vec<String>,
-}
-
-impl LruCache {
-    /// Inserts a value, evicting the least recently used entry when full.
-    pub fn insert(&mut self, key: String, value: Vec<u8>) {
-        if self.map.len() >= self.capacity {
-            let oldest = self.order.remove(0);
-            self.map.remove(&oldest);
-        }
-        self.order.push(key.clone());
-        self.map.insert(key, value);
-    }
-}
-"#
-            .into(),
-        ),
-        (
-            "config/loader.py",
-            r#""""Configuration loading."""
-import yaml
-
-
-def load_config(path):
-    """Reads the YAML configuration file and merges the defaults."""
-    with open(path) as f:
-        data = yaml.safe_load(f) or {}
-    return {"debug": False, **data}
-"#
-            .into(),
-        ),
-        (
-            "web/src/api/client.ts",
-            r#"export class ApiClient {
-  constructor(private base: string) {}
-
-  /** Fetches the list of users from the REST API. */
-  async fetchUsers(): Promise<string[]> {
-    const res = await fetch(`${this.base}/users`);
-    return res.json();
-  }
-}
-
-/** Retries an async operation with exponential backoff. */
-export async function retryWithBackoff(op: () => Promise<void>, attempts = 3) {
-  for (let i = 0; i < attempts; i++) {
-    try {
-      return await op();
-    } catch {
-      await new Promise((r) => setTimeout(r, 2 ** i * 100));
-    }
-  }
-}
-"#
-            .into(),
-        ),
-        (
-            "web/src/cart.js",
-            r#"const TAX_RATE = 0.2;
-
-/** Sums price times quantity over the cart items, plus tax. */
-function cartTotal(items) {
-  return items.reduce((sum, i) => sum + i.price * i.qty, 0) * (1 + TAX_RATE);
-}
-
-module.exports = { cartTotal };
-"#
-            .into(),
-        ),
-        (
-            "server/health.go",
-            r#"package server
-
-import "net/http"
-
-type Server struct{}
-
-// HandleHealth answers Kubernetes liveness probes with 200 OK.
-func (s *Server) HandleHealth(w http.ResponseWriter, r *http.Request) {
-	w.WriteHeader(http.StatusOK)
-}
-"#
-            .into(),
-        ),
-        (
-            "billing/src/InvoiceService.java",
-            r#"package com.acme.billing;
-
-public class InvoiceService {
-    /** Computes the invoice total including VAT. */
-    public double computeInvoiceTotal(double[] lines, double vatRate) {
-        double sum = 0;
-        for (double l : lines) sum += l;
-        return sum * (1 + vatRate);
-    }
-}
-"#
-            .into(),
-        ),
-        (
-            "native/ringbuf.c",
-            r#"#include <stddef.h>
-
-typedef struct { int data[64]; size_t head, tail; } ring_buffer;
-
-/* Pushes a value into the ring buffer; returns -1 when the buffer is full. */
-int ring_buffer_push(ring_buffer *rb, int value) {
-    size_t next = (rb->head + 1) % 64;
-    if (next == rb->tail) return -1;
-    rb->data[rb->head] = value;
-    rb->head = next;
-    return 0;
-}
-"#
-            .into(),
-        ),
-        (
-            "native/matrix.cpp",
-            r#"#include <vector>
-
-// Multiplies two dense matrices stored row-major.
-std::vector<double> matrix_multiply(const std::vector<double>& a, const std::vector<double>& b, int n) {
-    std::vector<double> out(n * n);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++)
-            for (int k = 0; k < n; k++)
-                out[i * n + j] += a[i * n + k] * b[k * n + j];
-    return out;
-}
-"#
-            .into(),
-        ),
-        (
-            "mail/EmailSender.cs",
-            r#"namespace Acme.Mail
-{
-    public class EmailSender
-    {
-        /// Sends an email message through the SMTP relay.
-        public async System.Threading.Tasks.Task SendEmailAsync(string to, string subject, string body)
-        {
-            await System.Threading.Tasks.Task.Delay(1);
-        }
-    }
-}
-"#
-            .into(),
-        ),
-        (
-            "lib/slugify.rb",
-            r#"module TextHelpers
-  # Turns a title into a URL slug.
-  def self.slugify(title)
-    title.downcase.strip.gsub(/[^a-z0-9]+/, "-")
-  end
-end
-"#
-            .into(),
-        ),
-        (
-            "docs/architecture.md",
-            "# Architecture\n\nThe server exposes a health endpoint and a login flow.\n\n## Storage\n\nAn LRU cache sits in front of the database.\n".into(),
-        ),
         (".gitignore", "ignored_dir/\n".into()),
-        ("ignored_dir/notes.rs", "pub fn ignored_function_marker() {}\n".into()),
-        (".env", format!("AWS_ACCESS_KEY_ID={fake_key}\nDB_PASSWORD=hunter2\n")),
-        ("deploy/id_rsa", fake_pem),
-        ("deploy/prod.env", format!("TOKEN={fake_key}\n")),
-        ("node_modules/left-pad/index.js", "function leftPad() {}\n".into()),
+        (
+            "ignored_dir/notes.rs",
+            "pub fn ignored_function_marker() {}\n".into(),
+        ),
+        (
+            ".env",
+            format!("AWS_ACCESS_KEY_ID={key}\nDB_PASSWORD={}\n", g.token("%a12")),
+        ),
+        (
+            "deploy/id_rsa",
+            g.token("-----BEGIN OPENSSH PRIVATE| KEY-----|\nMIIfake\n"),
+        ),
+        ("deploy/prod.env", format!("TOKEN={key}\n")),
+        (
+            "node_modules/left-pad/index.js",
+            "function leftPad() {}\n".into(),
+        ),
         ("target/debug/build.rs", "fn generated_marker() {}\n".into()),
-        ("web/dist/app.min.js", "function minified_marker(){}\n".into()),
+        (
+            "web/dist/app.min.js",
+            "function minified_marker(){}\n".into(),
+        ),
     ];
     write_files(dir.path(), &files);
     dir
+}
+
+const SECRET_SEED: u64 = 0x4A6_5EC2;
+
+/// The fake AWS access key the fixture repository's secret files hold.
+pub fn fixture_secret() -> String {
+    fake_secret("aws-access-key-id", &mut Fake::new(SECRET_SEED)).unwrap()
+}
+
+/// Copies the files under `from` to `to`, keeping their relative paths.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
 }
 
 /// (query, expected path, expected tag) — the obviously relevant function for each prompt.
