@@ -397,28 +397,24 @@ fn generate(data: &str) -> Vec<CorpusItem> {
     let file: CorpusFile = toml::from_str(data).unwrap_or_else(|e| panic!("corpus file: {e}"));
     let mut g = Fake::new(file.seed);
     let mut items = Vec::new();
-    for (rule, var, spec) in &file.families {
-        for (context, text) in &file.family_contexts {
-            let s = g.token(spec);
-            items.push(positive(
-                format!("{rule}/{var}/{context}"),
-                rule,
-                s,
-                text,
-                var,
-            ));
-        }
-    }
-    for (var, spec) in &file.vendors {
-        for (context, text) in &file.vendor_contexts {
-            let s = g.token(spec);
-            items.push(positive(
-                format!("vendor/{var}/{context}"),
-                VENDOR_RULE,
-                s,
-                text,
-                var,
-            ));
+    // (name prefix, rule, variable, spec, contexts)
+    let families = file.families.iter().map(|(rule, var, spec)| {
+        (
+            rule.as_str(),
+            rule.as_str(),
+            var,
+            spec,
+            &file.family_contexts,
+        )
+    });
+    let vendors = file
+        .vendors
+        .iter()
+        .map(|(var, spec)| ("vendor", VENDOR_RULE, var, spec, &file.vendor_contexts));
+    for (prefix, rule, var, spec, contexts) in families.chain(vendors) {
+        for (context, text) in contexts {
+            let name = format!("{prefix}/{var}/{context}");
+            items.push(positive(name, rule, g.token(spec), text, var));
         }
     }
     generate_items(&mut g, &file.positive, &mut items);

@@ -65,7 +65,7 @@ pub fn fixture_secret() -> String {
 }
 
 /// Copies the files under `from` to `to`, keeping their relative paths.
-fn copy_tree(from: &Path, to: &Path) {
+pub fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let target = to.join(entry.file_name());
