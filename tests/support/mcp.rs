@@ -1,5 +1,5 @@
-//! Helpers for the MCP tests: spawn the real `promptd serve` binary and drive it with rmcp's own
-//! client, over stdio or streamable HTTP. Every wait is bounded.
+//! MCP sessions with the real server: `promptd serve` started through [`process::promptd`] and
+//! driven by rmcp's own client, over stdio or streamable HTTP. Every wait is bounded.
 // Roots are deprecated by SEP-2577, yet they are what IDE clients send today to say which folder
 // is open, and what the server falls back on: the test client must offer them.
 #![allow(deprecated)]

@@ -1,6 +1,7 @@
 //! The real `promptd` binary as a child process: one command builder with one environment
-//! policy, and bounded runs that report the child's peak resident memory (for the hostile-input
-//! tests, which assert time and memory bounds).
+//! policy ([`promptd`], [`promptd_at`], [`clear_env`]), a run with input on stdin, and bounded
+//! runs that report the child's peak resident memory (for the hostile-input tests, which assert
+//! time and memory bounds).
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
