@@ -5,8 +5,12 @@
 //! 20 MB single line dense with secrets, printed with its finding count: the scan must stay
 //! linear in line length times findings.
 
-#[path = "../tests/guard_common/mod.rs"]
-mod guard_common;
+/// The tests' guard corpus and gitleaks lookup, laid out as in the test binary.
+#[path = "../tests/support"]
+mod support {
+    #[allow(dead_code)]
+    pub mod guard;
+}
 
 use std::hint::black_box;
 
@@ -66,7 +70,7 @@ fn refresh_secret(cache: &mut HashMap<String, String>, key: &str) -> Option<Stri
 /// items otherwise), each followed by the 2 KB code sample. The clean variant is what
 /// repository context mostly is; the other has a secret every few KB, a worst case.
 fn text_1m(clean: bool) -> String {
-    let corpus: Vec<_> = guard_common::corpus()
+    let corpus: Vec<_> = support::guard::corpus()
         .into_iter()
         .filter(|i| !clean || i.expect.is_none())
         .collect();
@@ -91,7 +95,7 @@ fn text_1m(clean: bool) -> String {
 fn huge_lines(_: &mut Criterion) {
     let guard = Guard::builtin().unwrap();
     for mb in [5, 20] {
-        let text = guard_common::one_line(mb << 20);
+        let text = support::guard::one_line(mb << 20);
         let started = std::time::Instant::now();
         let report = guard
             .scan(black_box(&[ScanInput::new("line", text.as_str())]))
@@ -125,7 +129,7 @@ fn bench(c: &mut Criterion) {
     }
     g.finish();
 
-    let Some(bin) = guard_common::gitleaks_bin() else {
+    let Some(bin) = support::guard::gitleaks_bin() else {
         eprintln!("gitleaks binary absent: skipping the comparison (run scripts/setup-gitleaks)");
         return;
     };

@@ -21,6 +21,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+/// The tests' command builder and environment policy, laid out as in the test binary.
+#[path = "../tests/support"]
+mod support {
+    #[allow(dead_code)]
+    pub mod process;
+}
+
 struct Server {
     child: Child,
     stdin: ChildStdin,
@@ -30,12 +37,10 @@ struct Server {
 
 impl Server {
     fn spawn(bin: &Path, cwd: &Path, prompts: &Path) -> Server {
-        let mut child = Command::new(bin)
+        let mut child = support::process::promptd_at(bin)
             .args(["--now", "2025-03-15", "--prompts"])
             .arg(prompts)
             .arg("serve")
-            .env_remove("PROMPTD_PROMPTS")
-            .env_remove("PROMPTD_CONFIG")
             .env("RUST_LOG", "error")
             .current_dir(cwd)
             .stdin(Stdio::piped())

@@ -13,8 +13,13 @@ use std::time::{Duration, Instant};
 use criterion::Criterion;
 
 // The tests' way of finding the embedding model (environment, else `.deps/`).
-#[path = "../tests/rag_support/mod.rs"]
-mod rag_support;
+#[path = "../tests/support"]
+mod support {
+    #[allow(dead_code)]
+    pub mod guard;
+    #[allow(dead_code)]
+    pub mod rag;
+}
 use promptd::rag::{Fusion, RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 
 // The allocator the `promptd` binary uses.
@@ -99,7 +104,7 @@ fn registry_crate(name: &str) -> PathBuf {
 }
 
 fn model_config() -> Option<RagConfig> {
-    let (model, runtime) = rag_support::find_model_paths().ok()?;
+    let (model, runtime) = support::rag::find_model_paths().ok()?;
     Some(RagConfig {
         model_dir: Some(model),
         ort_dylib_path: Some(runtime),

@@ -1,7 +1,7 @@
 //! Glob-driven lint snapshots: each folder under `tests/fixtures/check/` is a prompt root; the
 //! snapshot is `promptd check`'s compiler-style output for it.
 
-use crate::common;
+use crate::support;
 
 use std::fmt::Write;
 
@@ -10,7 +10,7 @@ use promptd::registry::Severity;
 #[test]
 fn check_fixtures() {
     insta::glob!("fixtures/check/*", |dir| {
-        let lib = common::library(&[dir.to_path_buf()], false, None, "2026-01-15");
+        let lib = support::library(&[dir.to_path_buf()], false, None, "2026-01-15");
         let diags = promptd::lint::check(&lib.snapshot());
         let mut out = String::new();
         for d in &diags {
@@ -26,13 +26,13 @@ fn check_fixtures() {
             diags.len() - errors
         )
         .unwrap();
-        insta::assert_snapshot!(common::redact(&out, dir));
+        insta::assert_snapshot!(support::redact(&out, dir));
     });
 }
 
 #[test]
 fn builtin_prompts_pass_check_without_warnings() {
-    let lib = common::library(&[], true, None, "2026-01-15");
+    let lib = support::library(&[], true, None, "2026-01-15");
     let snap = lib.snapshot();
     let diags = promptd::lint::check(&snap);
     assert!(

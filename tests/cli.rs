@@ -1,15 +1,14 @@
 //! The real `promptd` binary: list, get and check, with exit codes and streams.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::support::process;
 
 fn promptd(args: &[&str]) -> Output {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
-    Command::new(env!("CARGO_BIN_EXE_promptd"))
+    process::promptd()
         .args(args)
-        .env_remove("PROMPTD_PROMPTS")
-        .env_remove("PROMPTD_CONFIG")
-        .env_remove("PROMPTD_NOW")
         .current_dir(fixtures)
         .output()
         .expect("run promptd")

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::common::process::{CLEARED_ENV, run_bounded};
+use crate::support::process::{self, run_bounded};
 
 const INSPECTOR_ENTRY: &str = "node_modules/@modelcontextprotocol/inspector-cli/build/index.js";
 
@@ -77,7 +77,7 @@ impl Inspector {
         let server = format!(
             "cd {} && exec {} --prompts {} serve",
             quoted(self.workspace.path()),
-            quoted(Path::new(env!("CARGO_BIN_EXE_promptd"))),
+            quoted(process::bin()),
             quoted(&repo().join("tests/fixtures/mcp/prompts")),
         );
         let mut cmd = Command::new("node");
@@ -85,9 +85,7 @@ impl Inspector {
         // The Inspector CLI finds its own package.json as `../package.json` from its working
         // directory.
         cmd.current_dir(entry.parent().unwrap());
-        for var in CLEARED_ENV {
-            cmd.env_remove(var);
-        }
+        process::clear_env(&mut cmd);
         let out = run_bounded(cmd, b"", Duration::from_secs(120));
         assert!(
             out.exited() && out.code() == Some(0),
@@ -294,7 +292,7 @@ fn a_string_that_is_not_an_object_is_refused_naming_the_parameter() {
     let entry = inspector.dir.join(INSPECTOR_ENTRY);
     let server = format!(
         "exec {} --prompts {} serve",
-        quoted(Path::new(env!("CARGO_BIN_EXE_promptd"))),
+        quoted(process::bin()),
         quoted(&repo().join("tests/fixtures/mcp/prompts")),
     );
     let mut cmd = Command::new("node");
@@ -308,6 +306,7 @@ fn a_string_that_is_not_an_object_is_refused_naming_the_parameter() {
             r#"args="[1,2]""#,
         ])
         .current_dir(entry.parent().unwrap());
+    process::clear_env(&mut cmd);
     let out = run_bounded(cmd, b"", Duration::from_secs(120));
     assert_eq!(out.code(), Some(1), "{}", out.stdout);
     assert!(

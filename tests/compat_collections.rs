@@ -34,7 +34,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use crate::common::process::{promptd, promptd_at, run_bounded};
+use crate::support::process::{self, promptd, promptd_at, run_bounded};
 
 /// Time one promptd command may take before it counts as a hang.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(120);
@@ -914,7 +914,7 @@ fn compat_collections() {
     println!(
         "binary: {}",
         bin.as_deref().map_or_else(
-            || env!("CARGO_BIN_EXE_promptd").to_string(),
+            || process::bin().display().to_string(),
             |b| b.display().to_string()
         )
     );

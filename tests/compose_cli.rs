@@ -1,10 +1,9 @@
 //! `promptd compose` and the MCP tool `compose_prompt` on a real workspace: rules, the server's
 //! own tools in the catalog, docs from `--doc` files or retrieved from the repository.
 
-use crate::mcp_support;
+use crate::support::{mcp, process};
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
@@ -37,7 +36,7 @@ fn workspace() -> tempfile::TempDir {
 }
 
 fn compose(dir: &Path, extra: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let out = process::promptd()
         .args([
             "compose",
             "--query",
@@ -47,8 +46,6 @@ fn compose(dir: &Path, extra: &[&str]) -> Value {
         .arg(dir)
         .args(extra)
         .arg("--json")
-        .env_remove("PROMPTD_PROMPTS")
-        .env_remove("PROMPTD_CONFIG")
         .current_dir(dir)
         .output()
         .unwrap();
@@ -92,7 +89,7 @@ fn cli_with_doc_files() {
     assert_eq!(ledger.len(), 2, "{ledger:?}");
 
     // Another query and no current file: the same prefix, the glob rule listed but not included.
-    let out = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let out = process::promptd()
         .args(["compose", "--query", "why is CI red?", "--json", "--dir"])
         .arg(ws.path())
         .output()
@@ -124,7 +121,7 @@ fn cli_retrieves_docs_from_the_repository() {
 #[tokio::test]
 async fn mcp_tool_returns_text_and_ledger() {
     let ws = workspace();
-    let s = mcp_support::stdio(ws.path(), &[]).await;
+    let s = mcp::stdio(ws.path(), &[]).await;
     let args = json!({"query": "add retries", "dir": ws.path(), "file": "src/net/client.rs", "docs": ["notes.md"]});
     let result = s.call("compose_prompt", args).await.unwrap();
     let v = result
@@ -160,9 +157,9 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
     .unwrap();
     std::fs::create_dir_all(p.join(".promptd/tools")).unwrap();
     std::fs::write(p.join(".promptd/tools/broken.json"), "{ not json").unwrap();
-    let s = mcp_support::stdio(p, &[]).await;
+    let s = mcp::stdio(p, &[]).await;
 
-    let tool = mcp_support::listed_tool(&s, "compose_prompt").await;
+    let tool = mcp::listed_tool(&s, "compose_prompt").await;
     let schema = tool.output_schema.as_deref().expect("outputSchema");
     let required: Vec<&str> = schema["required"]
         .as_array()
@@ -184,7 +181,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
             "{field} not required: {schema:?}"
         );
     }
-    let validator = mcp_support::output_validator(&tool);
+    let validator = mcp::output_validator(&tool);
 
     let args = json!({
         "query": "add retries",
@@ -210,7 +207,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
             "{list}: {ledger:#}"
         );
     }
-    mcp_support::assert_matches_schema(&validator, &full, "compose_prompt with every ledger kind");
+    mcp::assert_matches_schema(&validator, &full, "compose_prompt with every ledger kind");
 
     // No current file and a zero docs budget: no docs block, nothing included, still valid.
     let args = json!({"query": "why is CI red?", "dir": p, "docsBudget": 0});
@@ -218,7 +215,7 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
     let bare = result.structured_content.expect("structured content");
     assert_eq!(bare["tokensPerBlock"]["docs"], 0);
     assert_eq!(bare["ledger"]["docsIncluded"], json!([]));
-    mcp_support::assert_matches_schema(&validator, &bare, "compose_prompt without a file");
+    mcp::assert_matches_schema(&validator, &bare, "compose_prompt without a file");
 
     // The schema is not vacuous: a missing block count or an unknown rule format is refused.
     let mut broken = full.clone();

@@ -2,7 +2,7 @@
 //! the built-in user prompts off, per-folder dialects from config, hot reload of nested
 //! folders, and one `prompts/list` + `prompts/get` per dialect over MCP stdio.
 
-use crate::mcp_support::{self, stdio};
+use crate::support::mcp::{self, stdio};
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -158,7 +158,7 @@ fn config_gives_a_folder_its_dialect() {
 fn cli_list_json_shows_dialect_source_and_flags_turn_discovery_off() {
     let repo = repo();
     let run = |extra: &[&str]| {
-        let out = crate::common::process::promptd()
+        let out = crate::support::process::promptd()
             .args(["list", "--json"])
             .args(extra)
             .current_dir(repo.path())
@@ -200,13 +200,13 @@ async fn mcp_stdio_lists_and_gets_one_prompt_per_dialect() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_http_lists_and_gets_one_prompt_per_dialect() {
     let repo = repo();
-    let s = mcp_support::http(repo.path(), &["--no-builtin-prompts"]).await;
+    let s = mcp::http(repo.path(), &["--no-builtin-prompts"]).await;
     lists_and_gets_one_prompt_per_dialect(s).await;
 }
 
 /// Every dialect's prompt is listed with its dialect and source, and renders, over one session.
-async fn lists_and_gets_one_prompt_per_dialect(s: mcp_support::Session) {
-    let listed = mcp_support::within("prompts/list", s.client.list_all_prompts())
+async fn lists_and_gets_one_prompt_per_dialect(s: mcp::Session) {
+    let listed = mcp::within("prompts/list", s.client.list_all_prompts())
         .await
         .unwrap();
     let cases: [(&str, &str, Value, &str); 5] = [
@@ -246,7 +246,7 @@ async fn lists_and_gets_one_prompt_per_dialect(s: mcp_support::Session) {
         assert!(meta.0["promptd/source"].is_string(), "{name}");
         let mut params = GetPromptRequestParams::new(name);
         params.arguments = args.as_object().cloned();
-        let got = mcp_support::within("prompts/get", s.client.get_prompt(params))
+        let got = mcp::within("prompts/get", s.client.get_prompt(params))
             .await
             .unwrap();
         let text = &got.messages[0].content.as_text().expect("text").text;

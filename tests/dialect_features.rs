@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::common;
-use crate::mcp_support::{self, stdio};
+use crate::support;
+use crate::support::mcp::{self, stdio};
 use promptd::library::GetPromptsRequest;
 use rmcp::model::{ArgumentInfo, CompleteRequestParams, Reference};
 use serde_json::{Map, json};
@@ -65,7 +65,7 @@ fn a_later_folder_shadows_an_earlier_one_in_every_dialect() {
     let (_b, second) = repository("second");
     for (i, (folder, _, _)) in files("x").into_iter().enumerate() {
         let roots = [first[i].clone(), second[i].clone()];
-        let lib = common::library(&roots, false, None, "2026-01-15");
+        let lib = support::library(&roots, false, None, "2026-01-15");
         let mut args = Map::new();
         if let Some((k, v)) = argument(folder) {
             args.insert(k.into(), json!(v));
@@ -111,7 +111,7 @@ fn promptd_test_snapshots_prompts_of_every_dialect() {
         .unwrap();
         let root = repo.path().join(folder);
         let run = |accept: bool| {
-            let mut cmd = common::process::promptd();
+            let mut cmd = support::process::promptd();
             cmd.args(["--no-discover", "--no-builtin-prompts", "--prompts"])
                 .arg(&root)
                 .args(["test", "--cases"])
@@ -120,7 +120,7 @@ fn promptd_test_snapshots_prompts_of_every_dialect() {
             if accept {
                 cmd.arg("--accept");
             }
-            cmd.env_remove("CI").output().unwrap()
+            cmd.output().unwrap()
         };
         let first = run(true);
         let text = String::from_utf8_lossy(&first.stdout);
@@ -160,7 +160,7 @@ async fn completion_answers_for_the_arguments_of_every_dialect() {
             continue;
         };
         // Each dialect's review prompt is listed under its own (qualified) name.
-        let listed = mcp_support::within("prompts/list", s.client.list_all_prompts())
+        let listed = mcp::within("prompts/list", s.client.list_all_prompts())
             .await
             .unwrap();
         let names: Vec<&str> = listed
@@ -178,7 +178,7 @@ async fn completion_answers_for_the_arguments_of_every_dialect() {
                 Reference::for_prompt(name),
                 ArgumentInfo::new(arg, "s"),
             );
-            let r = mcp_support::within("completion/complete", s.client.complete(params))
+            let r = mcp::within("completion/complete", s.client.complete(params))
                 .await
                 .unwrap_or_else(|e| panic!("{folder}: {name}.{arg}: {e}"));
             // Free-text arguments have nothing to suggest, and say so.

@@ -3,7 +3,7 @@
 //! listing (as `wit-get-prompts` and `list --json` show it), `check`'s findings and every
 //! render of the case.
 
-use crate::common;
+use crate::support;
 
 use std::fmt::Write;
 
@@ -19,7 +19,7 @@ fn dialect_fixtures() {
             .as_array()
             .map(|a| a.iter().map(|r| dir.join(r.as_str().unwrap())).collect())
             .unwrap_or_else(|| vec![dir.join("prompts")]);
-        let lib = common::library(&roots, false, None, "2026-01-15");
+        let lib = support::library(&roots, false, None, "2026-01-15");
         let listing = lib.get_prompts(&GetPromptsRequest {
             include_content: false,
             ..Default::default()
@@ -38,6 +38,6 @@ fn dialect_fixtures() {
         }
         writeln!(out, "=== renders ===").unwrap();
         out.push_str(&crate::render_fixtures::run_case(path));
-        insta::assert_snapshot!(common::redact(&out, dir));
+        insta::assert_snapshot!(support::redact(&out, dir));
     });
 }

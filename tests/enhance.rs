@@ -1,30 +1,25 @@
 //! enhance_prompt end to end: real files, the real retriever and guard, the rewrite template
 //! from the registry, and a local OpenAI-compatible server that records every request.
 
-use crate::common;
-use crate::mcp_support;
+use crate::support;
+use crate::support::mcp;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::llm_server::{LlmServer, Reply};
 use promptd::enhance::{EnhanceRequest, EnhanceStatus, Enhancer, validate};
 use promptd::guard::Guard;
-use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::llm::{ChatClient, LlmConfig};
 use promptd::rag::RagConfig;
-use promptd::registry::{BuiltinSource, DirSource, PromptSource};
 use promptd::stages::RepositoryRetrievers;
 use serde_json::json;
+use support::guard::{Fake, fake_secret};
+use support::llm_server::{LlmServer, Reply};
 
-/// A GitHub token shape, assembled at run time so no file holds one.
+/// A GitHub token shape, generated at run time so no file holds one.
 fn fake_token() -> String {
-    let alphabet = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let body: String = (0..36)
-        .map(|i| alphabet[(i * 7 + 3) % 62] as char)
-        .collect();
-    format!("{}{}", "gh", format_args!("p_{body}"))
+    fake_secret("github-pat", &mut Fake::new(16)).unwrap()
 }
 
 fn repo() -> tempfile::TempDir {
@@ -49,25 +44,14 @@ fn fill_repo(root: &Path) {
     .unwrap();
 }
 
-fn library(extra: Option<&Path>) -> Arc<PromptLibrary> {
-    let mut roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
-    if let Some(d) = extra {
-        roots.push(Arc::new(DirSource::new(d)));
-    }
-    let options = LibraryOptions {
-        cwd: std::env::temp_dir(),
-        ..Default::default()
-    };
-    Arc::new(PromptLibrary::open_with_roots(options, roots).unwrap())
-}
-
 fn enhancer(url: Option<&str>, extra: Option<&Path>, timeout: Duration) -> Enhancer {
+    let dirs: Vec<PathBuf> = extra.map(Path::to_path_buf).into_iter().collect();
     let rag = RagConfig {
         embeddings: false,
         ..RagConfig::default()
     };
     Enhancer {
-        library: library(extra),
+        library: Arc::new(support::library(&dirs, true, None, "2026-01-15")),
         guard: Ok(Arc::new(Guard::builtin().unwrap())),
         retriever: Arc::new(RepositoryRetrievers::new(rag)),
         llm: url.map(|u| {
@@ -291,7 +275,7 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
         ("LLM_MODEL", "rewriter-mcp"),
         ("LLM_API_KEY", "sk-mcp-test"),
     ];
-    let s = mcp_support::stdio_with_env(repo.path(), &[], &env).await;
+    let s = mcp::stdio_with_env(repo.path(), &[], &env).await;
     let args = json!({
         "prompt": "add backoff to fetch_with_retry in this file",
         "activeFile": "src/http_client.rs",
@@ -346,7 +330,7 @@ async fn without_working_directory_the_clients_first_root_is_the_repository() {
         rmcp::model::Root::new(format!("file://{}", elsewhere.path().display())),
     ];
     // The server runs elsewhere: only the root can lead it to the repository.
-    let s = mcp_support::stdio_with_roots(elsewhere.path(), &[], &env, roots).await;
+    let s = mcp::stdio_with_roots(elsewhere.path(), &[], &env, roots).await;
     let args = json!({
         "prompt": "add backoff to fetch_with_retry in this file",
         "activeFile": "src/http_client.rs",
@@ -372,7 +356,7 @@ async fn without_working_directory_the_clients_first_root_is_the_repository() {
     s.close().await;
 
     // No roots: the server's own directory, said in a warning.
-    let s = mcp_support::stdio_with_env(elsewhere.path(), &[], &env).await;
+    let s = mcp::stdio_with_env(elsewhere.path(), &[], &env).await;
     let args = json!({"prompt": "explain the layout"});
     let result = s.call("enhance_prompt", args).await.unwrap();
     let structured = result.structured_content.expect("structured content");
@@ -398,9 +382,9 @@ async fn mcp_structured_content_matches_the_output_schema_for_every_status() {
         ("LLM_MODEL", "rewriter-schema"),
         ("LLM_API_KEY", "sk-schema-test"),
     ];
-    let s = mcp_support::stdio_with_env(repo.path(), &[], &env).await;
-    let tool = mcp_support::listed_tool(&s, "enhance_prompt").await;
-    let validator = mcp_support::output_validator(&tool);
+    let s = mcp::stdio_with_env(repo.path(), &[], &env).await;
+    let tool = mcp::listed_tool(&s, "enhance_prompt").await;
+    let validator = mcp::output_validator(&tool);
 
     let token = fake_token();
     let blocked_prompt = format!("use {token} to call the API in this file");
@@ -420,7 +404,7 @@ async fn mcp_structured_content_matches_the_output_schema_for_every_status() {
         if status == "blocked" {
             assert!(!structured["findings"].as_array().unwrap().is_empty());
         }
-        mcp_support::assert_matches_schema(&validator, &structured, status);
+        mcp::assert_matches_schema(&validator, &structured, status);
     }
     // The schema is not vacuous: an unknown status is refused.
     let mut broken = json!({
@@ -432,6 +416,6 @@ async fn mcp_structured_content_matches_the_output_schema_for_every_status() {
     });
     assert!(!validator.is_valid(&broken), "unknown status accepted");
     broken["status"] = json!("original");
-    mcp_support::assert_matches_schema(&validator, &broken, "a hand-written original result");
+    mcp::assert_matches_schema(&validator, &broken, "a hand-written original result");
     s.close().await;
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common;
+use crate::support;
 
 use promptd::config::json_kind;
 use promptd::library::{GetPromptsRequest, GetPromptsResponse};
@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 fn call(req: serde_json::Value) -> GetPromptsResponse {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/library/prompts");
-    let lib = common::library(&[dir], false, None, "2026-01-15T12:00:00Z");
+    let lib = support::library(&[dir], false, None, "2026-01-15T12:00:00Z");
     let req: GetPromptsRequest = serde_json::from_value(req).unwrap();
     lib.get_prompts(&req)
 }
@@ -36,7 +36,7 @@ fn snapshot_json(resp: &GetPromptsResponse) -> serde_json::Value {
     let dir =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/library/prompts");
     let text = serde_json::to_string(resp).unwrap();
-    serde_json::from_str(&common::redact(&text, &dir)).unwrap()
+    serde_json::from_str(&support::redact(&text, &dir)).unwrap()
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn contract_dir() -> PathBuf {
 
 fn contract_call(req: &Value) -> Value {
     let dir = contract_dir();
-    let lib = common::library(
+    let lib = support::library(
         &[dir.join("prompts")],
         false,
         Some(&dir.join("config.json")),

@@ -1,31 +1,16 @@
 //! `promptd scan` through the built binary: exit codes 0 / 1 / 2, text and JSON output, the
 //! redact policy, and the secret absent from stdout and stderr even with trace logging.
 
-use crate::guard_common;
+use crate::support::{guard, process};
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-use guard_common::{Fake, fake_secret};
+use guard::{Fake, fake_secret};
 
 fn promptd(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_promptd"))
-        .args(args)
-        .env_remove("GITLEAKS_CONFIG")
-        .env_remove("GITLEAKS_BIN")
-        .env("RUST_LOG", "trace")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    let mut cmd = process::promptd();
+    cmd.args(args).env("RUST_LOG", "trace");
+    process::output_with_input(cmd, stdin.as_bytes())
 }
 
 fn stdout(o: &Output) -> String {
@@ -177,13 +162,12 @@ fn gitleaks_config_from_the_environment_is_the_rules_file() {
     let f = files();
     let leak = f.dir.path().join("leak.env");
     // replace_builtin.toml has only an ACME rule: the GitHub token is not looked for.
-    let o = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let o = process::promptd()
         .args(["scan", leak.to_str().unwrap()])
         .env(
             "GITLEAKS_CONFIG",
             "tests/fixtures/guard/replace_builtin.toml",
         )
-        .env_remove("GITLEAKS_BIN")
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
@@ -196,10 +180,9 @@ fn a_relative_or_bare_gitleaks_path_is_resolved_before_the_scratch_directory_is_
     let o = promptd(&["scan", "--gitleaks", "true", "-"], "hi\n");
     assert_eq!(o.status.code(), Some(2));
     assert!(stdout(&o).contains("unreadable report"), "{}", stdout(&o));
-    let o = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let o = process::promptd()
         .args(["scan", "--gitleaks", "../../bin/true", "-"])
         .current_dir("/usr/lib")
-        .env_remove("GITLEAKS_CONFIG")
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -2,9 +2,9 @@
 //! look-alike flagged, batch scans equal to single scans, and the secret absent from every
 //! output (findings, JSON, Debug, redacted text).
 
-use crate::guard_common;
+use crate::support::guard;
 
-use guard_common::{CorpusItem, REQUIRED_KINDS, corpus};
+use guard::{CorpusItem, REQUIRED_KINDS, corpus, scan_inputs};
 use promptd::guard::{Guard, ScanInput, SecretFinding};
 
 fn scan_one(guard: &Guard, item: &CorpusItem) -> Vec<SecretFinding> {
@@ -17,7 +17,7 @@ fn scan_one(guard: &Guard, item: &CorpusItem) -> Vec<SecretFinding> {
 #[test]
 fn corpus_covers_every_required_kind_and_has_enough_negatives() {
     let items = corpus();
-    let positives = items.iter().filter(|i| i.expect.is_some()).count();
+    let positives = items.iter().filter(|i| i.is_positive()).count();
     let negatives = items.len() - positives;
     assert!(
         negatives >= positives,
@@ -25,7 +25,7 @@ fn corpus_covers_every_required_kind_and_has_enough_negatives() {
     );
     for kind in REQUIRED_KINDS {
         assert!(
-            items.iter().any(|i| i.expect == Some(kind)),
+            items.iter().any(|i| i.expect.as_deref() == Some(*kind)),
             "no positive for required kind {kind}"
         );
     }
@@ -39,8 +39,8 @@ fn corpus_covers_every_required_kind_and_has_enough_negatives() {
 fn every_positive_is_found_with_its_rule() {
     let guard = Guard::builtin().unwrap();
     let mut failures = Vec::new();
-    for item in corpus().iter().filter(|i| i.expect.is_some()) {
-        let expect = item.expect.unwrap();
+    for item in corpus().iter().filter(|i| i.is_positive()) {
+        let expect = item.expect.as_deref().unwrap();
         let findings = scan_one(&guard, item);
         let secret = item.secret.as_deref().unwrap();
         let hit = findings.iter().find(|f| f.rule_id == expect);
@@ -79,7 +79,7 @@ fn every_positive_is_found_with_its_rule() {
 fn no_look_alike_is_flagged() {
     let guard = Guard::builtin().unwrap();
     let mut failures = Vec::new();
-    for item in corpus().iter().filter(|i| i.expect.is_none()) {
+    for item in corpus().iter().filter(|i| !i.is_positive()) {
         let findings = scan_one(&guard, item);
         for f in findings {
             failures.push(format!(
@@ -95,11 +95,7 @@ fn no_look_alike_is_flagged() {
 fn one_batch_scan_equals_scanning_each_input() {
     let guard = Guard::builtin().unwrap();
     let items = corpus();
-    let inputs: Vec<ScanInput> = items
-        .iter()
-        .map(|i| ScanInput::new(i.name.clone(), i.text.as_str()))
-        .collect();
-    let report = guard.scan(&inputs).unwrap();
+    let report = guard.scan(&scan_inputs(&items)).unwrap();
     assert_eq!(report.scanners, vec!["promptd".to_string()]);
     for item in &items {
         let batch: Vec<SecretFinding> = report.findings_for(&item.name).cloned().collect();
@@ -110,7 +106,7 @@ fn one_batch_scan_equals_scanning_each_input() {
 #[test]
 fn the_secret_never_appears_in_findings_json_debug_or_redacted_text() {
     let guard = Guard::builtin().unwrap();
-    for item in corpus().iter().filter(|i| i.expect.is_some()) {
+    for item in corpus().iter().filter(|i| i.is_positive()) {
         let secret = item.secret.as_deref().unwrap();
         let findings = scan_one(&guard, item);
         assert!(!findings.is_empty(), "{}", item.name);
@@ -145,7 +141,7 @@ fn findings_serialize_in_camel_case() {
     let guard = Guard::builtin().unwrap();
     let item = corpus()
         .into_iter()
-        .find(|i| i.expect == Some("github-pat"))
+        .find(|i| i.expect.as_deref() == Some("github-pat"))
         .unwrap();
     let findings = scan_one(&guard, &item);
     let v = serde_json::to_value(&findings[0]).unwrap();

@@ -2,17 +2,22 @@
 //! generated secrets across every rule family, and realistic non-secrets), and the same corpus
 //! through the real gitleaks binary with its default rules, for comparison.
 
-use crate::guard_common;
+use crate::support::guard;
 
-use guard_common::families::{Case, negatives, positives};
+use guard::{CorpusItem, coverage, scan_inputs};
 use promptd::guard::{FindingSource, Guard, GuardOptions, ScanInput, SecretFinding};
 
+/// The coverage corpus as (positives, negatives).
+fn positives_and_negatives() -> (Vec<CorpusItem>, Vec<CorpusItem>) {
+    coverage().into_iter().partition(CorpusItem::is_positive)
+}
+
 /// Whether `findings` has the expected rule's finding over the secret.
-fn found(case: &Case, findings: &[SecretFinding]) -> bool {
+fn found(case: &CorpusItem, findings: &[SecretFinding]) -> bool {
     let secret = case.secret.as_deref().unwrap();
     findings.iter().any(|f| {
         let covered = &case.text[f.byte_start..f.byte_end];
-        Some(f.rule_id.as_str()) == case.expect
+        Some(f.rule_id.as_str()) == case.expect.as_deref()
             && (covered.contains(secret) || secret.contains(covered))
     })
 }
@@ -20,8 +25,7 @@ fn found(case: &Case, findings: &[SecretFinding]) -> bool {
 #[test]
 fn recall_is_at_least_98_percent_and_no_negative_is_flagged() {
     let guard = Guard::builtin().unwrap();
-    let positives = positives();
-    let negatives = negatives();
+    let (positives, negatives) = positives_and_negatives();
     let mut misses = Vec::new();
     for case in &positives {
         let report = guard
@@ -32,7 +36,7 @@ fn recall_is_at_least_98_percent_and_no_negative_is_flagged() {
             misses.push(format!(
                 "{}: expected {}, got {got:?}",
                 case.name,
-                case.expect.unwrap()
+                case.expect.as_deref().unwrap()
             ));
         }
     }
@@ -82,13 +86,13 @@ fn every_rule_family_has_positives() {
             .map(|r| r["id"].as_str().unwrap().to_string())
             .collect()
     };
-    let positives = positives();
-    let legacy = guard_common::corpus();
+    let positives = coverage();
+    let legacy = guard::corpus();
     let uncovered: Vec<&String> = guard_rules
         .iter()
         .filter(|id| {
-            !positives.iter().any(|c| c.expect == Some(id.as_str()))
-                && !legacy.iter().any(|c| c.expect == Some(id.as_str()))
+            !positives.iter().any(|c| c.expect.as_ref() == Some(*id))
+                && !legacy.iter().any(|c| c.expect.as_ref() == Some(*id))
         })
         .collect();
     assert!(
@@ -101,7 +105,7 @@ fn every_rule_family_has_positives() {
 /// another scanner). Skipped without the binary (scripts/setup-gitleaks).
 #[test]
 fn gitleaks_default_rules_on_the_coverage_corpus() {
-    let Some(bin) = guard_common::gitleaks_bin() else {
+    let Some(bin) = guard::gitleaks_bin() else {
         eprintln!("gitleaks binary absent: comparison skipped");
         return;
     };
@@ -110,15 +114,11 @@ fn gitleaks_default_rules_on_the_coverage_corpus() {
         ..GuardOptions::default()
     })
     .unwrap();
-    let positives = positives();
-    let negatives = negatives();
-    let cases: Vec<&Case> = positives.iter().chain(&negatives).collect();
-    let inputs: Vec<ScanInput> = cases
-        .iter()
-        .map(|c| ScanInput::new(c.name.clone(), c.text.as_str()))
-        .collect();
-    let report = guard.scan(&inputs).unwrap();
-    let theirs = |c: &Case| {
+    let (positives, negatives) = positives_and_negatives();
+    let report = guard
+        .scan(&scan_inputs(positives.iter().chain(&negatives)))
+        .unwrap();
+    let theirs = |c: &CorpusItem| {
         report
             .findings_for(&c.name)
             .any(|f| f.source == FindingSource::Gitleaks)

@@ -4,12 +4,12 @@
 //!
 //! Needs the binary: `scripts/setup-gitleaks` (or `GITLEAKS_BIN`).
 
-use crate::guard_common;
+use crate::support::{guard, process};
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use guard_common::{Fake, corpus, fake_secret, require_gitleaks};
+use guard::{Fake, corpus, fake_secret, require_gitleaks, scan_inputs};
 use promptd::guard::{FindingSource, Guard, GuardError, GuardOptions, ScanInput};
 
 fn with_gitleaks(bin: PathBuf) -> GuardOptions {
@@ -23,12 +23,8 @@ fn with_gitleaks(bin: PathBuf) -> GuardOptions {
 fn promptd_verdict_is_never_weaker_than_gitleaks_on_the_corpus() {
     let guard = Guard::new(with_gitleaks(require_gitleaks())).unwrap();
     let items = corpus();
-    let inputs: Vec<ScanInput> = items
-        .iter()
-        .map(|i| ScanInput::new(i.name.clone(), i.text.as_str()))
-        .collect();
     // One gitleaks process for the whole corpus.
-    let report = guard.scan(&inputs).unwrap();
+    let report = guard.scan(&scan_inputs(&items)).unwrap();
     assert_eq!(report.scanners, vec!["promptd", "gitleaks"]);
 
     let mut weaker = Vec::new();
@@ -53,7 +49,7 @@ fn promptd_verdict_is_never_weaker_than_gitleaks_on_the_corpus() {
         if ours && theirs.is_empty() {
             stricter.push(item.name.as_str());
         }
-        if item.expect.is_some() && !theirs.is_empty() {
+        if item.is_positive() && !theirs.is_empty() {
             gitleaks_positives += 1;
         }
         // gitleaks' findings land on the input and the line the secret is on.
@@ -137,23 +133,13 @@ fn the_pinned_config_ignores_environment_ignore_files_and_allow_comments() {
     let allow_all = "[allowlist]\nregexes = ['''.*''']\n";
     std::fs::write(work.path().join(".gitleaks.toml"), allow_all).unwrap();
     let input = format!("token = \"{token}\" # gitleaks:allow\n");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_promptd"))
-        .args(["scan", "--json", "--gitleaks"])
+    let mut cmd = process::promptd();
+    cmd.args(["scan", "--json", "--gitleaks"])
         .arg(&bin)
         .arg("-")
         .current_dir(work.path())
-        .env_remove("GITLEAKS_CONFIG")
-        .env("GITLEAKS_CONFIG_TOML", allow_all)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(input.as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
+        .env("GITLEAKS_CONFIG_TOML", allow_all);
+    let out = process::output_with_input(cmd, input.as_bytes());
     assert_eq!(out.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let sources: Vec<&str> = json["findings"]

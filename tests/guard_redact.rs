@@ -1,9 +1,9 @@
 //! The redact policy: `[REDACTED:<rule-id>#n]` placeholders, numbered per distinct secret,
 //! merged where findings overlap, and nothing else in the text touched.
 
-use crate::guard_common;
+use crate::support::guard;
 
-use guard_common::{Fake, fake_secret};
+use guard::{Fake, fake_secret};
 use promptd::guard::{Guard, GuardOptions, Policy, ScanInput};
 
 fn scan_and_redact(guard: &Guard, text: &str) -> String {
@@ -68,15 +68,9 @@ fn a_clean_text_is_returned_unchanged() {
 fn a_multi_line_private_key_is_redacted_whole() {
     let guard = Guard::builtin().unwrap();
     let mut g = Fake::new(4);
-    let body: Vec<String> = (0..6).map(|_| g.pick(&guard_common::b64(), 64)).collect();
-    let begin = format!(
-        "-----BEGIN {}-----",
-        guard_common::cat(&["RSA PRIVATE", " KEY"])
-    );
-    let end = format!(
-        "-----END {}-----",
-        guard_common::cat(&["RSA PRIVATE", " KEY"])
-    );
+    let body: Vec<String> = (0..6).map(|_| g.token("%b64")).collect();
+    let begin = g.token("-----BEGIN RSA PRIVATE| KEY-----");
+    let end = g.token("-----END RSA PRIVATE| KEY-----");
     let text = format!("key:\n{begin}\n{}\n{end}\nafter\n", body.join("\n"));
     let input = ScanInput::new("t", text.as_str());
     let report = guard.scan(std::slice::from_ref(&input)).unwrap();

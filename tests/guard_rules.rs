@@ -4,11 +4,11 @@
 //! fixture holds one), and put back in the snapshot wherever a fake survived redaction.
 //! `err_*.toml` files must be rejected: their error text (naming file and line) is the snapshot.
 
-use crate::guard_common;
+use crate::support::guard;
 
 use std::path::Path;
 
-use guard_common::{Fake, fake_secret};
+use guard::{Fake, fake_secret};
 use promptd::guard::{Guard, GuardOptions, ScanInput};
 use serde::Serialize;
 

@@ -2,14 +2,18 @@
 //! run's outcome (leaks, clean, error exit, timeout). Its own test binary, because it redirects
 //! the process-wide temporary directory.
 
-mod guard_common;
+/// The guard's test support, laid out as in the `it` binary.
+mod support {
+    #[allow(dead_code)]
+    pub mod guard;
+}
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use guard_common::{Fake, fake_secret, require_gitleaks};
 use promptd::guard::{Guard, GuardOptions, ScanInput};
+use support::guard::{Fake, fake_secret, require_gitleaks};
 
 #[test]
 fn the_scratch_directory_is_private_and_always_removed() {

@@ -3,7 +3,7 @@
 //! huge argument. Each asserts a clear error (the file, or the limit's config key), bounded time
 //! and memory, and that the other prompts are still served.
 
-use crate::common::process::{promptd, run_bounded};
+use crate::support::process::{promptd, run_bounded};
 
 use std::path::Path;
 use std::time::Duration;

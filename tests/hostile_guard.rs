@@ -2,8 +2,8 @@
 //! and memory (and in time linear in its length), a scan never stalls the async runtime that
 //! awaits it, and a private key split across context chunks is caught in every part.
 
-use crate::common;
-use crate::guard_common;
+use crate::support;
+use crate::support::guard;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,10 +22,10 @@ use promptd::workspace::{Workspace, WorkspacePolicy, WorkspaceSettings};
 fn a_20_mb_line_of_secrets_scans_in_bounded_time_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("line.txt");
-    std::fs::write(&file, guard_common::one_line(20 << 20)).unwrap();
-    let mut cmd = common::process::promptd();
+    std::fs::write(&file, guard::one_line(20 << 20)).unwrap();
+    let mut cmd = support::process::promptd();
     cmd.arg("scan").arg(&file);
-    let run = common::process::run_bounded(cmd, b"", Duration::from_secs(180));
+    let run = support::process::run_bounded(cmd, b"", Duration::from_secs(180));
     eprintln!(
         "promptd scan of a 20 MB line: {:.1} s, peak RSS {:.0} MiB, {} report lines",
         run.elapsed.as_secs_f64(),
@@ -63,8 +63,8 @@ fn best_of_three(guard: &Guard, text: &str) -> (f64, usize) {
 #[test]
 fn scan_time_grows_linearly_with_line_length_and_findings() {
     let guard = Guard::builtin().unwrap();
-    let small = guard_common::one_line(1 << 20);
-    let large = guard_common::one_line(4 << 20);
+    let small = guard::one_line(1 << 20);
+    let large = guard::one_line(4 << 20);
     let (t1, n1) = best_of_three(&guard, &small);
     let (t4, n4) = best_of_three(&guard, &large);
     eprintln!("1 MB line: {t1:.3} s, {n1} findings; 4 MB line: {t4:.3} s, {n4} findings");
@@ -142,7 +142,7 @@ fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
         .build()
         .unwrap();
     let ticks = Arc::new(AtomicUsize::new(0));
-    let prompt = format!("Please review this: {}", guard_common::one_line(6 << 20));
+    let prompt = format!("Please review this: {}", guard::one_line(6 << 20));
     let enhancer = enhancer(Vec::new());
     let result = runtime.block_on(async {
         let t = ticks.clone();
@@ -173,8 +173,8 @@ fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
 
 /// A private key cut into the pieces a line-based chunker makes of it.
 fn split_key() -> Vec<String> {
-    let mut g = guard_common::Fake::new(0x5B1_17E);
-    let body = g.pick(&guard_common::b64(), 64 * 25 + 12);
+    let mut g = guard::Fake::new(0x5B1_17E);
+    let body = g.token(&format!("%b{}", 64 * 25 + 12));
     let lines: Vec<&str> = body
         .as_bytes()
         .chunks(64)

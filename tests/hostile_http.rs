@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::common::process::{peak_rss_of, promptd, wait_bounded};
+use crate::support::process::{peak_rss_of, promptd, wait_bounded};
 
 const STEP: Duration = Duration::from_secs(20);
 
@@ -636,7 +636,7 @@ async fn http_refuses_foreign_origins() {
     let mut cmd = promptd();
     cmd.args(["serve", "--http", "127.0.0.1:0"])
         .current_dir(bad.path());
-    let run = crate::common::process::run_bounded(cmd, b"", STEP);
+    let run = crate::support::process::run_bounded(cmd, b"", STEP);
     assert_eq!(run.code(), Some(1), "{run:?}");
     assert!(
         run.stderr.contains("serve.allowedOrigins[0]"),
@@ -731,7 +731,7 @@ fn http_refuses_weak_tokens_for_a_public_bind() {
     for token in ["x", "   ", "short-token"] {
         let mut cmd = promptd();
         cmd.args(["serve", "--http", "0.0.0.0:0", "--auth-token", token]);
-        let run = crate::common::process::run_bounded(cmd, b"", STEP);
+        let run = crate::support::process::run_bounded(cmd, b"", STEP);
         assert_eq!(run.code(), Some(1), "{token:?}: {run:?}");
         assert!(
             run.stderr.contains("--auth-token") || run.stderr.contains("limits.minAuthTokenChars"),
@@ -741,7 +741,7 @@ fn http_refuses_weak_tokens_for_a_public_bind() {
     }
     let mut cmd = promptd();
     cmd.args(["serve", "--http", "0.0.0.0:0", "--auth-token", "x"]);
-    let run = crate::common::process::run_bounded(cmd, b"", STEP);
+    let run = crate::support::process::run_bounded(cmd, b"", STEP);
     assert!(
         run.stderr.contains("limits.minAuthTokenChars"),
         "{}",

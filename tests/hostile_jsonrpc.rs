@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::process::{peak_rss_of, promptd, wait_bounded};
+use crate::support::process::{peak_rss_of, promptd, wait_bounded};
 
 /// Upper bound for one reply.
 const STEP: Duration = Duration::from_secs(20);

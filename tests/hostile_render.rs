@@ -3,9 +3,9 @@
 //! reader see a broken or partial prompt. Each asserts a clear error (the prompt or file and
 //! the limit's config key), bounded time and memory, and that everything else is still served.
 
-use crate::common;
-use crate::common::process::{promptd, run_bounded};
-use crate::mcp_support::{self, within};
+use crate::support;
+use crate::support::mcp::{self, within};
+use crate::support::process::{promptd, run_bounded};
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ const MAX_RSS_MIB: f64 = 200.0;
 const TIMEOUT: Duration = Duration::from_secs(30);
 
 fn open(dir: &Path) -> PromptLibrary {
-    common::library(&[dir.to_path_buf()], false, None, NOW)
+    support::library(&[dir.to_path_buf()], false, None, NOW)
 }
 
 fn render(lib: &PromptLibrary, name: &str) -> Result<String, RenderError> {
@@ -220,7 +220,7 @@ fn check_and_get_over_template_bombs_stay_small() {
 #[tokio::test]
 async fn the_server_answers_a_bomb_with_an_error_and_keeps_serving() {
     let dir = bomb_folder();
-    let s = mcp_support::stdio(dir.path(), &["--prompts", dir.path().to_str().unwrap()]).await;
+    let s = mcp::stdio(dir.path(), &["--prompts", dir.path().to_str().unwrap()]).await;
     let err = within(
         "get doubling",
         s.client.get_prompt(GetPromptRequestParams::new("doubling")),
@@ -366,7 +366,7 @@ fn an_emptied_file_is_taken_only_once_it_stays_empty() {
     assert_eq!(render(&lib, "p").unwrap(), "", "served as what it is");
 }
 
-async fn get_text(s: &mcp_support::Session, name: &str) -> Result<String, String> {
+async fn get_text(s: &mcp::Session, name: &str) -> Result<String, String> {
     match within(
         "prompts/get",
         s.client.get_prompt(GetPromptRequestParams::new(name)),
@@ -389,7 +389,7 @@ async fn a_recreated_prompt_folder_is_watched_again() {
     let dir = parent.path().join("prompts");
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("a.md"), "A\n").unwrap();
-    let s = mcp_support::stdio(parent.path(), &["--prompts", dir.to_str().unwrap()]).await;
+    let s = mcp::stdio(parent.path(), &["--prompts", dir.to_str().unwrap()]).await;
     assert_eq!(get_text(&s, "a").await.unwrap(), "A\n");
 
     std::fs::remove_dir_all(&dir).unwrap();
@@ -430,7 +430,7 @@ async fn readers_never_see_a_partial_file_during_continuous_writes() {
     // Each version is long enough that a rewrite in place takes two writes.
     let version = |n: usize| format!("version {n}\n{}\nend {n}\n", "body line\n".repeat(400));
     std::fs::write(&file, version(0)).unwrap();
-    let s = mcp_support::stdio(dir.path(), &["--prompts", dir.path().to_str().unwrap()]).await;
+    let s = mcp::stdio(dir.path(), &["--prompts", dir.path().to_str().unwrap()]).await;
     assert_eq!(get_text(&s, "live").await.unwrap(), version(0));
 
     const WRITES: usize = 300;
@@ -492,7 +492,7 @@ fn render_limits_come_from_the_config_and_follow_its_reloads() {
     let config = dir.path().join("config.json");
     std::fs::write(&config, r#"{"limits": {"maxRenderBytes": 1000}}"#).unwrap();
     std::fs::write(dir.path().join("p.md"), r#"{{ "x" * 2000 }}"#).unwrap();
-    let lib = common::library(&[dir.path().to_path_buf()], false, Some(&config), NOW);
+    let lib = support::library(&[dir.path().to_path_buf()], false, Some(&config), NOW);
     let err = render(&lib, "p").unwrap_err().to_string();
     assert!(err.contains("limits.maxRenderBytes` (1000 bytes)"), "{err}");
 

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::llm_server::{LlmServer, Reply};
-use crate::common::process::{peak_rss_of, promptd, run_bounded};
-use crate::guard_common::{Fake, fake_secret};
-use crate::mcp_support::{self, Session};
+use crate::support::guard::{Fake, fake_secret};
+use crate::support::llm_server::{LlmServer, Reply};
+use crate::support::mcp::{self, Session};
+use crate::support::process::{peak_rss_of, promptd, run_bounded};
 
 /// Peak RSS a server may reach in these tests (its baseline is well below).
 const RSS_BOUND_MIB: f64 = 400.0;
@@ -69,9 +69,9 @@ fn structured(result: Result<rmcp::model::CallToolResult, rmcp::ServiceError>) -
 /// `promptd serve --http` in `dir` with a connected client, and the server's pid (for its
 /// peak RSS).
 async fn http_session(dir: &Path, env: &[(&str, &str)]) -> (Session, u32) {
-    let (child, url, stderr) = mcp_support::http_server_with_env(dir, &[], env).await;
+    let (child, url, stderr) = mcp::http_server_with_env(dir, &[], env).await;
     let pid = child.id().unwrap();
-    let (client, changed) = mcp_support::http_client(&url, None).await;
+    let (client, changed) = mcp::http_client(&url, None).await;
     let session = Session {
         client,
         changed,
@@ -111,7 +111,7 @@ async fn compose_docs_stay_inside_the_workspace_and_never_read_the_environment()
     );
     // Values the server holds in its environment: never returned to a client.
     let api_key = format!("sk-{}", "environ-probe-".repeat(2));
-    let s = mcp_support::stdio_with_roots(
+    let s = mcp::stdio_with_roots(
         root,
         &[],
         &[("LLM_API_KEY", api_key.as_str())],
@@ -156,7 +156,7 @@ async fn a_doc_with_a_secret_is_left_out_with_its_finding() {
         format!("# Deploy\n\nUse this token:\n{secret}\n"),
     )
     .unwrap();
-    let s = mcp_support::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
+    let s = mcp::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
     let args = json!({"query": "deploy", "dir": root, "docs": ["leak.md", "notes.md"]});
     let out = structured(s.call("compose_prompt", args).await);
     let text = out.to_string();
@@ -194,7 +194,7 @@ async fn working_directories_outside_the_roots_and_system_folders_are_refused_fa
         rmcp::model::Root::new("file:///tmp/a%é%2"),
         rmcp::model::Root::new("file:///"),
     ];
-    let s = mcp_support::stdio_with_roots(root, &[], &[], roots).await;
+    let s = mcp::stdio_with_roots(root, &[], &[], roots).await;
     let mut refused: Vec<(PathBuf, &str)> = vec![
         ("/".into(), "the filesystem root"),
         ("/etc".into(), "a system folder (/etc)"),
@@ -248,7 +248,7 @@ async fn a_configured_folder_admits_a_workspace_the_client_did_not_declare() {
     let mut config = lexical_config();
     config["workspace"] = json!({"allowedFolders": [other.path()]});
     let ws = workspace(config);
-    let s = mcp_support::stdio(ws.path(), &[]).await;
+    let s = mcp::stdio(ws.path(), &[]).await;
     let args = json!({"query": "q", "dir": other.path(), "docs": ["guide.md"]});
     let out = structured(s.call("compose_prompt", args).await);
     assert!(out["text"].as_str().unwrap().contains("Small steps."));
@@ -296,7 +296,7 @@ fn segment_files(repo: &Path, ext: &str) -> Vec<PathBuf> {
     files.into_iter().map(|(_, p)| p).collect()
 }
 
-fn cli(dir: &Path, args: &[&str]) -> crate::common::process::Bounded {
+fn cli(dir: &Path, args: &[&str]) -> crate::support::process::Bounded {
     let mut cmd = promptd();
     cmd.current_dir(dir).args(args);
     run_bounded(cmd, b"", Duration::from_secs(60))
@@ -348,7 +348,7 @@ async fn a_damaged_index_is_rebuilt_on_the_next_run() {
         )
         .unwrap();
     }
-    let s = mcp_support::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
+    let s = mcp::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
     let args =
         json!({"prompt": "add backoff to fetch_with_retry", "activeFile": "src/http_client.rs"});
     let out = structured(s.call("enhance_prompt", args).await);
@@ -389,7 +389,7 @@ async fn a_panic_in_retrieval_is_a_server_fault_and_the_next_call_is_served() {
         std::fs::write(&file, bytes).unwrap();
         fix_footer_checksum(&file);
     }
-    let s = mcp_support::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
+    let s = mcp::stdio_with_roots(root, &[], &[], vec![file_root(root)]).await;
     let args = json!({"prompt": "add backoff to fetch_with_retry retries"});
     let started = Instant::now();
     let (code, message) = call_error(s.call("enhance_prompt", args.clone()).await);

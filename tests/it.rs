@@ -1,14 +1,11 @@
 //! The integration tests, linked into one binary: one link instead of two dozen, one process that
 //! runs every test in one thread pool, and a fraction of the disk (each test binary carries all of
 //! promptd's dependencies). Each module is a file beside this one, as its own test crate once was;
-//! the helpers shared between them are the `*_support` / `*common` modules.
+//! the helpers shared between them are in `support/`.
 //!
 //! `guard_scratch.rs` stays a binary of its own: it redirects the process-wide temp directory.
 
-mod common;
-mod guard_common;
-mod mcp_support;
-mod rag_support;
+mod support;
 
 mod check_fixtures;
 mod cli;

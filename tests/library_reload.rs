@@ -1,7 +1,7 @@
 //! `PromptLibrary::reload` over real files: a broken edit — bad YAML or a bad template — keeps the
 //! last good version served and reports `file:line:col: reason (keeping the last good version)`.
 
-use crate::common;
+use crate::support;
 
 use std::path::Path;
 
@@ -13,7 +13,7 @@ const NOW: &str = "2026-01-15T12:00:00Z";
 const KEPT: &str = "(keeping the last good version)";
 
 fn open(dir: &Path) -> PromptLibrary {
-    common::library(&[dir.to_path_buf()], false, None, NOW)
+    support::library(&[dir.to_path_buf()], false, None, NOW)
 }
 
 fn args(v: Value) -> Map<String, Value> {

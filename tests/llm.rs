@@ -1,11 +1,11 @@
 //! The LLM transport against a local OpenAI-compatible server that records requests.
 
-use crate::common;
+use crate::support;
 
 use std::time::{Duration, Instant};
 
-use common::llm_server::{LlmServer, Reply};
 use promptd::llm::{ChatClient, LlmConfig, LlmError};
+use support::llm_server::{LlmServer, Reply};
 
 fn client(url: &str, timeout: Duration) -> ChatClient {
     ChatClient::new(LlmConfig {

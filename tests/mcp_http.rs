@@ -2,9 +2,9 @@
 //! HTTP client: the same checks as over stdio, independent sessions, list_changed to every
 //! session, and the bearer token.
 
-use crate::mcp_support;
+use crate::support::{mcp, process};
 
-use mcp_support::{checks, fixture_prompts, http, http_client, http_server, within};
+use mcp::{checks, fixture_prompts, http, http_client, http_server, within};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -106,9 +106,8 @@ async fn http_token_is_required_when_set() {
 
 #[test]
 fn http_refuses_a_public_address_without_a_token() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let out = process::promptd()
         .args(["serve", "--http", "0.0.0.0:0"])
-        .env_remove("PROMPTD_AUTH_TOKEN")
         .output()
         .unwrap();
     assert!(!out.status.success());

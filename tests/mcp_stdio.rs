@@ -1,12 +1,12 @@
 //! `promptd serve` over stdio, driven by rmcp's client through a real pipe to the built binary.
 
-use crate::mcp_support;
+use crate::support::{mcp, process};
 
 use std::io::{BufRead, BufReader, Write};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mcp_support::{checks, fixture_prompts, stdio};
+use mcp::{checks, fixture_prompts, stdio};
 
 fn fixture_args() -> Vec<String> {
     vec![
@@ -65,11 +65,9 @@ async fn stdio_config_change_notifies_list_changed() {
 #[test]
 fn stdio_exits_when_stdin_closes_and_stdout_is_only_frames() {
     let cwd = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let mut child = process::promptd()
         .args(["serve"])
         .env("RUST_LOG", "debug")
-        .env_remove("PROMPTD_PROMPTS")
-        .env_remove("PROMPTD_CONFIG")
         .current_dir(cwd.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -133,13 +131,13 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
     let cwd = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let prompts = dir.path().display().to_string();
-    let cmd = mcp_support::promptd(cwd.path(), &["serve", "--prompts", &prompts]);
+    let cmd = mcp::command(cwd.path(), &["serve", "--prompts", &prompts]);
     let transport = TokioChildProcess::builder(cmd)
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn promptd serve")
         .0;
-    let client = mcp_support::within(
+    let client = mcp::within(
         "discover over stdio",
         ().serve_with_lifecycle(
             transport,
@@ -150,7 +148,7 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
     )
     .await
     .expect("discover over stdio");
-    let mut subscription = mcp_support::within(
+    let mut subscription = mcp::within(
         "subscriptions/listen",
         client.listen(
             SubscriptionFilter::builder()
@@ -171,7 +169,7 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
         "---\ntitle: Live\n---\nversion one\n",
     )
     .unwrap();
-    let notification = mcp_support::within("list_changed on the stream", subscription.next())
+    let notification = mcp::within("list_changed on the stream", subscription.next())
         .await
         .expect("stream open")
         .expect("a notification");
@@ -186,13 +184,13 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
         notification.get_meta().subscription_id(),
         Some(subscription.id().clone())
     );
-    let listed = mcp_support::within("prompts/list", client.list_all_prompts())
+    let listed = mcp::within("prompts/list", client.list_all_prompts())
         .await
         .expect("prompts/list");
     assert!(listed.iter().any(|p| p.name == "live"), "{listed:?}");
 
     // Cancelled: the stream ends, and a later change reaches nobody without failing the server.
-    mcp_support::within("cancel the subscription", subscription.cancel())
+    mcp::within("cancel the subscription", subscription.cancel())
         .await
         .expect("cancel");
     std::fs::write(
@@ -202,7 +200,7 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let listed = mcp_support::within("prompts/list", client.list_all_prompts())
+        let listed = mcp::within("prompts/list", client.list_all_prompts())
             .await
             .expect("server still answers after the stream ended");
         if listed.iter().any(|p| p.name == "second") {
@@ -211,7 +209,7 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
         assert!(Instant::now() < deadline, "second prompt never listed");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    mcp_support::within("client shutdown", client.cancel())
+    mcp::within("client shutdown", client.cancel())
         .await
         .expect("client shutdown");
 }

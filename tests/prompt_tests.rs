@@ -7,7 +7,7 @@
 //! `*.snap.new`: a real `.snap.new` in this repository would be picked up (and accepted) by
 //! `cargo insta accept`, which scans the whole workspace.
 
-use crate::common;
+use crate::support::{self, process};
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -56,22 +56,11 @@ fn tree(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// The binary, isolated from the caller's environment (CI runs these tests with CI=true).
+/// The binary in `cwd`, isolated from the caller's environment (CI runs these tests with
+/// CI=true).
 fn promptd(cwd: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_promptd"));
+    let mut cmd = process::promptd();
     cmd.current_dir(cwd);
-    for var in [
-        "PROMPTD_PROMPTS",
-        "PROMPTD_CONFIG",
-        "PROMPTD_NOW",
-        "CI",
-        "INSTA_UPDATE",
-        "CLICOLOR_FORCE",
-        "NO_COLOR",
-        "RUST_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
     cmd
 }
 
@@ -131,7 +120,7 @@ fn run_scenario(runs_file: &Path) -> String {
         }
         writeln!(out).unwrap();
     }
-    common::redact(&out, tmp.path())
+    support::redact(&out, tmp.path())
 }
 
 #[test]
@@ -201,7 +190,7 @@ fn snapshot_files_are_read_and_rewritten_identically_by_insta() {
 /// Every built-in prompt has at least one case in `tests/prompts/`, run by `promptd test` in CI.
 #[test]
 fn every_builtin_prompt_has_cases() {
-    let lib = common::library(&[], true, None, "2026-01-15");
+    let lib = support::library(&[], true, None, "2026-01-15");
     let snap = lib.snapshot();
     let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prompts");
     let found = promptd::prompt_tests::discover(&snap.registry, Some(&cases_dir)).unwrap();

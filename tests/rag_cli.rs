@@ -1,17 +1,14 @@
 //! The `promptd index` and `promptd context` subcommands, run as the real binary.
 
-use crate::rag_support;
+use crate::support::{process, rag};
 
-use std::process::Command;
-
-use rag_support::fixture_repo;
+use rag::fixture_repo;
 
 fn promptd(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_promptd"))
+    process::promptd()
         .args(args)
         // No model: the CLI must still work, lexically.
         .env("PROMPTD_EMBED_MODEL_DIR", "/nonexistent/model")
-        .env_remove("PROMPTD_DEPS_DIR")
         .output()
         .unwrap()
 }

@@ -2,13 +2,13 @@
 //! `scripts/setup-model`): sane vectors, hybrid ranking, the on-disk vector cache, and
 //! background embedding in a long-lived retriever.
 
-use crate::rag_support;
+use crate::support::rag;
 
 use std::time::Duration;
 
 use promptd::rag::embed::{Embedder, cosine};
 use promptd::rag::{RetrievalMode, RetrievalQuery, Retriever};
-use rag_support::{QUERIES, fixture_repo, model_config, model_paths};
+use rag::{QUERIES, fixture_repo, model_config, model_paths};
 
 #[test]
 fn int8_model_gives_sane_vectors() {

@@ -4,9 +4,9 @@
 //! the default test run because embedding a few thousand chunks takes minutes the first time
 //! (vectors are cached under `target/rag-eval/`).
 
-use crate::rag_support;
+use crate::support::rag;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use promptd::rag::{Fusion, RagConfig, RetrievalQuery, Retriever};
 use serde::Deserialize;
@@ -38,19 +38,6 @@ fn registry_crate(name: &str) -> PathBuf {
         }
     }
     panic!("{name} not found under {}", src.display());
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 /// The ranking configurations compared; the first is the shipped default.
@@ -245,7 +232,7 @@ impl Score {
 #[test]
 #[ignore = "minutes of embedding on first run; use scripts/eval-retrieval"]
 fn eval_retrieval() {
-    let model = rag_support::model_config();
+    let model = rag::model_config();
     let work = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/rag-eval");
     let mut sets = Vec::new();
     for entry in std::fs::read_dir("tests/fixtures/rag/eval").unwrap() {
@@ -257,7 +244,7 @@ fn eval_retrieval() {
         let repo = work.join(&set.crate_dir);
         if !repo.exists() {
             std::fs::create_dir_all(&repo).unwrap();
-            copy_tree(&registry_crate(&set.crate_dir), &repo);
+            rag::copy_tree(&registry_crate(&set.crate_dir), &repo);
         }
         let retriever = Retriever::open(&repo, model.clone()).unwrap();
         let summary = retriever.index(&|_| {}).unwrap();

@@ -2,13 +2,13 @@
 //! incremental re-indexing, recovery from corrupt indexes, ranking of the obviously relevant
 //! function, active-file handling and the lexical fallback without a model.
 
-use crate::rag_support;
+use crate::support::rag;
 
 use std::path::Path;
 use std::sync::Arc;
 
 use promptd::rag::{RagConfig, RagError, RetrievalMode, RetrievalQuery, Retriever, retrieve};
-use rag_support::{QUERIES, fixture_repo, lexical_config, write_files};
+use rag::{QUERIES, fixture_repo, fixture_secret, lexical_config, write_files};
 
 fn indexed_paths(repo: &Path) -> Vec<String> {
     let manifest: serde_json::Value =
@@ -100,7 +100,7 @@ fn secrets_excluded_by_path_while_auth_code_stays_retrievable() {
         .collect();
     assert!(found.contains(&"src/tokenizer.rs"), "{found:?}");
     assert!(found.contains(&"src/auth/login.rs"), "{found:?}");
-    let secret = format!("{}{}", "AKIA", "FAKEFAKEFAKEFAKE");
+    let secret = fixture_secret();
     let result = retriever.retrieve(&query(&secret)).unwrap();
     assert!(!result.formatted.contains(&secret));
 }

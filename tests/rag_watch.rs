@@ -2,14 +2,14 @@
 //! falls back to the full walk when it cannot know) and the cross-process locks on `.rag/`,
 //! exercised with real files, real notify events and real concurrent writers.
 
-use crate::rag_support;
+use crate::support::rag;
 
 use std::path::Path;
 use std::sync::Barrier;
 
 use promptd::rag::embed::VectorCache;
 use promptd::rag::{RagConfig, RetrievalQuery, Retriever};
-use rag_support::{fixture_repo, lexical_config, write_files};
+use rag::{fixture_repo, lexical_config, write_files};
 
 fn paths_of(retriever: &Retriever, query: &str) -> Vec<String> {
     retriever

@@ -2,7 +2,7 @@
 //! folders and a `case.json` listing renders; the snapshot is every render's text, variables and
 //! provenance, or its error message.
 
-use crate::common;
+use crate::support;
 
 use std::fmt::Write;
 use std::path::Path;
@@ -28,7 +28,7 @@ pub(crate) fn run_case(case_file: &Path) -> String {
     let mut out = String::new();
     for render in case["renders"].as_array().expect("renders") {
         let now = render["now"].as_str().unwrap_or("2026-01-15T12:00:00Z");
-        let lib = common::library(&roots, builtins, config.as_deref(), now);
+        let lib = support::library(&roots, builtins, config.as_deref(), now);
         let name = render["prompt"].as_str().unwrap();
         let args: Map<String, Value> = render["args"].as_object().cloned().unwrap_or_default();
         writeln!(out, "### {name} {}", Value::Object(args.clone())).unwrap();
@@ -63,7 +63,7 @@ pub(crate) fn run_case(case_file: &Path) -> String {
             writeln!(out, "diagnostic: {d}").unwrap();
         }
     }
-    common::redact(&out, dir)
+    support::redact(&out, dir)
 }
 
 #[test]

@@ -396,13 +396,10 @@ pub async fn check_tool(s: &Session, cwd: &Path) {
 }
 
 fn cli_json(cwd: &Path, a: &[&str]) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_promptd"))
+    let out = crate::support::process::promptd()
         .args(["--now", "2025-03-15", "--prompts"])
         .arg(super::fixture_prompts())
         .args(a)
-        .env_remove("PROMPTD_PROMPTS")
-        .env_remove("PROMPTD_CONFIG")
-        .env_remove("PROMPTD_NOW")
         .current_dir(cwd)
         .output()
         .expect("run promptd");

@@ -1,13 +1,25 @@
-//! Helpers shared by the integration tests.
-#![allow(dead_code)]
+//! Test support shared by the integration tests (the `it` binary); benches and the
+//! `guard_scratch` binary include single files of it with `#[path]`.
+//!
+//! - [`process`]: the `promptd` binary as a child process, through one command builder with one
+//!   environment policy, and runs bounded in time with their peak memory;
+//! - [`mcp`]: MCP sessions with the real server over stdio or HTTP, and the protocol checks both
+//!   transports share;
+//! - [`guard`]: fake secrets generated from specs, and the two guard corpora, generated from
+//!   data in `tests/fixtures/guard/corpus/`;
+//! - [`rag`]: the retrieval fixture repository and the embedding model's location;
+//! - [`llm_server`]: a local OpenAI-compatible server that records every request;
+//! - here: a prompt library over fixture folders, and path redaction for snapshots.
 
+pub mod guard;
 pub mod llm_server;
+pub mod mcp;
 pub mod process;
+pub mod rag;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use promptd::config::ProjectConfig;
 use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::registry::{BuiltinSource, DirSource, PromptSource};
 use promptd::render::Clock;
@@ -41,9 +53,4 @@ pub fn redact(text: &str, dir: &Path) -> String {
     let canon = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
     text.replace(&canon.display().to_string(), "<case>")
         .replace(&dir.display().to_string(), "<case>")
-}
-
-/// An empty config.
-pub fn no_config() -> ProjectConfig {
-    ProjectConfig::default()
 }

@@ -1,6 +1,5 @@
-//! Helpers for the MCP tests: spawn the real `promptd serve` binary and drive it with rmcp's own
-//! client, over stdio or streamable HTTP. Every wait is bounded.
-#![allow(dead_code)]
+//! MCP sessions with the real server: `promptd serve` started through [`process::promptd`] and
+//! driven by rmcp's own client, over stdio or streamable HTTP. Every wait is bounded.
 // Roots are deprecated by SEP-2577, yet they are what IDE clients send today to say which folder
 // is open, and what the server falls back on: the test client must offer them.
 #![allow(deprecated)]
@@ -21,6 +20,8 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::mpsc;
+
+use super::process;
 
 /// Upper bound for any single step of a test.
 pub const STEP: Duration = Duration::from_secs(15);
@@ -132,15 +133,12 @@ impl Session {
     }
 }
 
-/// A `promptd` command with a clean environment, run from `cwd` with a frozen clock.
-pub fn promptd(cwd: &Path, args: &[&str]) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_promptd"));
+/// [`process::promptd`] for a server: run from `cwd` with a frozen clock, logging at info
+/// (the HTTP server's address is an info line), killed when dropped.
+pub fn command(cwd: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::from(process::promptd());
     cmd.args(["--now", "2025-03-15"])
         .args(args)
-        .env_remove("PROMPTD_PROMPTS")
-        .env_remove("PROMPTD_CONFIG")
-        .env_remove("PROMPTD_NOW")
-        .env_remove("PROMPTD_AUTH_TOKEN")
         .env("RUST_LOG", "promptd=info,warn")
         .current_dir(cwd)
         .kill_on_drop(true);
@@ -185,7 +183,7 @@ pub async fn stdio_with_roots(
 ) -> Session {
     let mut all = vec!["serve"];
     all.extend_from_slice(args);
-    let mut cmd = promptd(cwd, &all);
+    let mut cmd = command(cwd, &all);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -226,7 +224,7 @@ pub async fn http_server_with_env(
 ) -> (tokio::process::Child, String, Arc<Mutex<String>>) {
     let mut all = vec!["serve", "--http", "127.0.0.1:0"];
     all.extend_from_slice(args);
-    let mut cmd = promptd(cwd, &all);
+    let mut cmd = command(cwd, &all);
     for (k, v) in env {
         cmd.env(k, v);
     }

@@ -1,39 +1,79 @@
 //! The real `promptd` binary as a child process: one command builder with one environment
-//! policy, and bounded runs that report the child's peak resident memory (for the hostile-input
-//! tests, which assert time and memory bounds).
+//! policy ([`promptd`], [`promptd_at`], [`clear_env`]), a run with input on stdin, and bounded
+//! runs that report the child's peak resident memory (for the hostile-input tests, which assert
+//! time and memory bounds).
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Environment variables that change what promptd reads; every spawned binary starts without
-/// them, so a developer's own settings never leak into a test.
+/// Every environment variable that changes what promptd (or a scanner it starts) does: its
+/// own settings, the embedding model's location, gitleaks', the LLM gateway's, the log filter,
+/// and what `promptd test` reads (CI mode, snapshot updates, colour). Every spawned binary
+/// starts without them, so a developer's shell never leaks into a test; a test that needs one
+/// sets it on the command.
 pub const CLEARED_ENV: &[&str] = &[
     "PROMPTD_PROMPTS",
     "PROMPTD_CONFIG",
     "PROMPTD_NOW",
     "PROMPTD_AUTH_TOKEN",
+    "PROMPTD_EMBED_MODEL_DIR",
+    "PROMPTD_DEPS_DIR",
+    "ORT_DYLIB_PATH",
     "GITLEAKS_BIN",
     "GITLEAKS_CONFIG",
+    "GITLEAKS_CONFIG_TOML",
     "LLM_BASE_URL",
     "LLM_MODEL",
     "LLM_API_KEY",
     "LLM_TIMEOUT_SECS",
+    "RUST_LOG",
+    "CI",
+    "INSTA_UPDATE",
+    "CLICOLOR_FORCE",
+    "NO_COLOR",
 ];
+
+/// The binary under test.
+pub fn bin() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_promptd"))
+}
 
 /// `promptd` with the cleared environment; the caller adds arguments and a directory.
 pub fn promptd() -> Command {
-    promptd_at(std::path::Path::new(env!("CARGO_BIN_EXE_promptd")))
+    promptd_at(bin())
 }
 
 /// Like [`promptd`], for another build of the binary at `bin` (a branch's, to compare with).
-pub fn promptd_at(bin: &std::path::Path) -> Command {
+pub fn promptd_at(bin: &Path) -> Command {
     let mut cmd = Command::new(bin);
+    clear_env(&mut cmd);
+    cmd
+}
+
+/// Removes [`CLEARED_ENV`] from `cmd`: for a command that starts promptd itself (a client
+/// that spawns its server).
+pub fn clear_env(cmd: &mut Command) -> &mut Command {
     for var in CLEARED_ENV {
         cmd.env_remove(var);
     }
     cmd
+}
+
+/// Runs `cmd` to completion with `input` on its stdin, collecting both streams. The input is
+/// written from a thread and a write error ignored: the child may exit before it reads (a bad
+/// flag, a bad rules file), and what it printed is what the test asserts.
+pub fn output_with_input(mut cmd: Command, input: &[u8]) -> Output {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn promptd");
+    let writer = feed(&mut child, input.to_vec());
+    let out = child.wait_with_output().expect("wait for promptd");
+    let _ = writer.join();
+    out
 }
 
 /// What a bounded run ended with.
@@ -68,12 +108,7 @@ pub fn run_bounded(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Bounded
         .stderr(Stdio::piped());
     let started = Instant::now();
     let mut child = cmd.spawn().expect("spawn promptd");
-    let input = stdin.to_vec();
-    let mut sin = child.stdin.take().unwrap();
-    let writer = std::thread::spawn(move || {
-        use std::io::Write;
-        let _ = sin.write_all(&input);
-    });
+    let writer = feed(&mut child, stdin.to_vec());
     let out = reader(child.stdout.take().unwrap());
     let err = reader(child.stderr.take().unwrap());
     let (status, peak_rss_mib, timed_out) = wait_bounded(&mut child, timeout);
@@ -87,6 +122,16 @@ pub fn run_bounded(mut cmd: Command, stdin: &[u8], timeout: Duration) -> Bounded
         peak_rss_mib,
         timed_out,
     }
+}
+
+/// Writes `input` to the child's stdin from a thread and closes it; a write error (the child
+/// exited without reading) is ignored.
+fn feed(child: &mut Child, input: Vec<u8>) -> std::thread::JoinHandle<()> {
+    let mut sin = child.stdin.take().expect("stdin piped");
+    std::thread::spawn(move || {
+        use std::io::Write;
+        let _ = sin.write_all(&input);
+    })
 }
 
 fn reader<R: Read + Send + 'static>(mut r: R) -> std::thread::JoinHandle<String> {

@@ -1,6 +1,5 @@
 //! An in-process OpenAI-compatible chat-completions server on 127.0.0.1 that records every
 //! request, for tests of the LLM transport and enhance_prompt.
-#![allow(dead_code)]
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
