@@ -130,6 +130,45 @@ impl Snapshot {
         }
     }
 
+    /// Renders the prompt named `name` with `args` over this snapshot's config.
+    pub fn render(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        clock: &Clock,
+    ) -> Result<RenderedPrompt, RenderError> {
+        let prompt = self
+            .registry
+            .get(name)
+            .ok_or_else(|| RenderError::UnknownPrompt {
+                name: name.to_string(),
+            })?;
+        self.render_template(prompt, args, clock)
+    }
+
+    /// Renders `prompt`, a template of this snapshot's registry, with `args` over this
+    /// snapshot's config.
+    pub fn render_template(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+        clock: &Clock,
+    ) -> Result<RenderedPrompt, RenderError> {
+        self.renderer
+            .render_template(prompt, args, &self.config, clock)
+    }
+
+    /// Answers a `wit-get-prompts` request from this snapshot alone, within its limits (see
+    /// [`get_prompts`]).
+    pub fn get_prompts(
+        &self,
+        clock: &Clock,
+        req: &GetPromptsRequest,
+        visibility: Visibility,
+    ) -> Result<GetPromptsResponse, GetPromptsError> {
+        get_prompts(self, clock, req, visibility, &self.limits)
+    }
+
     /// Builds the cached metadata-only listings now (a few ms for 1,000 prompts) instead of on
     /// the first `wit-get-prompts` listing.
     pub fn warm(&self) {
@@ -269,9 +308,7 @@ impl PromptLibrary {
         name: &str,
         args: &Map<String, Value>,
     ) -> Result<RenderedPrompt, RenderError> {
-        let snap = self.snapshot();
-        snap.renderer
-            .render(name, args, &snap.config, &self.options.clock)
+        self.snapshot().render(name, args, &self.options.clock)
     }
 
     /// The `wit-get-prompts` contract for a trusted caller (the CLI): every prompt is visible,
@@ -288,8 +325,8 @@ impl PromptLibrary {
         req: &GetPromptsRequest,
         visibility: Visibility,
     ) -> Result<GetPromptsResponse, GetPromptsError> {
-        let snap = self.snapshot();
-        get_prompts(&snap, &self.options.clock, req, visibility, &snap.limits)
+        self.snapshot()
+            .get_prompts(&self.options.clock, req, visibility)
     }
 }
 
@@ -604,7 +641,7 @@ fn distinct(names: &[String]) -> Vec<&str> {
 /// prompt it is a warning, like any render failure. A template that fails to render is a
 /// partial success: the prompt without content and the reason in `errors` (single) or
 /// `warnings` (batch, listing).
-pub fn get_prompts(
+fn get_prompts(
     snap: &Snapshot,
     clock: &Clock,
     req: &GetPromptsRequest,
@@ -627,7 +664,7 @@ pub fn get_prompts(
     let mut warnings = Vec::new();
     let mut metadata = GetPromptsMetadata::new();
 
-    let render = |t: &PromptTemplate| snap.renderer.render(&t.name, &args, &snap.config, clock);
+    let render = |t: &PromptTemplate| snap.render_template(t, &args, clock);
 
     if req.include_system && !include_system {
         warnings.push(

@@ -230,10 +230,7 @@ fn trial_render(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
         args.insert(a.name.clone(), sample);
     }
     let clock = Clock::parse("2026-01-15T12:00:00Z").expect("fixed clock");
-    if let Err(e) = snap
-        .renderer
-        .render(&prompt.name, &args, &snap.config, &clock)
-    {
+    if let Err(e) = snap.render_template(prompt, &args, &clock) {
         let (line, message) = match &e {
             RenderError::Template {
                 line,

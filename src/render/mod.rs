@@ -223,8 +223,12 @@ impl Renderer {
 
     /// The cached analysis of a prompt.
     pub fn analysis(&self, name: &str) -> Option<&Analysis> {
-        let prompt = self.registry.get(name)?;
-        Some(self.analyses.get(name)?.get_or_init(|| {
+        self.analysis_of(self.registry.get(name)?)
+    }
+
+    /// The cached analysis of a prompt of this renderer's registry.
+    fn analysis_of(&self, prompt: &PromptTemplate) -> Option<&Analysis> {
+        Some(self.analyses.get(&prompt.name)?.get_or_init(|| {
             let _limit = value_size_limit(&self.limits);
             self.analyze(prompt)
         }))
@@ -435,7 +439,7 @@ impl Renderer {
         Ok(out)
     }
 
-    /// Renders a prompt with the four variable layers.
+    /// Renders the prompt named `name` with the four variable layers.
     pub fn render(
         &self,
         name: &str,
@@ -443,8 +447,25 @@ impl Renderer {
         config: &ProjectConfig,
         clock: &Clock,
     ) -> Result<RenderedPrompt, RenderError> {
-        let prompt = self.prompt(name)?;
-        let analysis = self.analysis(name).expect("prompt exists");
+        self.render_template(self.prompt(name)?, args, config, clock)
+    }
+
+    /// Renders `prompt`, a template of this renderer's registry (as [`Registry::get`] returns
+    /// it), with the four variable layers. A template whose name the registry does not hold is
+    /// an unknown prompt.
+    pub fn render_template(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+        config: &ProjectConfig,
+        clock: &Clock,
+    ) -> Result<RenderedPrompt, RenderError> {
+        let name = prompt.name.as_str();
+        let analysis = self
+            .analysis_of(prompt)
+            .ok_or_else(|| RenderError::UnknownPrompt {
+                name: name.to_string(),
+            })?;
         if let Some(e) = &analysis.syntax_error {
             return Err(e.clone());
         }
