@@ -120,7 +120,7 @@ impl Snapshot {
     /// invalid; [`PromptLibrary`] refuses such a config before it gets here).
     pub fn new(registry: Registry, config: Arc<ProjectConfig>) -> Snapshot {
         let registry = Arc::new(registry);
-        let limits = Limits::from_config(&config).unwrap_or_default();
+        let limits = config.limits().unwrap_or_default();
         Snapshot {
             renderer: Renderer::with_limits(registry.clone(), limits.clone()),
             registry,
@@ -376,13 +376,15 @@ pub enum GetPromptsError {
 /// Reads the config and its limits; an invalid `limits` section is a config error.
 fn load_config(options: &LibraryOptions) -> Result<(ProjectConfig, Limits), ConfigError> {
     let config = ProjectConfig::discover(options.config_path.as_deref(), &options.cwd)?;
-    let limits = Limits::from_config(&config).map_err(|message| ConfigError::InvalidLimits {
-        path: config
-            .path
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("<config>")),
-        message,
-    })?;
+    let limits = config
+        .limits()
+        .map_err(|message| ConfigError::InvalidLimits {
+            path: config
+                .path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("<config>")),
+            message,
+        })?;
     Ok((config, limits))
 }
 
