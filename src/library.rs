@@ -554,7 +554,7 @@ impl PromptSummary {
             category: t.category,
             dialect: t.dialect,
             source: t.rel_path.clone(),
-            tool_metadata: crate::dialect::tool_metadata(t),
+            tool_metadata: crate::dialect::tool_metadata(&t.metadata),
             directives: t.directives.clone(),
             arguments: t
                 .arguments

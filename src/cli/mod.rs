@@ -240,7 +240,7 @@ fn list(common: &CommonArgs, args: &ListArgs, out: &mut dyn Write) -> Result<u8>
                 }
                 if let Some(d) = &a.default {
                     s.push('=');
-                    s.push_str(&crate::registry::display_value(d));
+                    s.push_str(&crate::dialect::display_value(d));
                 } else if !a.required {
                     s.push('?');
                 }

@@ -82,7 +82,7 @@ pub fn argument_hint(name: &str, meta: &Map<String, Value>) -> Option<String> {
     if name == ARGUMENTS {
         return meta
             .get("argument-hint")
-            .map(crate::registry::display_value)
+            .map(super::display_value)
             .filter(|h| !h.trim().is_empty());
     }
     Some(format!(

@@ -536,7 +536,7 @@ fn expression(case: &TestCase) -> String {
     const MAX: usize = 40;
     let mut e = case.prompt.clone();
     for (k, v) in &case.spec.args {
-        let full = crate::registry::display_value(v);
+        let full = crate::dialect::display_value(v);
         let first = full.lines().next().unwrap_or_default();
         let mut shown: String = first.chars().take(MAX).collect();
         if shown.len() < full.len() {

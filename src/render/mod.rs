@@ -33,10 +33,10 @@ use serde_json::{Map, Value};
 pub use clock::{Clock, ClockError, computed_variables};
 
 use crate::config::ProjectConfig;
-use crate::dialect::{Dialect, jinja};
+use crate::dialect::{Dialect, display_value, jinja};
 use crate::limits::{Limits, MAX_RENDER_BYTES, MAX_RENDER_TOTAL_BYTES};
 use crate::registry::{
-    ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError, display_value,
+    ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError,
 };
 
 /// Instruction budget of one render: enough for any honest prompt, finite for a hostile one.
