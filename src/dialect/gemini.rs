@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Key, Segment, Slot};
+use super::segment::{Key, Segment, Slot};
 
 /// The argument holding everything typed after the command.
 pub const ARGS: &str = "args";

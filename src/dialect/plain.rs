@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Key, Segment, Slot};
+use super::segment::{Key, Segment, Slot, TooLarge};
 
 static PLACEHOLDER: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\{\{\s*([^{}]*?)\s*\}\}").expect("placeholder regex"));
@@ -29,13 +29,6 @@ pub fn placeholders(body: &str) -> Vec<String> {
 /// identifier, or a computed `<N>_days_ago` date.
 pub fn is_identifier(key: &str) -> bool {
     IDENT.is_match(key) || crate::render::clock::days_ago_digits(key).is_some()
-}
-
-/// The text of a substitution would pass its size limit.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("substituted text would be larger than {limit} bytes")]
-pub struct TooLarge {
-    pub limit: usize,
 }
 
 /// The body cut at `{{ key }}` placeholders whose key is a variable name; a placeholder that
@@ -72,7 +65,7 @@ pub fn substitute(
     lookup: impl Fn(&str) -> Option<String>,
     max_len: usize,
 ) -> Result<(String, Vec<String>), TooLarge> {
-    super::substitute(&segments(body), lookup, max_len)
+    super::segment::substitute(&segments(body), lookup, max_len)
 }
 
 #[cfg(test)]
