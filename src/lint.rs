@@ -10,9 +10,10 @@
 use serde_json::{Map, Value};
 
 use crate::config::{KNOWN_KEYS, ProjectConfig};
+use crate::dialect::plain;
 use crate::library::Snapshot;
 use crate::registry::{ArgType, Diagnostic, Engine, PromptTemplate, Severity};
-use crate::render::{Clock, RenderError, clock::COMPUTED_VARIABLES, plain};
+use crate::render::{Clock, RenderError, clock::COMPUTED_VARIABLES, is_variable_name};
 
 /// Lints every prompt; diagnostics sorted by path and line.
 pub fn check(snap: &Snapshot) -> Vec<Diagnostic> {
@@ -186,7 +187,7 @@ fn check_prompt(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
         if let Some(Value::String(d)) = &arg.default {
             for key in plain::placeholders(d) {
                 let has_source = known_elsewhere(&key, &snap.config);
-                if plain::is_identifier(&key) && !has_source {
+                if is_variable_name(&key) && !has_source {
                     out.push(diag(
                         prompt,
                         Severity::Warning,

@@ -19,8 +19,6 @@
 pub mod bounded;
 pub mod clock;
 
-pub use crate::dialect::plain;
-
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, OnceLock};
 
@@ -33,7 +31,7 @@ use serde_json::{Map, Value};
 pub use clock::{Clock, ClockError, computed_variables};
 
 use crate::config::ProjectConfig;
-use crate::dialect::{Dialect, display_value, jinja};
+use crate::dialect::{Dialect, display_value, jinja, plain};
 use crate::limits::{Limits, MAX_RENDER_BYTES, MAX_RENDER_TOTAL_BYTES};
 use crate::registry::{
     ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError,
@@ -252,7 +250,7 @@ impl Renderer {
             analysis.engine = Engine::Plain;
             analysis.includes.clear();
             for key in plain::placeholders(&prompt.body) {
-                if plain::is_identifier(&key) {
+                if is_variable_name(&key) {
                     analysis.variables.insert(key);
                 } else {
                     analysis.verbatim.push(key);
@@ -752,7 +750,7 @@ impl Renderer {
             }
         };
         for key in plain::placeholders(s) {
-            if plain::is_identifier(&key) && !lower.contains_key(&key) {
+            if is_variable_name(&key) && !lower.contains_key(&key) {
                 warnings.push(format!(
                     "default of argument `{}` of prompt `{}` references `{key}`, which no lower layer defines",
                     arg.name, prompt.name
@@ -801,6 +799,12 @@ impl Renderer {
             message: jinja_message(e),
         }
     }
+}
+
+/// Whether a plain placeholder key names a variable (as opposed to `#if X` or `/if`): an
+/// identifier, or a computed `<N>_days_ago` date.
+pub fn is_variable_name(key: &str) -> bool {
+    plain::is_identifier(key) || clock::days_ago_digits(key).is_some()
 }
 
 /// Sets the render limits as minijinja's value size limit of this thread until the guard is
@@ -1029,6 +1033,14 @@ mod tests {
                 .unwrap_err()
                 .contains("integer")
         );
+    }
+
+    #[test]
+    fn variable_names_are_identifiers_and_computed_dates() {
+        assert!(is_variable_name("name"));
+        assert!(is_variable_name("90_days_ago"));
+        assert!(!is_variable_name("90_days"));
+        assert!(!is_variable_name("#if x"));
     }
 
     #[test]
