@@ -6,11 +6,12 @@
 //! the vendored minijinja's per-thread value size limit and the [`bounded`] filters) and
 //! `limits.maxRenderTotalBytes` (everything it builds together).
 //!
-//! Variables are layered lowest first: *computed* (dates from an injectable [`Clock`]) <
-//! *config* (`.ado-mcp-config.json`) < *frontmatter defaults* (which may reference the lower
-//! layers) < *user arguments* (coerced to the declared type, then validated against the
-//! argument's JSON Schema). Every value keeps its type, and the result reports which variables
-//! the template used and where each came from.
+//! Variables are layered lowest first: *computed* ([`clock::computed_layer`]: dates from an
+//! injectable [`Clock`]) < *config* (`.ado-mcp-config.json`) < *frontmatter defaults* (which
+//! may reference the lower layers) < *user arguments* (coerced to the declared type, then
+//! validated against the argument's JSON Schema). A computed variable whose value a higher layer
+//! chose holds over every layer with that layer's source. Every value keeps its type, and the
+//! result reports which variables the template used and where each came from.
 //!
 //! A [`Renderer`] is built over one immutable registry snapshot. It compiles templates lazily
 //! (minijinja caches them) and caches per prompt the engine decision, the variables the template
@@ -18,6 +19,7 @@
 
 pub mod bounded;
 pub mod clock;
+mod coerce;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -29,6 +31,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use clock::{Clock, ClockError, computed_variables};
+pub use coerce::coerce;
 
 use crate::config::ProjectConfig;
 use crate::dialect::{Dialect, display_value, jinja, plain};
@@ -638,8 +641,27 @@ impl Renderer {
         clock: &Clock,
         warnings: &mut Vec<String>,
     ) -> Result<(Map<String, Value>, Provenance), RenderError> {
-        let period = self.period(prompt, user, config)?;
-        let mut vars = computed_variables(clock.now(), period.0);
+        // The computed layer may take values from the layers above it, the defaults as written.
+        let declared_defaults: Map<String, Value> = prompt
+            .arguments
+            .iter()
+            .filter_map(|a| Some((a.name.clone(), a.default.clone()?)))
+            .collect();
+        let computed = clock::computed_layer(
+            clock.now(),
+            &[
+                (user, VariableSource::User),
+                (&declared_defaults, VariableSource::Default),
+                (&config.variables, VariableSource::Config),
+            ],
+            VariableSource::Computed,
+        )
+        .map_err(|e| RenderError::InvalidArgument {
+            prompt: prompt.name.clone(),
+            argument: e.name.to_string(),
+            message: e.to_string(),
+        })?;
+        let mut vars = computed.variables;
         let mut provenance: BTreeMap<String, VariableSource> = vars
             .keys()
             .map(|k| (k.clone(), VariableSource::Computed))
@@ -669,52 +691,11 @@ impl Renderer {
             vars.insert(k.clone(), v.clone());
             provenance.insert(k.clone(), VariableSource::User);
         }
-        // Both names of the period carry the value the range was computed from.
-        for alias in ["analysis_period_days", "lookback_days"] {
-            vars.insert(alias.into(), Value::from(period.0));
-            provenance.insert(alias.into(), period.1);
+        for (name, value, source) in computed.overrides {
+            vars.insert(name.clone(), value);
+            provenance.insert(name, source);
         }
         Ok((vars, provenance))
-    }
-
-    /// The analysis period in days and the layer it came from (user > default > config).
-    fn period(
-        &self,
-        prompt: &PromptTemplate,
-        user: &Map<String, Value>,
-        config: &ProjectConfig,
-    ) -> Result<(i64, VariableSource), RenderError> {
-        let names = ["analysis_period_days", "lookback_days"];
-        let from_defaults: Map<String, Value> = prompt
-            .arguments
-            .iter()
-            .filter(|a| names.contains(&a.name.as_str()))
-            .filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d)))
-            .collect();
-        let layers = [
-            (user, VariableSource::User),
-            (&from_defaults, VariableSource::Default),
-            (&config.variables, VariableSource::Config),
-        ];
-        for (layer, source) in layers {
-            for n in names {
-                if let Some(v) = layer.get(n) {
-                    let days = coerce(v, ArgType::Integer)
-                        .ok()
-                        .and_then(|v| v.as_i64())
-                        .filter(|d| (0..=36_600).contains(d))
-                        .ok_or_else(|| RenderError::InvalidArgument {
-                            prompt: prompt.name.clone(),
-                            argument: n.to_string(),
-                            message: format!(
-                                "expected a whole number of days between 0 and 36600, got {v}"
-                            ),
-                        })?;
-                    return Ok((days, source));
-                }
-            }
-        }
-        Ok((clock::DEFAULT_PERIOD_DAYS, VariableSource::Computed))
     }
 
     /// A default may be a template over the lower layers (`"{{project}}\\Team"`).
@@ -898,81 +879,6 @@ fn jinja_message(e: &minijinja::Error) -> String {
     }
 }
 
-/// Converts a supplied value to the declared type (MCP sends every argument as a string).
-pub fn coerce(value: &Value, ty: ArgType) -> Result<Value, String> {
-    let got = || format!("got {value}");
-    match (ty, value) {
-        (ArgType::String, Value::String(_)) => Ok(value.clone()),
-        (ArgType::String, Value::Number(_) | Value::Bool(_)) => {
-            Ok(Value::String(value.to_string()))
-        }
-        (ArgType::Integer, Value::Number(n)) => n
-            .as_i64()
-            .map(Value::from)
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0)
-                    .map(|f| Value::from(f as i64))
-            })
-            .ok_or_else(|| format!("expected an integer, {}", got())),
-        (ArgType::Integer, Value::String(s)) => s
-            .trim()
-            .parse::<i64>()
-            .map(Value::from)
-            .map_err(|_| format!("expected an integer, {}", got())),
-        (ArgType::Number, Value::Number(_)) => Ok(value.clone()),
-        (ArgType::Number, Value::String(s)) if s.trim().parse::<i64>().is_ok() => {
-            Ok(Value::from(s.trim().parse::<i64>().expect("checked")))
-        }
-        (ArgType::Number, Value::String(s)) => s
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|f| f.is_finite())
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number)
-            .ok_or_else(|| format!("expected a number, {}", got())),
-        (ArgType::Boolean, Value::Bool(_)) => Ok(value.clone()),
-        (ArgType::Boolean, Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "1" | "on" => Ok(Value::Bool(true)),
-            "false" | "no" | "0" | "off" => Ok(Value::Bool(false)),
-            _ => Err(format!("expected true or false, {}", got())),
-        },
-        (ArgType::Array, Value::Array(_)) | (ArgType::Object, Value::Object(_)) => {
-            Ok(value.clone())
-        }
-        (ArgType::Array, Value::String(s)) => {
-            let t = s.trim();
-            if t.starts_with('[') {
-                match serde_json::from_str::<Value>(t) {
-                    Ok(v @ Value::Array(_)) => Ok(v),
-                    _ => Err(format!("expected a JSON array, {}", got())),
-                }
-            } else if t.is_empty() {
-                Ok(Value::Array(Vec::new()))
-            } else {
-                Ok(Value::Array(
-                    t.split(',')
-                        .map(|p| Value::String(p.trim().to_string()))
-                        .collect(),
-                ))
-            }
-        }
-        (ArgType::Object, Value::String(s)) => match serde_json::from_str::<Value>(s.trim()) {
-            Ok(v @ Value::Object(_)) => Ok(v),
-            _ => Err(format!("expected a JSON object, {}", got())),
-        },
-        (t, _) => Err(format!("expected {} {}, {}", article(t), t.as_str(), got())),
-    }
-}
-
-fn article(t: ArgType) -> &'static str {
-    match t {
-        ArgType::Integer | ArgType::Array | ArgType::Object => "an",
-        _ => "a",
-    }
-}
-
 static ROLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^[ \t]*<!--\s*role:\s*(user|assistant)\s*-->[ \t]*\r?$").expect("role regex")
 });
@@ -1013,27 +919,6 @@ pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn coercion() {
-        assert_eq!(
-            coerce(&"30".into(), ArgType::Integer).unwrap(),
-            Value::from(30)
-        );
-        assert_eq!(
-            coerce(&"no".into(), ArgType::Boolean).unwrap(),
-            Value::Bool(false)
-        );
-        assert_eq!(
-            coerce(&"a, b".into(), ArgType::Array).unwrap(),
-            serde_json::json!(["a", "b"])
-        );
-        assert!(
-            coerce(&"x".into(), ArgType::Integer)
-                .unwrap_err()
-                .contains("integer")
-        );
-    }
 
     #[test]
     fn variable_names_are_identifiers_and_computed_dates() {
