@@ -1,6 +1,10 @@
 //! The one library entry point the CLI and the MCP server share: a [`PromptLibrary`] holds the
 //! current snapshot (registry + renderer + config), swaps it atomically on reload, and answers
 //! the `wit-get-prompts` contract ([`GetPromptsRequest`] → [`GetPromptsResponse`]).
+//!
+//! A [`Snapshot`] is one consistent view: a caller that needs more than one answer (a render
+//! and its limits, several renders) takes one snapshot and asks it ([`Snapshot::render`],
+//! [`Snapshot::get_prompts`]), so a reload in between cannot mix versions.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -13,7 +13,8 @@ use crate::config::{KNOWN_KEYS, ProjectConfig};
 use crate::dialect::plain;
 use crate::library::Snapshot;
 use crate::registry::{ArgType, Diagnostic, Engine, PromptTemplate, Severity};
-use crate::render::{Clock, RenderError, clock::COMPUTED_VARIABLES, is_variable_name};
+use crate::render::clock::{COMPUTED_VARIABLES, FROZEN_NOW};
+use crate::render::{Clock, RenderError, is_variable_name};
 
 /// Lints every prompt; diagnostics sorted by path and line.
 pub fn check(snap: &Snapshot) -> Vec<Diagnostic> {
@@ -230,7 +231,7 @@ fn trial_render(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
             });
         args.insert(a.name.clone(), sample);
     }
-    let clock = Clock::parse("2026-01-15T12:00:00Z").expect("fixed clock");
+    let clock = Clock::parse(FROZEN_NOW).expect("FROZEN_NOW is RFC 3339");
     if let Err(e) = snap.render_template(prompt, &args, &clock) {
         let (line, message) = match &e {
             RenderError::Template {

@@ -27,9 +27,10 @@ pub use snapshot_file::{SnapshotFile, normalize, pending_path};
 use crate::config::ProjectConfig;
 use crate::library::Snapshot as LibrarySnapshot;
 use crate::render::Clock;
+use crate::render::clock::FROZEN_NOW;
 
-/// The frozen clock of a case that does not set `now`.
-pub const DEFAULT_NOW: &str = "2026-01-15T12:00:00Z";
+/// The frozen clock of a case that does not set `now`: the renderer's [`FROZEN_NOW`].
+pub const DEFAULT_NOW: &str = FROZEN_NOW;
 /// Where case files are looked for when `--cases` is not given (relative to the working dir).
 pub const DEFAULT_CASES_DIR: &str = "tests/prompts";
 /// The config section this module owns.

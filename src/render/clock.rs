@@ -1,6 +1,7 @@
-//! The computed variables, the lowest layer of a render: the injectable clock, the date range
-//! it yields for the analysis period, and the period itself, which a higher layer may set under
-//! either of its two names (`analysis_period_days`, `lookback_days`).
+//! The computed variables, the lowest layer of a render: the injectable clock (frozen at
+//! [`FROZEN_NOW`] where nothing names an instant), the date range it yields for the analysis
+//! period, and the period itself, which a higher layer may set under either of its two names
+//! (`analysis_period_days`, `lookback_days`).
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, Utc};
 use serde_json::{Map, Value};
@@ -10,6 +11,10 @@ use crate::registry::ArgType;
 
 /// Default length of the analysis period, in days.
 pub const DEFAULT_PERIOD_DAYS: i64 = 90;
+
+/// The instant a frozen clock shows when nothing names one: trial renders (`promptd check`)
+/// and prompt tests, so their text is the same on every machine and every day.
+pub const FROZEN_NOW: &str = "2026-01-15T12:00:00Z";
 
 /// The names of the analysis period, in the order a layer is searched for it.
 const PERIOD_NAMES: [&str; 2] = ["analysis_period_days", "lookback_days"];
