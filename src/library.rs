@@ -812,6 +812,48 @@ mod tests {
     use crate::registry::DirSource;
 
     #[test]
+    fn a_snapshot_renders_its_own_prompts_over_its_own_config() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "A {{ project }} {{ x }}\n").unwrap();
+        std::fs::write(dir.path().join("cfg.json"), r#"{"project":"P"}"#).unwrap();
+        let lib = PromptLibrary::open_with_roots(
+            LibraryOptions {
+                cwd: dir.path().to_path_buf(),
+                config_path: Some(dir.path().join("cfg.json")),
+                ..Default::default()
+            },
+            vec![Arc::new(DirSource::new(dir.path()))],
+        )
+        .unwrap();
+        let snap = lib.snapshot();
+        let args: Map<String, Value> = serde_json::from_str(r#"{"x":"1"}"#).unwrap();
+        assert_eq!(
+            snap.render("a", &args, lib.clock()).unwrap().text,
+            "A P 1\n"
+        );
+        let t = snap.registry.get("a").unwrap();
+        assert_eq!(
+            snap.render_template(t, &args, lib.clock()).unwrap().text,
+            "A P 1\n"
+        );
+        let missing = snap.render("b", &args, lib.clock()).unwrap_err();
+        assert!(
+            matches!(missing, RenderError::UnknownPrompt { .. }),
+            "{missing}"
+        );
+        // A template of another snapshot that this one does not hold is unknown here.
+        let mut foreign = (**t).clone();
+        foreign.name = "b".into();
+        let foreign = snap
+            .render_template(&foreign, &args, lib.clock())
+            .unwrap_err();
+        assert!(
+            matches!(foreign, RenderError::UnknownPrompt { .. }),
+            "{foreign}"
+        );
+    }
+
+    #[test]
     fn reload_builds_the_listings_before_the_swap() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.md"), "A {{ x }}\n").unwrap();

@@ -157,12 +157,18 @@ pub type Provenance = BTreeMap<String, VariableSource>;
 
 type Validators = Result<Arc<Vec<(String, jsonschema::Validator)>>, RenderError>;
 
+/// What the renderer keeps per prompt of its snapshot, each built on first use.
+#[derive(Default)]
+struct PromptCache {
+    analysis: OnceLock<Analysis>,
+    validators: OnceLock<Validators>,
+}
+
 /// Renders prompts of one registry snapshot.
 pub struct Renderer {
     registry: Arc<Registry>,
     env: Environment<'static>,
-    analyses: HashMap<String, OnceLock<Analysis>>,
-    validators: HashMap<String, OnceLock<Validators>>,
+    caches: HashMap<String, PromptCache>,
     globals: BTreeSet<String>,
     limits: Limits,
 }
@@ -199,19 +205,14 @@ impl Renderer {
             )),
         });
         let globals = env.globals().map(|(k, _)| k.to_string()).collect();
-        let analyses = registry
+        let caches = registry
             .prompts()
-            .map(|p| (p.name.clone(), OnceLock::new()))
-            .collect();
-        let validators = registry
-            .prompts()
-            .map(|p| (p.name.clone(), OnceLock::new()))
+            .map(|p| (p.name.clone(), PromptCache::default()))
             .collect();
         Renderer {
             registry,
             env,
-            analyses,
-            validators,
+            caches,
             globals,
             limits,
         }
@@ -224,15 +225,24 @@ impl Renderer {
 
     /// The cached analysis of a prompt.
     pub fn analysis(&self, name: &str) -> Option<&Analysis> {
-        self.analysis_of(self.registry.get(name)?)
+        let prompt = self.registry.get(name)?;
+        Some(self.analysis_in(self.cache(prompt).ok()?, prompt))
     }
 
-    /// The cached analysis of a prompt of this renderer's registry.
-    fn analysis_of(&self, prompt: &PromptTemplate) -> Option<&Analysis> {
-        Some(self.analyses.get(&prompt.name)?.get_or_init(|| {
+    /// The cache of a prompt of this renderer's registry; any other name is an unknown prompt.
+    fn cache(&self, prompt: &PromptTemplate) -> Result<&PromptCache, RenderError> {
+        self.caches
+            .get(&prompt.name)
+            .ok_or_else(|| RenderError::UnknownPrompt {
+                name: prompt.name.clone(),
+            })
+    }
+
+    fn analysis_in<'a>(&'a self, cache: &'a PromptCache, prompt: &PromptTemplate) -> &'a Analysis {
+        cache.analysis.get_or_init(|| {
             let _limit = value_size_limit(&self.limits);
             self.analyze(prompt)
-        }))
+        })
     }
 
     fn analyze(&self, prompt: &PromptTemplate) -> Analysis {
@@ -359,33 +369,32 @@ impl Renderer {
         visit(&self.registry, start, &mut Vec::new(), &mut BTreeSet::new())
     }
 
-    fn validators(&self, prompt: &PromptTemplate) -> Validators {
-        let cell = self
+    fn validators_in(&self, cache: &PromptCache, prompt: &PromptTemplate) -> Validators {
+        cache
             .validators
-            .get(&prompt.name)
-            .expect("validators exist for every prompt of the snapshot");
-        cell.get_or_init(|| {
-            let mut out = Vec::new();
-            for arg in &prompt.arguments {
-                let schema = arg.json_schema();
-                let v =
-                    jsonschema::validator_for(&schema).map_err(|e| RenderError::InvalidSchema {
-                        path: prompt.path.clone(),
-                        line: arg.line,
-                        argument: arg.name.clone(),
-                        message: e.to_string(),
+            .get_or_init(|| {
+                let mut out = Vec::new();
+                for arg in &prompt.arguments {
+                    let schema = arg.json_schema();
+                    let v = jsonschema::validator_for(&schema).map_err(|e| {
+                        RenderError::InvalidSchema {
+                            path: prompt.path.clone(),
+                            line: arg.line,
+                            argument: arg.name.clone(),
+                            message: e.to_string(),
+                        }
                     })?;
-                out.push((arg.name.clone(), v));
-            }
-            Ok(Arc::new(out))
-        })
-        .clone()
+                    out.push((arg.name.clone(), v));
+                }
+                Ok(Arc::new(out))
+            })
+            .clone()
     }
 
     /// Checks that every argument schema of a prompt compiles (used by `check`).
     pub fn check_schemas(&self, name: &str) -> Result<(), RenderError> {
         let prompt = self.prompt(name)?;
-        self.validators(prompt).map(|_| ())
+        self.validators_in(self.cache(prompt)?, prompt).map(|_| ())
     }
 
     fn prompt(&self, name: &str) -> Result<&Arc<PromptTemplate>, RenderError> {
@@ -397,12 +406,12 @@ impl Renderer {
     }
 
     /// Coerces user-supplied values to their declared types and validates them.
-    pub fn coerce_arguments(
+    fn coerce_arguments(
         &self,
         prompt: &PromptTemplate,
+        validators: &[(String, jsonschema::Validator)],
         args: &Map<String, Value>,
     ) -> Result<Map<String, Value>, RenderError> {
-        let validators = self.validators(prompt)?;
         let mut out = Map::new();
         for (key, raw) in args {
             let spec = prompt.arguments.iter().find(|a| &a.name == key);
@@ -462,11 +471,8 @@ impl Renderer {
         clock: &Clock,
     ) -> Result<RenderedPrompt, RenderError> {
         let name = prompt.name.as_str();
-        let analysis = self
-            .analysis_of(prompt)
-            .ok_or_else(|| RenderError::UnknownPrompt {
-                name: name.to_string(),
-            })?;
+        let cache = self.cache(prompt)?;
+        let analysis = self.analysis_in(cache, prompt);
         if let Some(e) = &analysis.syntax_error {
             return Err(e.clone());
         }
@@ -476,7 +482,7 @@ impl Renderer {
                 chain: chain.clone(),
             });
         }
-        let user = self.coerce_arguments(prompt, args)?;
+        let user = self.coerce_arguments(prompt, &self.validators_in(cache, prompt)?, args)?;
         // Everything below (defaults that are templates, the template itself) builds values
         // under the render limits.
         let guard = value_size_limit(&self.limits);
