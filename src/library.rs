@@ -141,13 +141,7 @@ impl Snapshot {
         args: &Map<String, Value>,
         clock: &Clock,
     ) -> Result<RenderedPrompt, RenderError> {
-        let prompt = self
-            .registry
-            .get(name)
-            .ok_or_else(|| RenderError::UnknownPrompt {
-                name: name.to_string(),
-            })?;
-        self.render_template(prompt, args, clock)
+        self.renderer.render(name, args, &self.config, clock)
     }
 
     /// Renders `prompt`, a template of this snapshot's registry, with `args` over this
