@@ -1,19 +1,26 @@
 //! The project configuration file, `.ado-mcp-config.json`.
 //!
-//! This module owns finding, parsing and validating the config file, and turning it into the
-//! *config layer* of template variables: the well-known Azure DevOps keys are exposed to templates
-//! in snake_case (`areaPath` → `area_path`), and the free `variables` map is exposed as-is. Other
-//! stages keep their settings in the same file under a key of their own (`rag`, `guard`,
-//! `compose`, `test`); those sections are kept as raw JSON for their modules to deserialize.
+//! This module owns finding, reading (under the default `limits.maxPromptFileBytes`), parsing and
+//! validating the config file, and turning it into the *config layer* of template variables:
+//! the file's own top-level keys, those of the ado-mcp config format it shares ([`KNOWN_KEYS`]),
+//! are exposed to templates in snake_case (`areaPath` → `area_path`), and the free `variables`
+//! map is exposed as-is. Other modules keep their settings in the same file under a key of
+//! their own ([`SECTION_KEYS`]); those sections are kept as raw JSON for their modules to
+//! deserialize ([`ProjectConfig::section_as`]). The `limits` section is parsed here
+//! ([`ProjectConfig::limits`]): `limits` sits below the config, whose own file is read under a
+//! limit.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::limits::{CappedReadError, Limits, MAX_PROMPT_FILE_BYTES, read_text_capped};
+
 /// File name looked up in the current directory when no path is given.
 pub const CONFIG_FILE_NAME: &str = ".ado-mcp-config.json";
 
-/// Well-known keys: (key in the file, variable name in templates).
+/// The top-level keys of the ado-mcp config format, which this file shares: (key in the file,
+/// variable name in templates).
 pub const KNOWN_KEYS: &[(&str, &str)] = &[
     ("organization", "organization"),
     ("project", "project"),
@@ -59,7 +66,7 @@ pub enum ConfigError {
     #[error("{path}: `variables` must be an object, found {found}")]
     VariablesNotAnObject { path: PathBuf, found: &'static str },
     #[error(transparent)]
-    Capped(crate::limits::CappedReadError),
+    Capped(CappedReadError),
     #[error("{path}: `limits`: {message}")]
     InvalidLimits { path: PathBuf, message: String },
     /// A section that does not parse; the message names the file and the key.
@@ -100,7 +107,6 @@ impl ProjectConfig {
     /// Reads and parses one config file. The file is read under the default
     /// `limits.maxPromptFileBytes` (a config cannot raise the cap on its own size).
     pub fn load(path: &Path) -> Result<ProjectConfig, ConfigError> {
-        use crate::limits::{CappedReadError, Limits, MAX_PROMPT_FILE_BYTES, read_text_capped};
         let cap = Limits::default().max_prompt_file_bytes;
         let text = read_text_capped(path, cap, MAX_PROMPT_FILE_BYTES).map_err(|e| match e {
             CappedReadError::Io { source, .. } => ConfigError::Read {
@@ -174,6 +180,11 @@ impl ProjectConfig {
         self.raw.get(key)
     }
 
+    /// The resource limits: the `limits` section over the defaults.
+    pub fn limits(&self) -> Result<Limits, String> {
+        self.section_as(crate::limits::SECTION)
+    }
+
     /// Deserializes a module's section, falling back to its defaults when absent.
     pub fn section_as<T: serde::de::DeserializeOwned + Default>(
         &self,
@@ -234,6 +245,17 @@ mod tests {
         let cfg = ProjectConfig::parse(r#"{"projekt":"x"}"#, None).unwrap();
         assert_eq!(cfg.warnings.len(), 1);
         assert!(cfg.warnings[0].contains("`projekt`"), "{}", cfg.warnings[0]);
+    }
+
+    #[test]
+    fn limits_section_overrides_defaults_and_rejects_unknown_keys() {
+        let cfg = ProjectConfig::parse(r#"{"limits":{"maxBatch":5}}"#, None).unwrap();
+        let limits = cfg.limits().unwrap();
+        assert_eq!(limits.max_batch, 5);
+        assert_eq!(limits.max_render_bytes, Limits::default().max_render_bytes);
+        let bad = ProjectConfig::parse(r#"{"limits":{"maxBatsh":5}}"#, None).unwrap();
+        let err = bad.limits().unwrap_err();
+        assert!(err.contains("maxBatsh"), "{err}");
     }
 
     #[test]

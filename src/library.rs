@@ -1,6 +1,10 @@
 //! The one library entry point the CLI and the MCP server share: a [`PromptLibrary`] holds the
 //! current snapshot (registry + renderer + config), swaps it atomically on reload, and answers
 //! the `wit-get-prompts` contract ([`GetPromptsRequest`] → [`GetPromptsResponse`]).
+//!
+//! A [`Snapshot`] is one consistent view: a caller that needs more than one answer (a render
+//! and its limits, several renders) takes one snapshot and asks it ([`Snapshot::render`],
+//! [`Snapshot::get_prompts`]), so a reload in between cannot mix versions.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -120,7 +124,7 @@ impl Snapshot {
     /// invalid; [`PromptLibrary`] refuses such a config before it gets here).
     pub fn new(registry: Registry, config: Arc<ProjectConfig>) -> Snapshot {
         let registry = Arc::new(registry);
-        let limits = Limits::from_config(&config).unwrap_or_default();
+        let limits = config.limits().unwrap_or_default();
         Snapshot {
             renderer: Renderer::with_limits(registry.clone(), limits.clone()),
             registry,
@@ -128,6 +132,39 @@ impl Snapshot {
             limits,
             listings: Default::default(),
         }
+    }
+
+    /// Renders the prompt named `name` with `args` over this snapshot's config.
+    pub fn render(
+        &self,
+        name: &str,
+        args: &Map<String, Value>,
+        clock: &Clock,
+    ) -> Result<RenderedPrompt, RenderError> {
+        self.renderer.render(name, args, &self.config, clock)
+    }
+
+    /// Renders `prompt`, a template of this snapshot's registry, with `args` over this
+    /// snapshot's config.
+    pub fn render_template(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+        clock: &Clock,
+    ) -> Result<RenderedPrompt, RenderError> {
+        self.renderer
+            .render_template(prompt, args, &self.config, clock)
+    }
+
+    /// Answers a `wit-get-prompts` request from this snapshot alone, within its limits (see
+    /// [`get_prompts`]).
+    pub fn get_prompts(
+        &self,
+        clock: &Clock,
+        req: &GetPromptsRequest,
+        visibility: Visibility,
+    ) -> Result<GetPromptsResponse, GetPromptsError> {
+        get_prompts(self, clock, req, visibility, &self.limits)
     }
 
     /// Builds the cached metadata-only listings now (a few ms for 1,000 prompts) instead of on
@@ -269,9 +306,7 @@ impl PromptLibrary {
         name: &str,
         args: &Map<String, Value>,
     ) -> Result<RenderedPrompt, RenderError> {
-        let snap = self.snapshot();
-        snap.renderer
-            .render(name, args, &snap.config, &self.options.clock)
+        self.snapshot().render(name, args, &self.options.clock)
     }
 
     /// The `wit-get-prompts` contract for a trusted caller (the CLI): every prompt is visible,
@@ -288,8 +323,8 @@ impl PromptLibrary {
         req: &GetPromptsRequest,
         visibility: Visibility,
     ) -> Result<GetPromptsResponse, GetPromptsError> {
-        let snap = self.snapshot();
-        get_prompts(&snap, &self.options.clock, req, visibility, &snap.limits)
+        self.snapshot()
+            .get_prompts(&self.options.clock, req, visibility)
     }
 }
 
@@ -339,13 +374,15 @@ pub enum GetPromptsError {
 /// Reads the config and its limits; an invalid `limits` section is a config error.
 fn load_config(options: &LibraryOptions) -> Result<(ProjectConfig, Limits), ConfigError> {
     let config = ProjectConfig::discover(options.config_path.as_deref(), &options.cwd)?;
-    let limits = Limits::from_config(&config).map_err(|message| ConfigError::InvalidLimits {
-        path: config
-            .path
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("<config>")),
-        message,
-    })?;
+    let limits = config
+        .limits()
+        .map_err(|message| ConfigError::InvalidLimits {
+            path: config
+                .path
+                .clone()
+                .unwrap_or_else(|| PathBuf::from("<config>")),
+            message,
+        })?;
     Ok((config, limits))
 }
 
@@ -515,7 +552,7 @@ impl PromptSummary {
             category: t.category,
             dialect: t.dialect,
             source: t.rel_path.clone(),
-            tool_metadata: crate::dialect::tool_metadata(t),
+            tool_metadata: crate::dialect::tool_metadata(&t.metadata),
             directives: t.directives.clone(),
             arguments: t
                 .arguments
@@ -604,7 +641,7 @@ fn distinct(names: &[String]) -> Vec<&str> {
 /// prompt it is a warning, like any render failure. A template that fails to render is a
 /// partial success: the prompt without content and the reason in `errors` (single) or
 /// `warnings` (batch, listing).
-pub fn get_prompts(
+fn get_prompts(
     snap: &Snapshot,
     clock: &Clock,
     req: &GetPromptsRequest,
@@ -627,7 +664,7 @@ pub fn get_prompts(
     let mut warnings = Vec::new();
     let mut metadata = GetPromptsMetadata::new();
 
-    let render = |t: &PromptTemplate| snap.renderer.render(&t.name, &args, &snap.config, clock);
+    let render = |t: &PromptTemplate| snap.render_template(t, &args, clock);
 
     if req.include_system && !include_system {
         warnings.push(
@@ -767,6 +804,48 @@ pub fn options_from_flags(
 mod tests {
     use super::*;
     use crate::registry::DirSource;
+
+    #[test]
+    fn a_snapshot_renders_its_own_prompts_over_its_own_config() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "A {{ project }} {{ x }}\n").unwrap();
+        std::fs::write(dir.path().join("cfg.json"), r#"{"project":"P"}"#).unwrap();
+        let lib = PromptLibrary::open_with_roots(
+            LibraryOptions {
+                cwd: dir.path().to_path_buf(),
+                config_path: Some(dir.path().join("cfg.json")),
+                ..Default::default()
+            },
+            vec![Arc::new(DirSource::new(dir.path()))],
+        )
+        .unwrap();
+        let snap = lib.snapshot();
+        let args: Map<String, Value> = serde_json::from_str(r#"{"x":"1"}"#).unwrap();
+        assert_eq!(
+            snap.render("a", &args, lib.clock()).unwrap().text,
+            "A P 1\n"
+        );
+        let t = snap.registry.get("a").unwrap();
+        assert_eq!(
+            snap.render_template(t, &args, lib.clock()).unwrap().text,
+            "A P 1\n"
+        );
+        let missing = snap.render("b", &args, lib.clock()).unwrap_err();
+        assert!(
+            matches!(missing, RenderError::UnknownPrompt { .. }),
+            "{missing}"
+        );
+        // A template of another snapshot that this one does not hold is unknown here.
+        let mut foreign = (**t).clone();
+        foreign.name = "b".into();
+        let foreign = snap
+            .render_template(&foreign, &args, lib.clock())
+            .unwrap_err();
+        assert!(
+            matches!(foreign, RenderError::UnknownPrompt { .. }),
+            "{foreign}"
+        );
+    }
 
     #[test]
     fn reload_builds_the_listings_before_the_swap() {

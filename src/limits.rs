@@ -5,6 +5,11 @@
 //! the `limits` section of the project config (`.ado-mcp-config.json`), camelCase, with safe
 //! defaults; README lists them. A limit that is hit is an error naming the file, argument or
 //! request at fault and the limit's config key, never a crash.
+//!
+//! [`read_text_capped`] reads a text file under a size limit (prompt files, the config file,
+//! compose docs). This module depends on nothing of the crate: the config reads
+//! its own file through it and parses the `limits` section into [`Limits`]
+//! (`ProjectConfig::limits`).
 
 use std::io::Read;
 use std::path::Path;
@@ -90,13 +95,6 @@ impl Default for Limits {
 
 /// Config section key.
 pub const SECTION: &str = "limits";
-
-impl Limits {
-    /// The limits of a project config: its `limits` section over the defaults.
-    pub fn from_config(config: &crate::config::ProjectConfig) -> Result<Limits, String> {
-        config.section_as(SECTION)
-    }
-}
 
 /// Config key of [`Limits::max_prompt_file_bytes`], for messages.
 pub const MAX_PROMPT_FILE_BYTES: &str = "limits.maxPromptFileBytes";
@@ -185,23 +183,6 @@ pub fn read_text_capped(
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::config::ProjectConfig;
-
-    #[test]
-    fn section_overrides_defaults_and_rejects_unknown_keys() {
-        let cfg = ProjectConfig::parse(r#"{"limits":{"maxBatch":5}}"#, None).unwrap();
-        let limits = Limits::from_config(&cfg).unwrap();
-        assert_eq!(limits.max_batch, 5);
-        assert_eq!(limits.max_render_bytes, Limits::default().max_render_bytes);
-        let bad = ProjectConfig::parse(r#"{"limits":{"maxBatsh":5}}"#, None).unwrap();
-        let err = Limits::from_config(&bad).unwrap_err();
-        assert!(err.contains("maxBatsh"), "{err}");
-    }
-}
-
-#[cfg(test)]
-mod read_tests {
     use super::*;
 
     #[test]

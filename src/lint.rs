@@ -10,9 +10,11 @@
 use serde_json::{Map, Value};
 
 use crate::config::{KNOWN_KEYS, ProjectConfig};
+use crate::dialect::plain;
 use crate::library::Snapshot;
 use crate::registry::{ArgType, Diagnostic, Engine, PromptTemplate, Severity};
-use crate::render::{Clock, RenderError, clock::COMPUTED_VARIABLES, plain};
+use crate::render::clock::{COMPUTED_VARIABLES, FROZEN_NOW};
+use crate::render::{Clock, RenderError, is_variable_name};
 
 /// Lints every prompt; diagnostics sorted by path and line.
 pub fn check(snap: &Snapshot) -> Vec<Diagnostic> {
@@ -186,7 +188,7 @@ fn check_prompt(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
         if let Some(Value::String(d)) = &arg.default {
             for key in plain::placeholders(d) {
                 let has_source = known_elsewhere(&key, &snap.config);
-                if plain::is_identifier(&key) && !has_source {
+                if is_variable_name(&key) && !has_source {
                     out.push(diag(
                         prompt,
                         Severity::Warning,
@@ -229,11 +231,8 @@ fn trial_render(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
             });
         args.insert(a.name.clone(), sample);
     }
-    let clock = Clock::parse("2026-01-15T12:00:00Z").expect("fixed clock");
-    if let Err(e) = snap
-        .renderer
-        .render(&prompt.name, &args, &snap.config, &clock)
-    {
+    let clock = Clock::parse(FROZEN_NOW).expect("FROZEN_NOW is RFC 3339");
+    if let Err(e) = snap.render_template(prompt, &args, &clock) {
         let (line, message) = match &e {
             RenderError::Template {
                 line,

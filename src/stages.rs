@@ -209,7 +209,7 @@ impl Stages {
         let config: Arc<ProjectConfig> = library.snapshot().config.clone();
         let guard_settings: GuardSettings = config.section_as("guard")?;
         let guard_options = guard_settings.to_options();
-        let limits = Limits::from_config(&config)?;
+        let limits = config.limits()?;
         let mut rag: RagConfig = config.section_as("rag")?;
         rag.index_bounds = IndexBounds::from_limits(&limits);
         if one_shot {

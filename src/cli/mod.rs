@@ -198,7 +198,7 @@ pub fn run(cli: Cli) -> Result<u8> {
 pub fn rag_config(common: &CommonArgs) -> Result<crate::rag::RagConfig> {
     let cwd = std::env::current_dir()?;
     let project = crate::config::ProjectConfig::discover(common.config.as_deref(), &cwd)?;
-    let limits = crate::limits::Limits::from_config(&project).map_err(anyhow::Error::msg)?;
+    let limits = project.limits().map_err(anyhow::Error::msg)?;
     let mut rag: crate::rag::RagConfig = project.section_as("rag").map_err(anyhow::Error::msg)?;
     rag.index_bounds = crate::rag::discover::IndexBounds::from_limits(&limits);
     Ok(rag)
@@ -240,7 +240,7 @@ fn list(common: &CommonArgs, args: &ListArgs, out: &mut dyn Write) -> Result<u8>
                 }
                 if let Some(d) = &a.default {
                     s.push('=');
-                    s.push_str(&crate::registry::display_value(d));
+                    s.push_str(&crate::dialect::display_value(d));
                 } else if !a.required {
                     s.push('?');
                 }

@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Key, Segment, Slot};
+use super::segment::{Key, Segment, Slot, display_value};
 
 /// The argument holding everything typed after the command.
 pub const ARGUMENTS: &str = "arguments";
@@ -82,7 +82,7 @@ pub fn argument_hint(name: &str, meta: &Map<String, Value>) -> Option<String> {
     if name == ARGUMENTS {
         return meta
             .get("argument-hint")
-            .map(crate::registry::display_value)
+            .map(display_value)
             .filter(|h| !h.trim().is_empty());
     }
     Some(format!(

@@ -1,7 +1,7 @@
 //! Cursor commands (`.cursor/commands/*.md`): no arguments and no substitution; the body is
 //! served as written.
 
-use super::Segment;
+use super::segment::Segment;
 
 /// The whole body is text.
 pub fn segments(body: &str) -> Vec<Segment<'_>> {

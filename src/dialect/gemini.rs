@@ -4,8 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{Key, Segment, Slot};
-use crate::registry::PromptFileError;
+use super::segment::{Key, Segment, Slot};
 
 /// The argument holding everything typed after the command.
 pub const ARGS: &str = "args";
@@ -20,16 +19,19 @@ pub struct CommandFile {
     pub metadata: Map<String, Value>,
 }
 
+/// Why a command file does not parse, at a line of the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: {message}")]
+pub struct CommandFileError {
+    pub line: usize,
+    pub message: String,
+}
+
 /// Parses a command file; errors name the file line.
-pub fn parse(text: &str, path: &str) -> Result<CommandFile, PromptFileError> {
+pub fn parse(text: &str) -> Result<CommandFile, CommandFileError> {
     let err = |offset: Option<usize>, message: String| {
         let line = offset.map_or(1, |o| text[..o.min(text.len())].matches('\n').count() + 1);
-        PromptFileError {
-            path: path.to_string(),
-            line,
-            column: 1,
-            message,
-        }
+        CommandFileError { line, message }
     };
     let table: toml::Table = toml::from_str(text).map_err(|e| {
         err(

@@ -1,6 +1,10 @@
 //! How a file becomes a template. A prompt file's *dialect* decides its name, its arguments and
 //! how a render substitutes them; everything else in the file is served byte for byte.
 //!
+//! This is text-level knowledge only, in plain parts (a name, [`PlaceholderArgument`]s, a
+//! description, directives, [`Segment`]s): the registry assembles them into a prompt template
+//! and the renderer substitutes with them. Nothing here depends on either.
+//!
 //! | dialect | recognised by | placeholders |
 //! |---|---|---|
 //! | [`Dialect::Jinja`] | any other `*.md` | minijinja (plain fallback), in `render` |
@@ -21,9 +25,9 @@ pub mod cursor;
 pub mod gemini;
 pub mod jinja;
 pub mod plain;
+pub mod segment;
 pub mod vscode;
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::LazyLock;
 
@@ -31,8 +35,7 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::registry::{ArgumentSpec, PromptCategory, PromptTemplate};
-pub use plain::TooLarge;
+pub use segment::{Key, Segment, Slot, TooLarge, display_value, shell_words, substitute};
 
 /// The format a prompt file is written in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -178,6 +181,44 @@ impl Dialect {
         }
     }
 
+    /// The arguments this dialect's placeholders in `body` declare, in order of first
+    /// appearance; `body_line` is the file line where the body starts, `metadata` the file's
+    /// frontmatter (some dialects describe an argument there).
+    pub fn placeholder_arguments(
+        self,
+        body: &str,
+        body_line: usize,
+        metadata: &Map<String, Value>,
+    ) -> Vec<PlaceholderArgument> {
+        let mut out: Vec<PlaceholderArgument> = Vec::new();
+        for seg in self.segments(body) {
+            let Segment::Slot { raw, slot } = seg else {
+                continue;
+            };
+            let Some(name) = slot.key.argument() else {
+                continue;
+            };
+            if let Some(existing) = out.iter_mut().find(|a| a.name == name) {
+                existing.required |= slot.required;
+                if existing.description.is_none() {
+                    existing.description = slot.hint.clone();
+                }
+                continue;
+            }
+            let offset = raw.as_ptr() as usize - body.as_ptr() as usize;
+            out.push(PlaceholderArgument {
+                name: name.to_string(),
+                required: slot.required,
+                description: slot
+                    .hint
+                    .clone()
+                    .or_else(|| self.argument_hint(name, metadata)),
+                line: line_at(body, offset, body_line),
+            });
+        }
+        out
+    }
+
     /// Substitutes a body: each slot's value from `lookup`, text verbatim.
     pub fn substitute(
         self,
@@ -189,101 +230,16 @@ impl Dialect {
     }
 }
 
-/// A piece of a body: text served verbatim, or a placeholder a render replaces.
+/// An argument a dialect's placeholders declare.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Segment<'a> {
-    Text(&'a str),
-    Slot { raw: &'a str, slot: Slot },
-}
-
-/// What a placeholder stands for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Slot {
-    pub key: Key,
-    /// A placeholder whose argument is not supplied stays verbatim (else it becomes empty).
-    pub keep_when_missing: bool,
-    /// The argument must be supplied.
+pub struct PlaceholderArgument {
+    pub name: String,
+    /// Some placeholder of it must be given (`${input:x}`, a Codex `$NAME`).
     pub required: bool,
-    /// The argument's description written in the placeholder (`${input:x:description}`).
-    pub hint: Option<String>,
-}
-
-/// The value a slot takes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Key {
-    /// The value of an argument.
-    Arg(String),
-    /// Word `index` (1-based) of an argument split like the shell.
-    Word { of: &'static str, index: usize },
-    /// A fixed text (`$$` is `$`).
-    Literal(&'static str),
-}
-
-impl Key {
-    /// The argument this key reads, if any.
-    pub fn argument(&self) -> Option<&str> {
-        match self {
-            Key::Arg(a) => Some(a),
-            Key::Word { of, .. } => Some(of),
-            Key::Literal(_) => None,
-        }
-    }
-}
-
-/// Splits an argument string into words like the shell (quotes group, backslashes escape);
-/// text the shell could not split (an open quote) is split at whitespace.
-pub fn shell_words(s: &str) -> Vec<String> {
-    shlex::split(s).unwrap_or_else(|| s.split_whitespace().map(str::to_string).collect())
-}
-
-/// Replaces each slot with its value; returns the text and the arguments used. The text never
-/// grows past `max_len` bytes.
-pub fn substitute(
-    segments: &[Segment<'_>],
-    lookup: impl Fn(&str) -> Option<String>,
-    max_len: usize,
-) -> Result<(String, Vec<String>), TooLarge> {
-    let mut text = String::new();
-    let mut used: Vec<String> = Vec::new();
-    let mut words: HashMap<&str, Option<Vec<String>>> = HashMap::new();
-    let push = |text: &mut String, s: &str| {
-        if text.len() + s.len() > max_len {
-            return Err(TooLarge { limit: max_len });
-        }
-        text.push_str(s);
-        Ok(())
-    };
-    for seg in segments {
-        let (raw, slot) = match seg {
-            Segment::Text(t) => {
-                push(&mut text, t)?;
-                continue;
-            }
-            Segment::Slot { raw, slot } => (raw, slot),
-        };
-        let value = match &slot.key {
-            Key::Literal(s) => Some((*s).to_string()),
-            Key::Arg(name) => lookup(name),
-            Key::Word { of, index } => words
-                .entry(of)
-                .or_insert_with(|| lookup(of).map(|v| shell_words(&v)))
-                .as_ref()
-                .map(|w| w.get(index - 1).cloned().unwrap_or_default()),
-        };
-        match value {
-            Some(v) => {
-                push(&mut text, &v)?;
-                if let Some(a) = slot.key.argument()
-                    && !used.iter().any(|u| u == a)
-                {
-                    used.push(a.to_string());
-                }
-            }
-            None if slot.keep_when_missing => push(&mut text, raw)?,
-            None => {}
-        }
-    }
-    Ok((text, used))
+    /// From the placeholder (`${input:x:description}`), else from the dialect's frontmatter.
+    pub description: Option<String>,
+    /// 1-based file line of its first placeholder.
+    pub line: usize,
 }
 
 /// The file line of byte `offset` of a body that starts at `body_line`.
@@ -291,53 +247,15 @@ fn line_at(body: &str, offset: usize, body_line: usize) -> usize {
     body_line + body[..offset.min(body.len())].matches('\n').count()
 }
 
-/// The arguments a dialect's placeholders declare, in order of first appearance. Arguments the
-/// frontmatter already declares keep their declaration.
-pub fn placeholder_arguments(tpl: &PromptTemplate) -> Vec<ArgumentSpec> {
-    let mut out: Vec<ArgumentSpec> = Vec::new();
-    for seg in tpl.dialect.segments(&tpl.body) {
-        let Segment::Slot { raw, slot } = seg else {
-            continue;
-        };
-        let Some(name) = slot.key.argument() else {
-            continue;
-        };
-        if tpl.arguments.iter().any(|a| a.name == name) {
-            continue;
-        }
-        if let Some(existing) = out.iter_mut().find(|a| a.name == name) {
-            existing.required |= slot.required;
-            if existing.description.is_none() {
-                existing.description = slot.hint.clone();
-            }
-            continue;
-        }
-        let offset = raw.as_ptr() as usize - tpl.body.as_ptr() as usize;
-        let mut spec = ArgumentSpec::named(name, line_at(&tpl.body, offset, tpl.body_line));
-        spec.required = slot.required;
-        spec.description = slot
-            .hint
-            .clone()
-            .or_else(|| tpl.dialect.argument_hint(name, &tpl.metadata));
-        out.push(spec);
-    }
-    out
-}
-
 /// A prompt's name from its root-relative path: the file name without `.md`, `.toml` or
 /// `.prompt.md`, subfolders joined with `:` (`tools/api-scaffold.md` → `tools:api-scaffold`),
 /// characters other than letters, digits, `_`, `-`, `.` and `:` replaced by `-`. A file that
 /// names its own namespace (`svelte/svelte:test.md`, the Codex habit) is not namespaced twice.
-/// System prompts (`system/x.md`) are named by their file alone.
-pub fn name_from_path(rel_path: &str, category: PromptCategory) -> String {
-    let rel = match category {
-        PromptCategory::System => rel_path.rsplit('/').next().unwrap_or(rel_path),
-        PromptCategory::User => rel_path,
-    };
+pub fn name_from_path(rel_path: &str) -> String {
     let rel = [".prompt.md", ".md", ".toml"]
         .iter()
-        .find_map(|ext| rel.strip_suffix(ext).filter(|s| !s.is_empty()))
-        .unwrap_or(rel);
+        .find_map(|ext| rel_path.strip_suffix(ext).filter(|s| !s.is_empty()))
+        .unwrap_or(rel_path);
     let mut parts: Vec<&str> = rel.split('/').collect();
     if let [.., folder, file] = parts.as_slice()
         && file.split(':').next() == Some(*folder)
@@ -444,22 +362,9 @@ fn outside_code_blocks(body: &str) -> String {
     out
 }
 
-/// Completes a parsed file the way its dialect defines: placeholder arguments, the first-line
-/// description, and the directives found.
-pub fn complete(tpl: &mut PromptTemplate) {
-    if !tpl.dialect.is_promptd() {
-        let derived = placeholder_arguments(tpl);
-        tpl.arguments.extend(derived);
-        if tpl.description.is_none() {
-            tpl.description = first_line_description(&tpl.body);
-        }
-    }
-    tpl.directives = directives(tpl.dialect, &tpl.body);
-}
-
-/// The tool-specific frontmatter of a prompt, for listings.
-pub fn tool_metadata(tpl: &PromptTemplate) -> Map<String, Value> {
-    tpl.metadata
+/// The tool-specific keys of a file's frontmatter, for listings.
+pub fn tool_metadata(metadata: &Map<String, Value>) -> Map<String, Value> {
+    metadata
         .iter()
         .filter(|(k, _)| TOOL_KEYS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))

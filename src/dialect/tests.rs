@@ -1,31 +1,12 @@
 //! Per-dialect rules, and the lossless property: a render with every argument supplied
-//! replaces exactly the placeholders, and the rest of the body comes back byte for byte.
+//! replaces exactly the placeholders, and the rest of the body comes back byte for byte. How a
+//! whole file of each dialect becomes a template is tested with the registry, which assembles it.
 
 use std::path::Path;
 
 use serde_json::{Map, Value};
 
 use super::*;
-use crate::registry::{PromptCategory, parse_prompt_file_in};
-
-fn parse(text: &str, rel: &str, folder: Option<Dialect>) -> PromptTemplate {
-    parse_prompt_file_in(text, rel, rel, PromptCategory::User, folder).unwrap()
-}
-
-fn render(tpl: &PromptTemplate, args: &[(&str, &str)]) -> String {
-    let args: Map<String, Value> = args
-        .iter()
-        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
-        .collect();
-    tpl.dialect
-        .substitute(
-            &tpl.body,
-            |k| args.get(k).and_then(Value::as_str).map(str::to_string),
-            1 << 20,
-        )
-        .unwrap()
-        .0
-}
 
 #[test]
 fn folders_and_names_decide_the_dialect() {
@@ -42,106 +23,27 @@ fn folders_and_names_decide_the_dialect() {
         Dialect::recognise(Some(Dialect::Claude), "a/x.md"),
         Dialect::Claude
     );
-    let t = parse("---\nengine: claude\n---\nDo $ARGUMENTS", "x.md", None);
-    assert_eq!(t.dialect, Dialect::Claude);
-    assert_eq!(t.arguments[0].name, "arguments");
 }
 
 #[test]
 fn names_namespace_subfolders_and_drop_suffixes() {
-    let u = PromptCategory::User;
     assert_eq!(
-        name_from_path("tools/api-scaffold.md", u),
+        name_from_path("tools/api-scaffold.md"),
         "tools:api-scaffold"
     );
-    assert_eq!(name_from_path("review.prompt.md", u), "review");
-    assert_eq!(name_from_path("git/commit.toml", u), "git:commit");
-    assert_eq!(name_from_path("My Review.md", u), "My-Review");
-    assert_eq!(
-        name_from_path("system/enhance.md", PromptCategory::System),
-        "enhance"
-    );
+    assert_eq!(name_from_path("review.prompt.md"), "review");
+    assert_eq!(name_from_path("git/commit.toml"), "git:commit");
+    assert_eq!(name_from_path("My Review.md"), "My-Review");
     assert_eq!(qualified_name("a/b.prompt.md"), "a:b.prompt.md");
 }
 
 #[test]
-fn vscode_inputs_are_required_and_variables_optional() {
-    let t = parse(
-        "Write ${input:topic:the subject} for ${file} and ${input:topic} ${unknown}",
-        "w.prompt.md",
-        None,
-    );
-    let names: Vec<_> = t.arguments.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, ["topic", "file"]);
-    assert!(t.arguments[0].required);
-    assert_eq!(t.arguments[0].description.as_deref(), Some("the subject"));
-    assert!(!t.arguments[1].required);
-    assert_eq!(
-        render(&t, &[("topic", "rust")]),
-        "Write rust for ${file} and rust ${unknown}"
-    );
-    assert_eq!(
-        t.description.as_deref(),
-        Some("Write ${input:topic:the subject} for ${file} and ${input:topic} ${unknown}")
-    );
-}
-
-#[test]
-fn codex_arguments_positional_named_and_dollar() {
-    let t = parse(
-        "---\nargument-hint: <file> <mode>\nallowed-tools: Bash(git:*)\n---\n\
-         Fix $1 in $2 mode ($ARGUMENTS), cost $$5, ticket $TICKET, home $HOME, $0 $a\n",
-        "fix.md",
-        Some(Dialect::Codex),
-    );
-    let names: Vec<_> = t.arguments.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, ["arguments", "TICKET", "HOME"]);
-    assert_eq!(t.arguments[0].description.as_deref(), Some("<file> <mode>"));
-    assert_eq!(
-        render(&t, &[("arguments", "'a b.rs' fast"), ("TICKET", "T-1")]),
-        "Fix a b.rs in fast mode ('a b.rs' fast), cost $5, ticket T-1, home $HOME, $0 $a\n"
-    );
-    assert_eq!(
-        render(&t, &[]),
-        "Fix  in  mode (), cost $5, ticket $TICKET, home $HOME, $0 $a\n"
-    );
-    assert_eq!(tool_metadata(&t).len(), 2);
-}
-
-#[test]
-fn gemini_toml_prompt_and_args() {
-    let t = parse(
-        "description = \"Review\"\nprompt = \"\"\"\nReview {{args}} with !{git diff} and @{src/x.rs}\n\"\"\"\n",
-        "git/review.toml",
-        Some(Dialect::Gemini),
-    );
-    assert_eq!(t.name, "git:review");
-    assert_eq!(t.description.as_deref(), Some("Review"));
-    assert_eq!(t.arguments[0].name, "args");
-    assert_eq!(t.directives, ["shell", "file"]);
-    assert_eq!(
-        render(&t, &[("args", "{{args}} $1")]),
-        "Review {{args}} $1 with !{git diff} and @{src/x.rs}\n"
-    );
-    let e = parse_prompt_file_in("prompt = [", "c.toml", "c.toml", PromptCategory::User, None)
-        .unwrap_err();
+fn gemini_command_errors_name_the_line() {
+    let e = gemini::parse("description = \"x\"\nprompt = [").unwrap_err();
     assert!(e.message.starts_with("invalid TOML"), "{e}");
-    assert_eq!(e.line, 1);
-}
-
-#[test]
-fn cursor_has_no_arguments() {
-    let t = parse(
-        "Run $ARGUMENTS ${file} {{x}}\n",
-        "c.md",
-        Some(Dialect::Cursor),
-    );
-    assert!(t.arguments.is_empty());
-    assert_eq!(render(&t, &[("x", "y")]), "Run $ARGUMENTS ${file} {{x}}\n");
-    assert_eq!(
-        t.description.as_deref(),
-        Some("Run $ARGUMENTS ${file} {{x}}")
-    );
+    assert_eq!(e.line, 2);
+    let e = gemini::parse("description = \"x\"\n").unwrap_err();
+    assert_eq!(e.message, "a Gemini command needs a `prompt`");
 }
 
 #[test]
@@ -170,55 +72,13 @@ fn directives_are_detected_not_run() {
 }
 
 #[test]
-fn real_world_constructs_of_public_collections() {
+fn names_of_public_collections() {
     // `spec:new.md`: Codex users namespace by file name; `svelte/svelte:test.md` is not
     // namespaced twice.
+    assert_eq!(name_from_path("spec:new.md"), "spec:new");
     assert_eq!(
-        name_from_path("spec:new.md", PromptCategory::User),
-        "spec:new"
-    );
-    assert_eq!(
-        name_from_path("svelte/svelte:test-fix.md", PromptCategory::User),
+        name_from_path("svelte/svelte:test-fix.md"),
         "svelte:test-fix"
-    );
-    // `arguments:` as a string is another tool's note, kept as metadata.
-    let t = parse(
-        "---\narguments: $TARGET\nargument-hint: <target>\n---\nCheck $ARGUMENTS\n",
-        "tools/argstr.md",
-        Some(Dialect::Claude),
-    );
-    assert_eq!(t.arguments.len(), 1);
-    assert_eq!(tool_metadata(&t)["arguments"], "$TARGET");
-    // A `name` YAML reads as a mapping is ignored, never an error.
-    let t = parse(
-        "---\nname: {{TITLE}}\n---\nHi\n",
-        "tpl.md",
-        Some(Dialect::Claude),
-    );
-    assert_eq!(t.name, "tpl");
-    // So is a `description` YAML reads as a mapping: the first body line describes the prompt.
-    let t = parse(
-        "---\ndescription: {{DESCRIPTION}}\n---\n\nExplain the change\n",
-        "desc.md",
-        Some(Dialect::Claude),
-    );
-    assert_eq!(t.description.as_deref(), Some("Explain the change"));
-    assert!(t.metadata.contains_key("description"));
-    // `${input:Priority|High}` is an argument.
-    let t = parse("Priority: ${input:Priority|High}\n", "p.prompt.md", None);
-    assert_eq!(t.arguments[0].name, "Priority");
-    assert_eq!(t.arguments[0].description.as_deref(), Some("High"));
-    assert_eq!(render(&t, &[("Priority", "Low")]), "Priority: Low\n");
-    // Claude Code leaves shell variables and `$$` alone.
-    let t = parse(
-        "Run: echo \"$WORK_DIR\" for $ARGUMENTS; AS $$ BEGIN END; $$\n",
-        "x.md",
-        Some(Dialect::Claude),
-    );
-    assert_eq!(t.arguments.len(), 1);
-    assert_eq!(
-        render(&t, &[("arguments", "me")]),
-        "Run: echo \"$WORK_DIR\" for me; AS $$ BEGIN END; $$\n"
     );
 }
 

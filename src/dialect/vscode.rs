@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::{Key, Segment, Slot};
+use super::segment::{Key, Segment, Slot};
 
 /// The editor variables VS Code fills in, with what each holds.
 pub const VARIABLES: &[(&str, &str)] = &[

@@ -34,7 +34,7 @@ pub fn prompt(t: &PromptTemplate) -> Prompt {
     let mut meta = Map::new();
     meta.insert("promptd/dialect".into(), json!(t.dialect));
     meta.insert("promptd/source".into(), json!(t.rel_path));
-    let tool = crate::dialect::tool_metadata(t);
+    let tool = crate::dialect::tool_metadata(&t.metadata);
     if !tool.is_empty() {
         meta.insert("promptd/toolMetadata".into(), Value::Object(tool));
     }

@@ -146,8 +146,7 @@ impl ServerHandler for PromptServer {
         };
         let args = convert::arguments(request.arguments);
         let rendered = snap
-            .renderer
-            .render(&t.name, &args, &snap.config, self.library.clock())
+            .render_template(t, &args, self.library.clock())
             .map_err(|e| convert::render_error(&e))?;
         Ok(convert::get_prompt_result(t, rendered).into())
     }

@@ -232,12 +232,11 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
         let structured = reads_structured_content(ctx.peer.as_ref());
         // Rendering a batch can take a while: off the request loop (stdio is one thread).
         tokio::task::spawn_blocking(move || {
-            let limits = ctx.library.snapshot().limits.clone();
-            let resp = ctx
-                .library
-                .get_prompts_for(&req, ctx.visibility)
+            let snap = ctx.library.snapshot();
+            let resp = snap
+                .get_prompts(ctx.library.clock(), &req, ctx.visibility)
                 .map_err(|e| ErrorData::invalid_params(format!("{TOOL_NAME}: {e}"), None))?;
-            sized_envelope_result(TOOL_NAME, &resp, !resp.success, &limits, structured)
+            sized_envelope_result(TOOL_NAME, &resp, !resp.success, &snap.limits, structured)
         })
         .await
         .map_err(|e| ErrorData::internal_error(format!("{TOOL_NAME}: {e}"), None))?

@@ -27,9 +27,10 @@ pub use snapshot_file::{SnapshotFile, normalize, pending_path};
 use crate::config::ProjectConfig;
 use crate::library::Snapshot as LibrarySnapshot;
 use crate::render::Clock;
+use crate::render::clock::FROZEN_NOW;
 
-/// The frozen clock of a case that does not set `now`.
-pub const DEFAULT_NOW: &str = "2026-01-15T12:00:00Z";
+/// The frozen clock of a case that does not set `now`: the renderer's [`FROZEN_NOW`].
+pub const DEFAULT_NOW: &str = FROZEN_NOW;
 /// Where case files are looked for when `--cases` is not given (relative to the working dir).
 pub const DEFAULT_CASES_DIR: &str = "tests/prompts";
 /// The config section this module owns.
@@ -536,7 +537,7 @@ fn expression(case: &TestCase) -> String {
     const MAX: usize = 40;
     let mut e = case.prompt.clone();
     for (k, v) in &case.spec.args {
-        let full = crate::registry::display_value(v);
+        let full = crate::dialect::display_value(v);
         let first = full.lines().next().unwrap_or_default();
         let mut shown: String = first.chars().take(MAX).collect();
         if shown.len() < full.len() {

@@ -21,6 +21,9 @@
 pub mod source;
 pub mod template;
 
+#[cfg(test)]
+mod dialect_tests;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::Arc;
@@ -33,8 +36,7 @@ pub use source::{
 };
 pub use template::{
     ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
-    display_value, is_safe_segment, parse_prompt_file, parse_prompt_file_in, split_frontmatter,
-    yaml_to_json,
+    is_safe_segment, parse_prompt_file, parse_prompt_file_in, split_frontmatter, yaml_to_json,
 };
 
 /// How bad a diagnostic is.

@@ -1,4 +1,6 @@
-//! One prompt file: frontmatter parsing (YAML, via saphyr) into a [`PromptTemplate`].
+//! One prompt file: frontmatter parsing (YAML, via saphyr) into a [`PromptTemplate`], assembled
+//! with what the file's dialect reads from it (name, placeholder arguments, description,
+//! directives; see [`crate::dialect`]).
 //!
 //! Real prompt files come in two argument shapes (a map keyed by name, or a list of items with
 //! `name:`), sometimes with folded descriptions, and with versions such as `2.0` that must stay
@@ -13,7 +15,7 @@ use serde::Serialize;
 use serde_json::{Map, Number, Value};
 use sha2::{Digest, Sha256};
 
-use crate::dialect::{self, Dialect};
+use crate::dialect::{self, Dialect, display_value};
 
 /// Whether a prompt is offered to users or used internally by a stage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -225,16 +227,7 @@ pub fn content_hash(bytes: &[u8]) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// How a value appears in rendered text: strings raw, everything else as JSON.
-pub fn display_value(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// Splits `---` frontmatter from the body. Returns (yaml, yaml_first_line, body, body_line).
+/// Splits `---` frontmatter from the body. Returns (yaml, body, body_line).
 pub fn split_frontmatter<'a>(
     text: &'a str,
     path: &str,
@@ -278,8 +271,9 @@ pub fn parse_prompt_file(
 }
 
 /// Parses a whole prompt file; `folder` is the dialect its folder decides, if any. The name
-/// comes from the path (see [`dialect::name_from_path`]) unless the frontmatter gives a valid
-/// one; the dialect from the folder and file name unless the frontmatter's `engine:` says.
+/// comes from the path (see [`dialect::name_from_path`]; a system prompt, `system/x.md`, is
+/// named by its file alone) unless the frontmatter gives a valid one; the dialect from the
+/// folder and file name unless the frontmatter's `engine:` says.
 pub fn parse_prompt_file_in(
     text: &str,
     path: &str,
@@ -290,8 +284,12 @@ pub fn parse_prompt_file_in(
     let version_hash = content_hash(text.as_bytes());
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let dialect = Dialect::recognise(folder, rel_path);
+    let named_by = match category {
+        PromptCategory::System => rel_path.rsplit('/').next().unwrap_or(rel_path),
+        PromptCategory::User => rel_path,
+    };
     let mut tpl = PromptTemplate {
-        name: dialect::name_from_path(rel_path, category),
+        name: dialect::name_from_path(named_by),
         title: None,
         description: None,
         version: None,
@@ -310,7 +308,12 @@ pub fn parse_prompt_file_in(
         parse_warnings: Vec::new(),
     };
     if dialect == Dialect::Gemini {
-        let file = dialect::gemini::parse(text, path)?;
+        let file = dialect::gemini::parse(text).map_err(|e| PromptFileError {
+            path: path.to_string(),
+            line: e.line,
+            column: 1,
+            message: e.message,
+        })?;
         tpl.body = file.prompt;
         tpl.description = file.description;
         tpl.metadata = file.metadata;
@@ -323,7 +326,7 @@ pub fn parse_prompt_file_in(
             fm.apply(yaml, &mut tpl)?;
         }
     }
-    dialect::complete(&mut tpl);
+    complete(&mut tpl);
     validate_name(&tpl.name).map_err(|message| PromptFileError {
         path: path.to_string(),
         line: 1,
@@ -331,6 +334,30 @@ pub fn parse_prompt_file_in(
         message,
     })?;
     Ok(tpl)
+}
+
+/// Completes a parsed file the way its dialect defines: the arguments its placeholders declare
+/// (those the frontmatter declares keep their declaration), the first-line description, and the
+/// directives found.
+fn complete(tpl: &mut PromptTemplate) {
+    if !tpl.dialect.is_promptd() {
+        let derived: Vec<ArgumentSpec> = tpl
+            .dialect
+            .placeholder_arguments(&tpl.body, tpl.body_line, &tpl.metadata)
+            .into_iter()
+            .filter(|p| !tpl.arguments.iter().any(|a| a.name == p.name))
+            .map(|p| ArgumentSpec {
+                required: p.required,
+                description: p.description,
+                ..ArgumentSpec::named(&p.name, p.line)
+            })
+            .collect();
+        tpl.arguments.extend(derived);
+        if tpl.description.is_none() {
+            tpl.description = dialect::first_line_description(&tpl.body);
+        }
+    }
+    tpl.directives = dialect::directives(tpl.dialect, &tpl.body);
 }
 
 /// Whether `name` is one path segment of letters, digits, `_`, `-` and `.` (not `.` or `..`):

@@ -1,10 +1,23 @@
-//! The injectable clock behind the computed date variables, and the date range it yields.
+//! The computed variables, the lowest layer of a render: the injectable clock (frozen at
+//! [`FROZEN_NOW`] where nothing names an instant), the date range it yields for the analysis
+//! period, and the period itself, which a higher layer may set under either of its two names
+//! (`analysis_period_days`, `lookback_days`).
 
 use chrono::{DateTime, Datelike, Duration, NaiveDate, NaiveTime, Utc};
 use serde_json::{Map, Value};
 
+use super::coerce::coerce;
+use crate::registry::ArgType;
+
 /// Default length of the analysis period, in days.
 pub const DEFAULT_PERIOD_DAYS: i64 = 90;
+
+/// The instant a frozen clock shows when nothing names one: trial renders (`promptd check`)
+/// and prompt tests, so their text is the same on every machine and every day.
+pub const FROZEN_NOW: &str = "2026-01-15T12:00:00Z";
+
+/// The names of the analysis period, in the order a layer is searched for it.
+const PERIOD_NAMES: [&str; 2] = ["analysis_period_days", "lookback_days"];
 
 /// Names of the computed variables (the period has two names).
 pub const COMPUTED_VARIABLES: &[&str] = &[
@@ -100,6 +113,65 @@ impl Clock {
     }
 }
 
+/// A value given for the analysis period that is not a number of days.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("expected a whole number of days between 0 and 36600, got {value}")]
+pub struct InvalidPeriod {
+    /// The name it was given under.
+    pub name: &'static str,
+    pub value: Value,
+}
+
+/// The computed layer of one render.
+#[derive(Debug, Clone)]
+pub struct ComputedLayer<S> {
+    /// The computed variables, below every other layer.
+    pub variables: Map<String, Value>,
+    /// Computed variables whose value a higher layer chose: each holds over every layer, with
+    /// the source of the layer that chose it.
+    pub overrides: Vec<(String, Value, S)>,
+}
+
+/// The computed layer of a render at `now`. `layers` are the layers above it, highest first,
+/// each with its source: the highest that sets the analysis period under either name sets it
+/// (a layer's `analysis_period_days` before its `lookback_days`), and both names then carry it
+/// with that layer's source; with none, it is [`DEFAULT_PERIOD_DAYS`] from `computed`. The date
+/// range is computed for the period.
+pub fn computed_layer<S: Copy>(
+    now: DateTime<Utc>,
+    layers: &[(&Map<String, Value>, S)],
+    computed: S,
+) -> Result<ComputedLayer<S>, InvalidPeriod> {
+    let (days, source) = period(layers)?.unwrap_or((DEFAULT_PERIOD_DAYS, computed));
+    Ok(ComputedLayer {
+        variables: computed_variables(now, days),
+        overrides: PERIOD_NAMES
+            .iter()
+            .map(|name| (name.to_string(), Value::from(days), source))
+            .collect(),
+    })
+}
+
+/// The analysis period in days and the source of the highest layer that sets it, if any.
+fn period<S: Copy>(layers: &[(&Map<String, Value>, S)]) -> Result<Option<(i64, S)>, InvalidPeriod> {
+    for (layer, source) in layers {
+        for name in PERIOD_NAMES {
+            if let Some(v) = layer.get(name) {
+                let days = coerce(v, ArgType::Integer)
+                    .ok()
+                    .and_then(|v| v.as_i64())
+                    .filter(|d| (0..=36_600).contains(d))
+                    .ok_or_else(|| InvalidPeriod {
+                        name,
+                        value: v.clone(),
+                    })?;
+                return Ok(Some((days, *source)));
+            }
+        }
+    }
+    Ok(None)
+}
+
 /// The computed variables for a period ending today.
 pub fn computed_variables(now: DateTime<Utc>, period_days: i64) -> Map<String, Value> {
     let today = now.date_naive();
@@ -157,6 +229,51 @@ mod tests {
         assert_eq!(v["start_date"], "2025-12-16");
         assert_eq!(v["quarter"], "Q1");
         assert_eq!(v["start_date_iso"], "2025-12-16T00:00:00Z");
+    }
+
+    #[test]
+    fn the_highest_layer_naming_the_period_sets_both_names() {
+        let now = Clock::parse("2026-01-15T12:00:00Z").unwrap().now();
+        let map = |v: serde_json::Value| v.as_object().unwrap().clone();
+        let user = map(serde_json::json!({"lookback_days": "30"}));
+        let default = map(serde_json::json!({"analysis_period_days": 7, "lookback_days": 14}));
+        let config = map(serde_json::json!({"analysis_period_days": 60}));
+        let overrides = |layer: &ComputedLayer<&'static str>| {
+            layer
+                .overrides
+                .iter()
+                .map(|(n, v, s)| (n.clone(), v.as_i64().unwrap(), *s))
+                .collect::<Vec<_>>()
+        };
+        let both = |days: i64, source: &'static str| {
+            vec![
+                ("analysis_period_days".to_string(), days, source),
+                ("lookback_days".to_string(), days, source),
+            ]
+        };
+
+        // User over default over config; the string is coerced.
+        let all = [(&user, "user"), (&default, "default"), (&config, "config")];
+        let layer = computed_layer(now, &all, "computed").unwrap();
+        assert_eq!(overrides(&layer), both(30, "user"));
+        assert_eq!(layer.variables["start_date"], "2025-12-16");
+        // Within a layer, `analysis_period_days` comes before `lookback_days`.
+        let layer = computed_layer(now, &all[1..], "computed").unwrap();
+        assert_eq!(overrides(&layer), both(7, "default"));
+        let layer = computed_layer(now, &all[2..], "computed").unwrap();
+        assert_eq!(overrides(&layer), both(60, "config"));
+        // No layer: the default period, computed.
+        let layer = computed_layer(now, &[], "computed").unwrap();
+        assert_eq!(overrides(&layer), both(DEFAULT_PERIOD_DAYS, "computed"));
+        assert_eq!(layer.variables["start_date"], "2025-10-17");
+
+        let bad = map(serde_json::json!({"lookback_days": 40000}));
+        let err = computed_layer(now, &[(&bad, "user"), (&user, "user")], "computed").unwrap_err();
+        assert_eq!(err.name, "lookback_days");
+        assert_eq!(
+            err.to_string(),
+            "expected a whole number of days between 0 and 36600, got 40000"
+        );
     }
 
     #[test]

@@ -6,11 +6,12 @@
 //! the vendored minijinja's per-thread value size limit and the [`bounded`] filters) and
 //! `limits.maxRenderTotalBytes` (everything it builds together).
 //!
-//! Variables are layered lowest first: *computed* (dates from an injectable [`Clock`]) <
-//! *config* (`.ado-mcp-config.json`) < *frontmatter defaults* (which may reference the lower
-//! layers) < *user arguments* (coerced to the declared type, then validated against the
-//! argument's JSON Schema). Every value keeps its type, and the result reports which variables
-//! the template used and where each came from.
+//! Variables are layered lowest first: *computed* ([`clock::computed_layer`]: dates from an
+//! injectable [`Clock`]) < *config* (`.ado-mcp-config.json`) < *frontmatter defaults* (which
+//! may reference the lower layers) < *user arguments* (coerced to the declared type, then
+//! validated against the argument's JSON Schema). A computed variable whose value a higher layer
+//! chose holds over every layer with that layer's source. Every value keeps its type, and the
+//! result reports which variables the template used and where each came from.
 //!
 //! A [`Renderer`] is built over one immutable registry snapshot. It compiles templates lazily
 //! (minijinja caches them) and caches per prompt the engine decision, the variables the template
@@ -18,8 +19,7 @@
 
 pub mod bounded;
 pub mod clock;
-
-pub use crate::dialect::plain;
+mod coerce;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -31,12 +31,13 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 pub use clock::{Clock, ClockError, computed_variables};
+pub use coerce::coerce;
 
 use crate::config::ProjectConfig;
-use crate::dialect::{Dialect, jinja};
+use crate::dialect::{Dialect, display_value, jinja, plain};
 use crate::limits::{Limits, MAX_RENDER_BYTES, MAX_RENDER_TOTAL_BYTES};
 use crate::registry::{
-    ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError, display_value,
+    ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError,
 };
 
 /// Instruction budget of one render: enough for any honest prompt, finite for a hostile one.
@@ -156,12 +157,18 @@ pub type Provenance = BTreeMap<String, VariableSource>;
 
 type Validators = Result<Arc<Vec<(String, jsonschema::Validator)>>, RenderError>;
 
+/// What the renderer keeps per prompt of its snapshot, each built on first use.
+#[derive(Default)]
+struct PromptCache {
+    analysis: OnceLock<Analysis>,
+    validators: OnceLock<Validators>,
+}
+
 /// Renders prompts of one registry snapshot.
 pub struct Renderer {
     registry: Arc<Registry>,
     env: Environment<'static>,
-    analyses: HashMap<String, OnceLock<Analysis>>,
-    validators: HashMap<String, OnceLock<Validators>>,
+    caches: HashMap<String, PromptCache>,
     globals: BTreeSet<String>,
     limits: Limits,
 }
@@ -198,19 +205,14 @@ impl Renderer {
             )),
         });
         let globals = env.globals().map(|(k, _)| k.to_string()).collect();
-        let analyses = registry
+        let caches = registry
             .prompts()
-            .map(|p| (p.name.clone(), OnceLock::new()))
-            .collect();
-        let validators = registry
-            .prompts()
-            .map(|p| (p.name.clone(), OnceLock::new()))
+            .map(|p| (p.name.clone(), PromptCache::default()))
             .collect();
         Renderer {
             registry,
             env,
-            analyses,
-            validators,
+            caches,
             globals,
             limits,
         }
@@ -224,10 +226,23 @@ impl Renderer {
     /// The cached analysis of a prompt.
     pub fn analysis(&self, name: &str) -> Option<&Analysis> {
         let prompt = self.registry.get(name)?;
-        Some(self.analyses.get(name)?.get_or_init(|| {
+        Some(self.analysis_in(self.cache(prompt).ok()?, prompt))
+    }
+
+    /// The cache of a prompt of this renderer's registry; any other name is an unknown prompt.
+    fn cache(&self, prompt: &PromptTemplate) -> Result<&PromptCache, RenderError> {
+        self.caches
+            .get(&prompt.name)
+            .ok_or_else(|| RenderError::UnknownPrompt {
+                name: prompt.name.clone(),
+            })
+    }
+
+    fn analysis_in<'a>(&'a self, cache: &'a PromptCache, prompt: &PromptTemplate) -> &'a Analysis {
+        cache.analysis.get_or_init(|| {
             let _limit = value_size_limit(&self.limits);
             self.analyze(prompt)
-        }))
+        })
     }
 
     fn analyze(&self, prompt: &PromptTemplate) -> Analysis {
@@ -248,7 +263,7 @@ impl Renderer {
             analysis.engine = Engine::Plain;
             analysis.includes.clear();
             for key in plain::placeholders(&prompt.body) {
-                if plain::is_identifier(&key) {
+                if is_variable_name(&key) {
                     analysis.variables.insert(key);
                 } else {
                     analysis.verbatim.push(key);
@@ -354,33 +369,32 @@ impl Renderer {
         visit(&self.registry, start, &mut Vec::new(), &mut BTreeSet::new())
     }
 
-    fn validators(&self, prompt: &PromptTemplate) -> Validators {
-        let cell = self
+    fn validators_in(&self, cache: &PromptCache, prompt: &PromptTemplate) -> Validators {
+        cache
             .validators
-            .get(&prompt.name)
-            .expect("validators exist for every prompt of the snapshot");
-        cell.get_or_init(|| {
-            let mut out = Vec::new();
-            for arg in &prompt.arguments {
-                let schema = arg.json_schema();
-                let v =
-                    jsonschema::validator_for(&schema).map_err(|e| RenderError::InvalidSchema {
-                        path: prompt.path.clone(),
-                        line: arg.line,
-                        argument: arg.name.clone(),
-                        message: e.to_string(),
+            .get_or_init(|| {
+                let mut out = Vec::new();
+                for arg in &prompt.arguments {
+                    let schema = arg.json_schema();
+                    let v = jsonschema::validator_for(&schema).map_err(|e| {
+                        RenderError::InvalidSchema {
+                            path: prompt.path.clone(),
+                            line: arg.line,
+                            argument: arg.name.clone(),
+                            message: e.to_string(),
+                        }
                     })?;
-                out.push((arg.name.clone(), v));
-            }
-            Ok(Arc::new(out))
-        })
-        .clone()
+                    out.push((arg.name.clone(), v));
+                }
+                Ok(Arc::new(out))
+            })
+            .clone()
     }
 
     /// Checks that every argument schema of a prompt compiles (used by `check`).
     pub fn check_schemas(&self, name: &str) -> Result<(), RenderError> {
         let prompt = self.prompt(name)?;
-        self.validators(prompt).map(|_| ())
+        self.validators_in(self.cache(prompt)?, prompt).map(|_| ())
     }
 
     fn prompt(&self, name: &str) -> Result<&Arc<PromptTemplate>, RenderError> {
@@ -392,12 +406,12 @@ impl Renderer {
     }
 
     /// Coerces user-supplied values to their declared types and validates them.
-    pub fn coerce_arguments(
+    fn coerce_arguments(
         &self,
         prompt: &PromptTemplate,
+        validators: &[(String, jsonschema::Validator)],
         args: &Map<String, Value>,
     ) -> Result<Map<String, Value>, RenderError> {
-        let validators = self.validators(prompt)?;
         let mut out = Map::new();
         for (key, raw) in args {
             let spec = prompt.arguments.iter().find(|a| &a.name == key);
@@ -435,7 +449,7 @@ impl Renderer {
         Ok(out)
     }
 
-    /// Renders a prompt with the four variable layers.
+    /// Renders the prompt named `name` with the four variable layers.
     pub fn render(
         &self,
         name: &str,
@@ -443,8 +457,22 @@ impl Renderer {
         config: &ProjectConfig,
         clock: &Clock,
     ) -> Result<RenderedPrompt, RenderError> {
-        let prompt = self.prompt(name)?;
-        let analysis = self.analysis(name).expect("prompt exists");
+        self.render_template(self.prompt(name)?, args, config, clock)
+    }
+
+    /// Renders `prompt`, a template of this renderer's registry (as [`Registry::get`] returns
+    /// it), with the four variable layers. A template whose name the registry does not hold is
+    /// an unknown prompt.
+    pub fn render_template(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+        config: &ProjectConfig,
+        clock: &Clock,
+    ) -> Result<RenderedPrompt, RenderError> {
+        let name = prompt.name.as_str();
+        let cache = self.cache(prompt)?;
+        let analysis = self.analysis_in(cache, prompt);
         if let Some(e) = &analysis.syntax_error {
             return Err(e.clone());
         }
@@ -454,7 +482,7 @@ impl Renderer {
                 chain: chain.clone(),
             });
         }
-        let user = self.coerce_arguments(prompt, args)?;
+        let user = self.coerce_arguments(prompt, &self.validators_in(cache, prompt)?, args)?;
         // Everything below (defaults that are templates, the template itself) builds values
         // under the render limits.
         let guard = value_size_limit(&self.limits);
@@ -619,8 +647,27 @@ impl Renderer {
         clock: &Clock,
         warnings: &mut Vec<String>,
     ) -> Result<(Map<String, Value>, Provenance), RenderError> {
-        let period = self.period(prompt, user, config)?;
-        let mut vars = computed_variables(clock.now(), period.0);
+        // The computed layer may take values from the layers above it, the defaults as written.
+        let declared_defaults: Map<String, Value> = prompt
+            .arguments
+            .iter()
+            .filter_map(|a| Some((a.name.clone(), a.default.clone()?)))
+            .collect();
+        let computed = clock::computed_layer(
+            clock.now(),
+            &[
+                (user, VariableSource::User),
+                (&declared_defaults, VariableSource::Default),
+                (&config.variables, VariableSource::Config),
+            ],
+            VariableSource::Computed,
+        )
+        .map_err(|e| RenderError::InvalidArgument {
+            prompt: prompt.name.clone(),
+            argument: e.name.to_string(),
+            message: e.to_string(),
+        })?;
+        let mut vars = computed.variables;
         let mut provenance: BTreeMap<String, VariableSource> = vars
             .keys()
             .map(|k| (k.clone(), VariableSource::Computed))
@@ -650,52 +697,11 @@ impl Renderer {
             vars.insert(k.clone(), v.clone());
             provenance.insert(k.clone(), VariableSource::User);
         }
-        // Both names of the period carry the value the range was computed from.
-        for alias in ["analysis_period_days", "lookback_days"] {
-            vars.insert(alias.into(), Value::from(period.0));
-            provenance.insert(alias.into(), period.1);
+        for (name, value, source) in computed.overrides {
+            vars.insert(name.clone(), value);
+            provenance.insert(name, source);
         }
         Ok((vars, provenance))
-    }
-
-    /// The analysis period in days and the layer it came from (user > default > config).
-    fn period(
-        &self,
-        prompt: &PromptTemplate,
-        user: &Map<String, Value>,
-        config: &ProjectConfig,
-    ) -> Result<(i64, VariableSource), RenderError> {
-        let names = ["analysis_period_days", "lookback_days"];
-        let from_defaults: Map<String, Value> = prompt
-            .arguments
-            .iter()
-            .filter(|a| names.contains(&a.name.as_str()))
-            .filter_map(|a| a.default.clone().map(|d| (a.name.clone(), d)))
-            .collect();
-        let layers = [
-            (user, VariableSource::User),
-            (&from_defaults, VariableSource::Default),
-            (&config.variables, VariableSource::Config),
-        ];
-        for (layer, source) in layers {
-            for n in names {
-                if let Some(v) = layer.get(n) {
-                    let days = coerce(v, ArgType::Integer)
-                        .ok()
-                        .and_then(|v| v.as_i64())
-                        .filter(|d| (0..=36_600).contains(d))
-                        .ok_or_else(|| RenderError::InvalidArgument {
-                            prompt: prompt.name.clone(),
-                            argument: n.to_string(),
-                            message: format!(
-                                "expected a whole number of days between 0 and 36600, got {v}"
-                            ),
-                        })?;
-                    return Ok((days, source));
-                }
-            }
-        }
-        Ok((clock::DEFAULT_PERIOD_DAYS, VariableSource::Computed))
     }
 
     /// A default may be a template over the lower layers (`"{{project}}\\Team"`).
@@ -731,7 +737,7 @@ impl Renderer {
             }
         };
         for key in plain::placeholders(s) {
-            if plain::is_identifier(&key) && !lower.contains_key(&key) {
+            if is_variable_name(&key) && !lower.contains_key(&key) {
                 warnings.push(format!(
                     "default of argument `{}` of prompt `{}` references `{key}`, which no lower layer defines",
                     arg.name, prompt.name
@@ -780,6 +786,12 @@ impl Renderer {
             message: jinja_message(e),
         }
     }
+}
+
+/// Whether a plain placeholder key names a variable (as opposed to `#if X` or `/if`): an
+/// identifier, or a computed `<N>_days_ago` date.
+pub fn is_variable_name(key: &str) -> bool {
+    plain::is_identifier(key) || clock::days_ago_digits(key).is_some()
 }
 
 /// Sets the render limits as minijinja's value size limit of this thread until the guard is
@@ -873,81 +885,6 @@ fn jinja_message(e: &minijinja::Error) -> String {
     }
 }
 
-/// Converts a supplied value to the declared type (MCP sends every argument as a string).
-pub fn coerce(value: &Value, ty: ArgType) -> Result<Value, String> {
-    let got = || format!("got {value}");
-    match (ty, value) {
-        (ArgType::String, Value::String(_)) => Ok(value.clone()),
-        (ArgType::String, Value::Number(_) | Value::Bool(_)) => {
-            Ok(Value::String(value.to_string()))
-        }
-        (ArgType::Integer, Value::Number(n)) => n
-            .as_i64()
-            .map(Value::from)
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0)
-                    .map(|f| Value::from(f as i64))
-            })
-            .ok_or_else(|| format!("expected an integer, {}", got())),
-        (ArgType::Integer, Value::String(s)) => s
-            .trim()
-            .parse::<i64>()
-            .map(Value::from)
-            .map_err(|_| format!("expected an integer, {}", got())),
-        (ArgType::Number, Value::Number(_)) => Ok(value.clone()),
-        (ArgType::Number, Value::String(s)) if s.trim().parse::<i64>().is_ok() => {
-            Ok(Value::from(s.trim().parse::<i64>().expect("checked")))
-        }
-        (ArgType::Number, Value::String(s)) => s
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|f| f.is_finite())
-            .and_then(serde_json::Number::from_f64)
-            .map(Value::Number)
-            .ok_or_else(|| format!("expected a number, {}", got())),
-        (ArgType::Boolean, Value::Bool(_)) => Ok(value.clone()),
-        (ArgType::Boolean, Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
-            "true" | "yes" | "1" | "on" => Ok(Value::Bool(true)),
-            "false" | "no" | "0" | "off" => Ok(Value::Bool(false)),
-            _ => Err(format!("expected true or false, {}", got())),
-        },
-        (ArgType::Array, Value::Array(_)) | (ArgType::Object, Value::Object(_)) => {
-            Ok(value.clone())
-        }
-        (ArgType::Array, Value::String(s)) => {
-            let t = s.trim();
-            if t.starts_with('[') {
-                match serde_json::from_str::<Value>(t) {
-                    Ok(v @ Value::Array(_)) => Ok(v),
-                    _ => Err(format!("expected a JSON array, {}", got())),
-                }
-            } else if t.is_empty() {
-                Ok(Value::Array(Vec::new()))
-            } else {
-                Ok(Value::Array(
-                    t.split(',')
-                        .map(|p| Value::String(p.trim().to_string()))
-                        .collect(),
-                ))
-            }
-        }
-        (ArgType::Object, Value::String(s)) => match serde_json::from_str::<Value>(s.trim()) {
-            Ok(v @ Value::Object(_)) => Ok(v),
-            _ => Err(format!("expected a JSON object, {}", got())),
-        },
-        (t, _) => Err(format!("expected {} {}, {}", article(t), t.as_str(), got())),
-    }
-}
-
-fn article(t: ArgType) -> &'static str {
-    match t {
-        ArgType::Integer | ArgType::Array | ArgType::Object => "an",
-        _ => "a",
-    }
-}
-
 static ROLE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?m)^[ \t]*<!--\s*role:\s*(user|assistant)\s*-->[ \t]*\r?$").expect("role regex")
 });
@@ -990,24 +927,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn coercion() {
-        assert_eq!(
-            coerce(&"30".into(), ArgType::Integer).unwrap(),
-            Value::from(30)
-        );
-        assert_eq!(
-            coerce(&"no".into(), ArgType::Boolean).unwrap(),
-            Value::Bool(false)
-        );
-        assert_eq!(
-            coerce(&"a, b".into(), ArgType::Array).unwrap(),
-            serde_json::json!(["a", "b"])
-        );
-        assert!(
-            coerce(&"x".into(), ArgType::Integer)
-                .unwrap_err()
-                .contains("integer")
-        );
+    fn variable_names_are_identifiers_and_computed_dates() {
+        assert!(is_variable_name("name"));
+        assert!(is_variable_name("90_days_ago"));
+        assert!(!is_variable_name("90_days"));
+        assert!(!is_variable_name("#if x"));
     }
 
     #[test]

@@ -1,0 +1,168 @@
+//! How a file of each dialect becomes a template: the registry's parse assembles the name,
+//! placeholder arguments, description and directives the dialect reads from the file.
+
+use serde_json::{Map, Value};
+
+use super::{PromptCategory, PromptTemplate, parse_prompt_file, parse_prompt_file_in};
+use crate::dialect::{Dialect, tool_metadata};
+
+fn parse(text: &str, rel: &str, folder: Option<Dialect>) -> PromptTemplate {
+    parse_prompt_file_in(text, rel, rel, PromptCategory::User, folder).unwrap()
+}
+
+fn render(tpl: &PromptTemplate, args: &[(&str, &str)]) -> String {
+    let args: Map<String, Value> = args
+        .iter()
+        .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
+        .collect();
+    tpl.dialect
+        .substitute(
+            &tpl.body,
+            |k| args.get(k).and_then(Value::as_str).map(str::to_string),
+            1 << 20,
+        )
+        .unwrap()
+        .0
+}
+
+#[test]
+fn frontmatter_engine_decides_the_dialect() {
+    let t = parse("---\nengine: claude\n---\nDo $ARGUMENTS", "x.md", None);
+    assert_eq!(t.dialect, Dialect::Claude);
+    assert_eq!(t.arguments[0].name, "arguments");
+}
+
+#[test]
+fn system_prompts_are_named_by_their_file() {
+    let t = parse_prompt_file(
+        "x",
+        "system/enhance.md",
+        "system/enhance.md",
+        PromptCategory::System,
+    )
+    .unwrap();
+    assert_eq!(t.name, "enhance");
+}
+
+#[test]
+fn vscode_inputs_are_required_and_variables_optional() {
+    let t = parse(
+        "Write ${input:topic:the subject} for ${file} and ${input:topic} ${unknown}",
+        "w.prompt.md",
+        None,
+    );
+    let names: Vec<_> = t.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["topic", "file"]);
+    assert!(t.arguments[0].required);
+    assert_eq!(t.arguments[0].description.as_deref(), Some("the subject"));
+    assert!(!t.arguments[1].required);
+    assert_eq!(
+        render(&t, &[("topic", "rust")]),
+        "Write rust for ${file} and rust ${unknown}"
+    );
+    assert_eq!(
+        t.description.as_deref(),
+        Some("Write ${input:topic:the subject} for ${file} and ${input:topic} ${unknown}")
+    );
+}
+
+#[test]
+fn codex_arguments_positional_named_and_dollar() {
+    let t = parse(
+        "---\nargument-hint: <file> <mode>\nallowed-tools: Bash(git:*)\n---\n\
+         Fix $1 in $2 mode ($ARGUMENTS), cost $$5, ticket $TICKET, home $HOME, $0 $a\n",
+        "fix.md",
+        Some(Dialect::Codex),
+    );
+    let names: Vec<_> = t.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["arguments", "TICKET", "HOME"]);
+    assert_eq!(t.arguments[0].description.as_deref(), Some("<file> <mode>"));
+    assert_eq!(
+        render(&t, &[("arguments", "'a b.rs' fast"), ("TICKET", "T-1")]),
+        "Fix a b.rs in fast mode ('a b.rs' fast), cost $5, ticket T-1, home $HOME, $0 $a\n"
+    );
+    assert_eq!(
+        render(&t, &[]),
+        "Fix  in  mode (), cost $5, ticket $TICKET, home $HOME, $0 $a\n"
+    );
+    assert_eq!(tool_metadata(&t.metadata).len(), 2);
+}
+
+#[test]
+fn gemini_toml_prompt_and_args() {
+    let t = parse(
+        "description = \"Review\"\nprompt = \"\"\"\nReview {{args}} with !{git diff} and @{src/x.rs}\n\"\"\"\n",
+        "git/review.toml",
+        Some(Dialect::Gemini),
+    );
+    assert_eq!(t.name, "git:review");
+    assert_eq!(t.description.as_deref(), Some("Review"));
+    assert_eq!(t.arguments[0].name, "args");
+    assert_eq!(t.directives, ["shell", "file"]);
+    assert_eq!(
+        render(&t, &[("args", "{{args}} $1")]),
+        "Review {{args}} $1 with !{git diff} and @{src/x.rs}\n"
+    );
+    let e = parse_prompt_file_in("prompt = [", "c.toml", "c.toml", PromptCategory::User, None)
+        .unwrap_err();
+    assert!(e.message.starts_with("invalid TOML"), "{e}");
+    assert_eq!(e.line, 1);
+}
+
+#[test]
+fn cursor_has_no_arguments() {
+    let t = parse(
+        "Run $ARGUMENTS ${file} {{x}}\n",
+        "c.md",
+        Some(Dialect::Cursor),
+    );
+    assert!(t.arguments.is_empty());
+    assert_eq!(render(&t, &[("x", "y")]), "Run $ARGUMENTS ${file} {{x}}\n");
+    assert_eq!(
+        t.description.as_deref(),
+        Some("Run $ARGUMENTS ${file} {{x}}")
+    );
+}
+
+#[test]
+fn real_world_constructs_of_public_collections() {
+    // `arguments:` as a string is another tool's note, kept as metadata.
+    let t = parse(
+        "---\narguments: $TARGET\nargument-hint: <target>\n---\nCheck $ARGUMENTS\n",
+        "tools/argstr.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.arguments.len(), 1);
+    assert_eq!(tool_metadata(&t.metadata)["arguments"], "$TARGET");
+    // A `name` YAML reads as a mapping is ignored, never an error.
+    let t = parse(
+        "---\nname: {{TITLE}}\n---\nHi\n",
+        "tpl.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.name, "tpl");
+    // So is a `description` YAML reads as a mapping: the first body line describes the prompt.
+    let t = parse(
+        "---\ndescription: {{DESCRIPTION}}\n---\n\nExplain the change\n",
+        "desc.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.description.as_deref(), Some("Explain the change"));
+    assert!(t.metadata.contains_key("description"));
+    // `${input:Priority|High}` is an argument.
+    let t = parse("Priority: ${input:Priority|High}\n", "p.prompt.md", None);
+    assert_eq!(t.arguments[0].name, "Priority");
+    assert_eq!(t.arguments[0].description.as_deref(), Some("High"));
+    assert_eq!(render(&t, &[("Priority", "Low")]), "Priority: Low\n");
+    // Claude Code leaves shell variables and `$$` alone.
+    let t = parse(
+        "Run: echo \"$WORK_DIR\" for $ARGUMENTS; AS $$ BEGIN END; $$\n",
+        "x.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.arguments.len(), 1);
+    assert_eq!(
+        render(&t, &[("arguments", "me")]),
+        "Run: echo \"$WORK_DIR\" for me; AS $$ BEGIN END; $$\n"
+    );
+}
