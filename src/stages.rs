@@ -20,6 +20,7 @@ use crate::guard::{Guard, GuardOptions, GuardSettings, ScanInput, SecretFinding}
 use crate::library::PromptLibrary;
 use crate::limits::Limits;
 use crate::llm::{ChatClient, LlmConfig};
+pub use crate::panics::panic_message;
 use crate::rag::discover::IndexBounds;
 use crate::rag::{RagConfig, RagError, Retrieval, RetrievalQuery, Retriever};
 use crate::workspace::{Workspace, WorkspacePolicy, WorkspaceSettings};
@@ -136,15 +137,6 @@ impl RepositoryRetrievers {
             .collect();
         Ok((docs, r.warnings))
     }
-}
-
-/// The text of a panic's payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
 }
 
 impl ContextRetriever for RepositoryRetrievers {

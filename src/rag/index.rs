@@ -249,7 +249,7 @@ impl CodeIndex {
             |panic| {
                 Err(format!(
                     "is damaged (opening it panicked: {})",
-                    crate::stages::panic_message(panic.as_ref())
+                    crate::panics::panic_message(panic.as_ref())
                 ))
             },
         )
