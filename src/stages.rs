@@ -21,7 +21,6 @@ use crate::library::PromptLibrary;
 use crate::limits::Limits;
 use crate::llm::{ChatClient, LlmConfig};
 pub use crate::panics::panic_message;
-use crate::rag::discover::IndexBounds;
 use crate::rag::{RagConfig, RagError, Retrieval, RetrievalQuery, Retriever};
 use crate::workspace::{Workspace, WorkspacePolicy, WorkspaceSettings};
 
@@ -191,8 +190,8 @@ impl Stages {
         Stages::build(library, false)
     }
 
-    /// For one request and exit (`promptd enhance`, `promptd compose`): no folder watcher on the
-    /// repository, whatever the config says; the one refresh walks it.
+    /// For one request and exit (`promptd enhance`, `promptd compose`): retrieval runs
+    /// [`RagConfig::one_shot`], whatever the config says.
     pub fn one_shot(library: Arc<PromptLibrary>) -> Result<Stages, String> {
         Stages::build(library, true)
     }
@@ -202,11 +201,8 @@ impl Stages {
         let guard_settings: GuardSettings = config.section_as("guard")?;
         let guard_options = guard_settings.to_options();
         let limits = Limits::from_config(&config)?;
-        let mut rag: RagConfig = config.section_as("rag")?;
-        rag.index_bounds = IndexBounds::from_limits(&limits);
-        if one_shot {
-            rag.watch = false;
-        }
+        let rag = RagConfig::from_config(&config, &limits).map_err(|e| e.to_string())?;
+        let rag = if one_shot { rag.one_shot() } else { rag };
         let llm = LlmConfig::from_env().map(|mut c| {
             c.max_response_bytes = limits.max_llm_response_bytes;
             ChatClient::new(c)

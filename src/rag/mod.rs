@@ -63,11 +63,11 @@ pub struct RagConfig {
     pub index_budget_secs: u64,
     /// Longest a query waits for an incremental refresh of an existing index (0: a long-lived
     /// retriever answers from the cached index at once while the refresh runs in the
-    /// background; the one-shot CLI waits up to the index budget instead).
+    /// background; [`RagConfig::one_shot`] waits up to the index budget instead).
     pub refresh_wait_ms: u64,
     /// Watch the repository's folders so a refresh re-lists only folders with changes (a
     /// long-lived retriever, e.g. under `promptd serve`); otherwise every refresh walks the
-    /// whole tree. One-shot commands turn it off.
+    /// whole tree. [`RagConfig::one_shot`] turns it off.
     pub watch: bool,
     /// Use the embedding model when one is available.
     pub embeddings: bool,
@@ -123,6 +123,30 @@ impl Default for RagConfig {
     }
 }
 
+impl RagConfig {
+    /// The retrieval settings of a project config: its `rag` section, with the index bounds of
+    /// its `limits` (`limits` is the config's own, as a library snapshot holds it).
+    pub fn from_config(
+        config: &crate::config::ProjectConfig,
+        limits: &crate::limits::Limits,
+    ) -> Result<RagConfig, RagError> {
+        let mut rag: RagConfig = config.section_as("rag").map_err(RagError::Section)?;
+        rag.index_bounds = discover::IndexBounds::from_limits(limits);
+        Ok(rag)
+    }
+
+    /// These settings for a process that answers once and exits (`promptd context`, `index`,
+    /// `enhance`, `compose`): no folder watcher, and a query waits for the refresh of an
+    /// existing index up to the index budget, since no later query would see it finish.
+    pub fn one_shot(self) -> RagConfig {
+        RagConfig {
+            refresh_wait_ms: self.index_budget_secs.saturating_mul(1000),
+            watch: false,
+            ..self
+        }
+    }
+}
+
 /// What went wrong in retrieval. Missing models are not errors (retrieval degrades to lexical
 /// with a warning); these are.
 #[derive(Debug, thiserror::Error)]
@@ -159,6 +183,9 @@ pub enum RagError {
     Embed(String),
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The config file's `rag` section cannot be read (the message names the file).
+    #[error("{0}")]
+    Section(String),
 }
 
 impl RagError {
@@ -283,12 +310,7 @@ pub fn retrieve(
     config: RagConfig,
     query: &RetrievalQuery,
 ) -> Result<Retrieval, RagError> {
-    let config = RagConfig {
-        refresh_wait_ms: config.index_budget_secs.saturating_mul(1000),
-        watch: false,
-        ..config
-    };
-    Retriever::open(repo_dir.as_ref(), config)?.retrieve(query)
+    Retriever::open(repo_dir.as_ref(), config.one_shot())?.retrieve(query)
 }
 
 #[cfg(test)]
