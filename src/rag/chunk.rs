@@ -871,63 +871,6 @@ fn receiver_type(raw: &str) -> String {
     clean_name(ty.trim_start_matches('*'))
 }
 
-/// First meaningful line of a file: skips blank lines, shebangs, licence headers, imports and
-/// comment markers, so the summary says what the file is about.
-pub fn summary_line(text: &str) -> String {
-    for line in text.lines().take(200) {
-        let stripped = line
-            .trim()
-            .trim_start_matches(['/', '*', '#', '!', '-', ';', '"', '\''])
-            .trim_start_matches("<!--")
-            .trim_end_matches("-->")
-            .trim_end_matches(['*', '/', '"', '\''])
-            .trim();
-        let lower = stripped.to_ascii_lowercase();
-        if stripped.len() < 3
-            || line.trim_start().starts_with("#!")
-            || line.trim_start().starts_with("#include")
-            || [
-                "copyright",
-                "spdx",
-                "license",
-                "licence",
-                "@file",
-                "-*-",
-                "eslint",
-                "prettier",
-            ]
-            .iter()
-            .any(|w| lower.contains(w))
-            || [
-                "use ",
-                "import ",
-                "from ",
-                "package ",
-                "using ",
-                "require",
-                "extern crate",
-                "mod ",
-            ]
-            .iter()
-            .any(|w| lower.starts_with(w))
-            || !stripped.chars().any(char::is_alphabetic)
-        {
-            continue;
-        }
-        let mut s = stripped.to_string();
-        if s.len() > 160 {
-            let mut cut = 157;
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            s.truncate(cut);
-            s.push_str("...");
-        }
-        return s;
-    }
-    String::new()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1011,11 +954,5 @@ mod tests {
         let ranges: Vec<_> = chunks.iter().map(|c| (c.start_line, c.end_line)).collect();
         assert_eq!(ranges, [(1, 48), (41, 88), (81, 102)]);
         assert!(chunks.iter().all(|c| c.tags == ["[Function: big]"]));
-    }
-
-    #[test]
-    fn summary_skips_boilerplate() {
-        let text = "#!/usr/bin/env python\n# Copyright 2024 X\nimport os\n\n\"\"\"Parses config files.\"\"\"\n";
-        assert_eq!(summary_line(text), "Parses config files.");
     }
 }

@@ -6,34 +6,10 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
+use super::config::{Fusion, RagConfig};
 use super::index::IndexedChunk;
-use super::{FilterCounts, RagConfig, RetrievedChunk};
+use super::query::{Action, FilterCounts, RetrievedChunk};
 use crate::tokens::count_tokens;
-
-/// How lexical and vector evidence combine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub enum Fusion {
-    /// BM25 only, even when vectors exist.
-    Lexical,
-    /// `lexical_weight * bm25/max + vector_weight * cosine`.
-    Blend,
-    /// Reciprocal-rank fusion of the BM25 and cosine orders (k = 60), scaled so first in both
-    /// orders scores 1.0 and last in both 0.0. The shipped default: best measured Acc@1/MRR.
-    #[default]
-    Rrf,
-}
-
-/// What the prompt asks for, guessed from its verbs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Action {
-    Fix,
-    Create,
-    Refactor,
-}
 
 /// Reads the action from the prompt's words.
 pub fn detect_action(query: &str) -> Option<Action> {
