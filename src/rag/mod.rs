@@ -12,8 +12,8 @@
 //! The modules, from the bottom up: [`error`], [`hash`], [`tokenize`] and [`chunk`] depend on
 //! nothing else here; [`store`] (the `.rag/` folder: file names, atomic writes, locks) only on
 //! the error; [`discover`], [`config`], [`index`], [`embed`], `watch`, [`query`], [`rank`] and
-//! [`format`] build on those; `retriever` ties them together. This file only declares them and
-//! names the public surface.
+//! [`format`](mod@format) build on those; `retriever` ties them together. This file only
+//! declares them and names the public surface.
 
 pub mod chunk;
 pub mod config;
@@ -40,9 +40,10 @@ pub use query::{
 };
 pub use retriever::{IndexPhase, IndexProgress, IndexSummary, Retriever};
 
-/// One-shot retrieval: opens the index of `repo_dir`, refreshes it (waiting at most the index
-/// budget, since nothing would finish the work later), answers, and returns. Vectors missing at
-/// this point are not computed: run [`Retriever::index`] (`promptd index`) for hybrid ranking.
+/// One-shot retrieval: opens the index of `repo_dir` with [`RagConfig::one_shot`] settings,
+/// refreshes it (waiting at most the index budget, since nothing would finish the work later),
+/// answers, and returns. Vectors missing at this point are not computed: run
+/// [`Retriever::index`] (`promptd index`) for hybrid ranking.
 pub fn retrieve(
     repo_dir: impl AsRef<std::path::Path>,
     config: RagConfig,

@@ -1,7 +1,7 @@
 //! Ranking and filtering of lexical candidates: lexical/vector fusion (linear blend or
 //! reciprocal-rank fusion), optional file-level aggregation, action-aware boosts (fix →
 //! error-handling code, create → definitions and exports, refactor → large blocks), then the
-//! filters of prompto's pipeline: relevance threshold, exact/overlapping-range dedupe keeping the
+//! filters in order: relevance threshold, exact/overlapping-range dedupe keeping the
 //! higher score, token budget counted with cl100k_base, `top_k`; the best chunk always survives.
 
 use std::collections::HashMap;
