@@ -20,7 +20,7 @@ use crate::guard::{Guard, GuardOptions, GuardSettings, ScanInput, SecretFinding}
 use crate::library::PromptLibrary;
 use crate::limits::Limits;
 use crate::llm::{ChatClient, LlmConfig};
-use crate::rag::discover::IndexBounds;
+pub use crate::panics::panic_message;
 use crate::rag::{RagConfig, RagError, Retrieval, RetrievalQuery, Retriever};
 use crate::workspace::{Workspace, WorkspacePolicy, WorkspaceSettings};
 
@@ -138,15 +138,6 @@ impl RepositoryRetrievers {
     }
 }
 
-/// The text of a panic's payload.
-pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".into())
-}
-
 impl ContextRetriever for RepositoryRetrievers {
     fn retrieve(
         &self,
@@ -199,8 +190,8 @@ impl Stages {
         Stages::build(library, false)
     }
 
-    /// For one request and exit (`promptd enhance`, `promptd compose`): no folder watcher on the
-    /// repository, whatever the config says; the one refresh walks it.
+    /// For one request and exit (`promptd enhance`, `promptd compose`): retrieval runs
+    /// [`RagConfig::one_shot`], whatever the config says.
     pub fn one_shot(library: Arc<PromptLibrary>) -> Result<Stages, String> {
         Stages::build(library, true)
     }
@@ -210,11 +201,8 @@ impl Stages {
         let guard_settings: GuardSettings = config.section_as("guard")?;
         let guard_options = guard_settings.to_options();
         let limits = config.limits()?;
-        let mut rag: RagConfig = config.section_as("rag")?;
-        rag.index_bounds = IndexBounds::from_limits(&limits);
-        if one_shot {
-            rag.watch = false;
-        }
+        let rag = RagConfig::from_config(&config, &limits).map_err(|e| e.to_string())?;
+        let rag = if one_shot { rag.one_shot() } else { rag };
         let llm = LlmConfig::from_env().map(|mut c| {
             c.max_response_bytes = limits.max_llm_response_bytes;
             ChatClient::new(c)

@@ -176,12 +176,12 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Get(args) => get(&cli.common, &args, &mut out()),
         Command::Check => check(&cli.common, &mut out()),
         Command::Index(args) => {
-            let config = rag_config(&cli.common)?;
-            Ok(u8::try_from(rag::run_index(&args, config, &mut out())?).unwrap_or(1))
+            let settings = rag_settings(&cli.common)?;
+            Ok(u8::try_from(rag::run_index(&args, &settings, &mut out())?).unwrap_or(1))
         }
         Command::Context(args) => {
-            let config = rag_config(&cli.common)?;
-            Ok(u8::try_from(rag::run_context(&args, config, &mut out())?).unwrap_or(1))
+            let settings = rag_settings(&cli.common)?;
+            Ok(u8::try_from(rag::run_context(&args, &settings, &mut out())?).unwrap_or(1))
         }
         Command::Scan(args) => {
             let code = scan::run_scan(&args, &mut std::io::stdin().lock(), &mut out());
@@ -194,14 +194,19 @@ pub fn run(cli: Cli) -> Result<u8> {
     }
 }
 
-/// Retrieval settings: the config file's `rag` section (flags override it per command).
-pub fn rag_config(common: &CommonArgs) -> Result<crate::rag::RagConfig> {
-    let cwd = std::env::current_dir()?;
-    let project = crate::config::ProjectConfig::discover(common.config.as_deref(), &cwd)?;
-    let limits = project.limits().map_err(anyhow::Error::msg)?;
-    let mut rag: crate::rag::RagConfig = project.section_as("rag").map_err(anyhow::Error::msg)?;
-    rag.index_bounds = crate::rag::discover::IndexBounds::from_limits(&limits);
-    Ok(rag)
+/// What `promptd index` and `promptd context` take from the library's config snapshot, as the
+/// stages do: the retrieval settings (flags override them per command) and the trusted
+/// workspace policy (`workspace.allowedFolders`).
+pub fn rag_settings(common: &CommonArgs) -> Result<rag::RagSettings> {
+    let library = common.open_library()?;
+    let snapshot = library.snapshot();
+    let config = crate::rag::RagConfig::from_config(&snapshot.config, &snapshot.limits)?;
+    let workspace = crate::workspace::WorkspaceSettings::from_config(&snapshot.config)
+        .map_err(anyhow::Error::msg)?;
+    Ok(rag::RagSettings {
+        config,
+        policy: crate::workspace::WorkspacePolicy::trusted(&workspace),
+    })
 }
 
 fn print_json(out: &mut dyn Write, v: &impl serde::Serialize) -> Result<()> {

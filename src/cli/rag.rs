@@ -1,6 +1,7 @@
 //! CLI for retrieval: `promptd index` builds or refreshes a repository's index (progress bar on
 //! a terminal, then a summary) and `promptd context "QUERY"` prints the formatted context or
-//! its JSON form.
+//! its JSON form. Both open the repository as a workspace under the configured policy and run
+//! the retriever one-shot ([`RagConfig::one_shot`]).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -11,6 +12,24 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 use crate::rag::{IndexPhase, IndexProgress, RagConfig, RagError, RetrievalQuery, Retriever};
+use crate::workspace::{Workspace, WorkspacePolicy};
+
+/// What the retrieval subcommands take from the config.
+#[derive(Debug, Clone)]
+pub struct RagSettings {
+    /// The `rag` section with the `limits` index bounds.
+    pub config: RagConfig,
+    /// Which folders may be a repository (`workspace.allowedFolders`, the refusals).
+    pub policy: WorkspacePolicy,
+}
+
+impl RagSettings {
+    /// The one-shot retriever of `dir`, a workspace under [`RagSettings::policy`].
+    fn open(&self, dir: &std::path::Path, config: RagConfig) -> Result<Retriever, RagError> {
+        let workspace = Workspace::open(dir, &self.policy).map_err(RagError::Workspace)?;
+        Retriever::open_workspace(&workspace, config.one_shot())
+    }
+}
 
 /// Errors of the retrieval subcommands.
 #[derive(Debug, thiserror::Error)]
@@ -111,16 +130,14 @@ fn progress_sink(show: bool) -> (Option<ProgressBar>, impl Fn(IndexProgress) + S
 /// `promptd index`: returns the process exit code.
 pub fn run_index(
     args: &IndexArgs,
-    config: RagConfig,
+    settings: &RagSettings,
     out: &mut dyn Write,
 ) -> Result<i32, CliRagError> {
     let config = RagConfig {
-        embeddings: config.embeddings && !args.no_embed,
-        // One refresh and done: watching folders would only cost.
-        watch: false,
-        ..config
+        embeddings: settings.config.embeddings && !args.no_embed,
+        ..settings.config.clone()
     };
-    let retriever = Retriever::open(&args.dir, config)?;
+    let retriever = settings.open(&args.dir, config)?;
     let (bar, sink) = progress_sink(std::io::stderr().is_terminal());
     let summary = retriever.index(&sink)?;
     if let Some(bar) = bar {
@@ -196,17 +213,10 @@ fn json_chunk(c: &crate::rag::RetrievedChunk) -> JsonChunk<'_> {
 /// `promptd context`: returns the process exit code.
 pub fn run_context(
     args: &ContextArgs,
-    config: RagConfig,
+    settings: &RagSettings,
     out: &mut dyn Write,
 ) -> Result<i32, CliRagError> {
-    // A one-shot process cannot finish a refresh in the background, so it waits for it (still
-    // bounded by the index budget).
-    let config = RagConfig {
-        refresh_wait_ms: config.index_budget_secs * 1000,
-        watch: false,
-        ..args.apply(config)
-    };
-    let retriever = Retriever::open(&args.dir, config)?;
+    let retriever = settings.open(&args.dir, args.apply(settings.config.clone()))?;
     // A path given on the command line is relative to the current directory when it exists
     // there, else to the repository.
     let active_file = args.active_file.as_ref().map(|p| {

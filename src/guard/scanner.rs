@@ -580,15 +580,9 @@ pub(crate) fn shannon_entropy(s: &str) -> f64 {
 /// Grows a byte range to the nearest character boundaries (a byte-level regex may start or end
 /// inside a multi-byte character).
 pub(crate) fn widen_to_chars(text: &str, r: std::ops::Range<usize>) -> std::ops::Range<usize> {
-    let mut start = r.start.min(text.len());
-    let mut end = r.end.min(text.len()).max(start);
-    while !text.is_char_boundary(start) {
-        start -= 1;
-    }
-    while !text.is_char_boundary(end) {
-        end += 1;
-    }
-    start..end
+    let start = r.start.min(text.len());
+    let end = r.end.min(text.len()).max(start);
+    text.floor_char_boundary(start)..text.ceil_char_boundary(end)
 }
 
 /// Characters per checkpoint of [`LineIndex`]: a column costs at most this many bytes' count.
@@ -743,6 +737,18 @@ impl SecretAt<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ranges_widen_to_whole_characters() {
+        let text = "aé€b";
+        // `é` is bytes 1..3, `€` 3..6.
+        assert_eq!(widen_to_chars(text, 2..4), 1..6);
+        assert_eq!(widen_to_chars(text, 1..3), 1..3);
+        // A range ending before it starts becomes the character at its start.
+        let (start, end) = (5, 2);
+        assert_eq!(widen_to_chars(text, start..end), 3..6);
+        assert_eq!(widen_to_chars(text, 4..99), 3..7);
+    }
 
     #[test]
     fn entropy_of_uniform_strings() {

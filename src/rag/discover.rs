@@ -12,12 +12,9 @@ use std::time::UNIX_EPOCH;
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{WalkBuilder, WalkState};
 
-use super::RagError;
+use super::error::RagError;
+use super::store::{RAG_DIR, RagDir, write_atomic};
 
-/// Folder under the repository root holding everything retrieval persists.
-pub const RAG_DIR: &str = ".rag";
-/// The user-editable exclusion file, relative to [`RAG_DIR`].
-pub const EXCLUDE_FILE: &str = "indexing-exclude.txt";
 /// Files larger than this are never indexed.
 pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 
@@ -105,25 +102,20 @@ pub struct DiscoveredFile {
 
 /// Writes the default exclusion file when it is missing; returns whether it was created.
 pub fn ensure_exclude_file(repo: &Path) -> Result<bool, RagError> {
-    let dir = repo.join(RAG_DIR);
-    let path = dir.join(EXCLUDE_FILE);
+    let dir = RagDir::of(repo);
+    let path = dir.exclude_file();
     if path.exists() {
         return Ok(false);
     }
-    std::fs::create_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
-    // Keeps the index out of the user's `git status`; the exclusion list may be committed.
-    let git_ignore = dir.join(".gitignore");
-    if !git_ignore.exists() {
-        super::index::write_atomic(&git_ignore, b"*\n!.gitignore\n!indexing-exclude.txt\n")?;
-    }
-    super::index::write_atomic(&path, DEFAULT_EXCLUDES.as_bytes())?;
+    dir.create_with_git_ignore()?;
+    write_atomic(&path, DEFAULT_EXCLUDES.as_bytes())?;
     tracing::info!(path = %path.display(), "recreated the default indexing exclusions");
     Ok(true)
 }
 
 /// Parses `.rag/indexing-exclude.txt` into a matcher rooted at the repository.
 pub fn load_excludes(repo: &Path) -> Result<Gitignore, RagError> {
-    let path = repo.join(RAG_DIR).join(EXCLUDE_FILE);
+    let path = RagDir::of(repo).exclude_file();
     let text = std::fs::read_to_string(&path).map_err(|e| RagError::io(&path, e))?;
     let mut builder = GitignoreBuilder::new(repo);
     for (number, line) in text.lines().enumerate() {

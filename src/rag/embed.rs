@@ -16,14 +16,15 @@ use fastembed::{
     UserDefinedEmbeddingModel,
 };
 
-use super::index::ContentHash;
-use super::{RagConfig, RagError};
+use super::config::RagConfig;
+use super::error::RagError;
+use super::hash::{ContentHash, content_hash};
+use super::store::RagDir;
 
 /// The model directory's conventional name under `$PROMPTD_DEPS_DIR/models/`.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// all-MiniLM-L6-v2 sees at most 256 word pieces.
 pub const MAX_LENGTH: usize = 256;
-const CACHE_FILE: &str = "vectors.bin";
 const CACHE_MAGIC: &[u8; 8] = b"PRDVEC01";
 
 /// Where the model comes from.
@@ -128,7 +129,7 @@ impl Embedder {
             std::fs::read(&path).map_err(|e| RagError::Embed(format!("{}: {e}", path.display())))
         };
         let onnx = read("model.onnx")?;
-        let model_id = super::index::content_hash(&onnx);
+        let model_id = content_hash(&onnx);
         let tokenizer_files = TokenizerFiles {
             tokenizer_file: read("tokenizer.json")?,
             config_file: read("config.json")?,
@@ -166,7 +167,7 @@ impl Embedder {
             .map_err(|e| RagError::Embed(format!("hub model {name}: {e}")))?;
         Ok(Embedder {
             model: Mutex::new(model),
-            model_id: super::index::content_hash(format!("hub:{name}").as_bytes()),
+            model_id: content_hash(format!("hub:{name}").as_bytes()),
             source: ModelSource::Hub(name.to_string()),
         })
     }
@@ -217,16 +218,17 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
 pub struct VectorCache {
     path: PathBuf,
     vectors: RwLock<HashMap<ContentHash, Vec<f32>>>,
-    /// Read-write handle, locked (see [`super::lock`]) while appending.
+    /// Read-write handle, locked (see [`super::store`]) while appending.
     file: Mutex<Option<File>>,
     header: OnceLock<(ContentHash, usize)>,
 }
 
 impl VectorCache {
-    /// Opens the cache in `rag_dir` (loaded lazily when a model id is known).
+    /// Opens the cache in the `.rag/` folder at `rag_dir` (loaded lazily when a model id is
+    /// known).
     pub fn new(rag_dir: &Path) -> VectorCache {
         VectorCache {
-            path: rag_dir.join(CACHE_FILE),
+            path: RagDir::at(rag_dir).vectors(),
             vectors: RwLock::new(HashMap::new()),
             file: Mutex::new(None),
             header: OnceLock::new(),

@@ -7,8 +7,7 @@
 //! warning, never an error.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -20,64 +19,20 @@ use tantivy::schema::{
 };
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
 
-use super::RagError;
-use super::chunk::{ChunkOptions, chunk_file};
+use super::chunk::{Chunk, ChunkOptions, chunk_file};
 use super::discover::{DiscoveredFile, looks_binary};
-use super::lock::RagLock;
+use super::error::RagError;
+use super::hash::{ContentHash, content_hash, tagged_hash};
+use super::store::{RagDir, write_atomic};
 use super::tokenize;
 
 /// Bumped whenever the schema, chunking or manifest layout changes.
 pub const INDEX_FORMAT_VERSION: u32 = 1;
-const MANIFEST: &str = "manifest.json";
-const MANIFEST_NEXT: &str = "manifest.next.json";
-const INDEX_DIR: &str = "index";
 /// Files chunked between two deadline checks.
 const BATCH_FILES: usize = 256;
 
-/// A 128-bit content hash (BLAKE3, truncated): keys chunk vectors and file fingerprints.
-pub type ContentHash = [u8; 16];
-
-pub fn content_hash(bytes: &[u8]) -> ContentHash {
-    let full = blake3::hash(bytes);
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&full.as_bytes()[..16]);
-    out
-}
-
-/// [`content_hash`] of [`super::chunk::tagged_text`] without building that string (a copy of
-/// every indexed byte otherwise).
-pub fn tagged_hash(tags: &[String], text: &str) -> ContentHash {
-    let mut hasher = blake3::Hasher::new();
-    if !tags.is_empty() {
-        for (i, tag) in tags.iter().enumerate() {
-            if i > 0 {
-                hasher.update(b" ");
-            }
-            hasher.update(tag.as_bytes());
-        }
-        hasher.update(b"\n");
-    }
-    hasher.update(text.as_bytes());
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
-    out
-}
-
 fn hex(hash: &ContentHash) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same directory and a rename, so
-/// readers see the old or the new content, never a torn write.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RagError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| RagError::io(dir, e))?;
-    tmp.write_all(bytes).map_err(|e| RagError::io(path, e))?;
-    tmp.as_file()
-        .sync_data()
-        .map_err(|e| RagError::io(path, e))?;
-    tmp.persist(path).map_err(|e| RagError::io(path, e.error))?;
-    Ok(())
 }
 
 /// Fingerprint of one indexed file.
@@ -153,7 +108,7 @@ fn schema() -> (Schema, Fields) {
     (builder.build(), fields)
 }
 
-/// A chunk as the index returns it; a retrieval result ([`super::RetrievedChunk`]) is one of
+/// A chunk as the index returns it; a retrieval result ([`super::query::RetrievedChunk`]) is one of
 /// these with its scores. Serialized without `hash` and `bm25`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -178,6 +133,24 @@ pub struct IndexedChunk {
     pub bm25: f32,
 }
 
+impl IndexedChunk {
+    /// `chunk` of the file at `path` (relative, `/`-separated) as the index stores it, with no
+    /// BM25 score.
+    pub fn from_chunk(path: &str, chunk: Chunk) -> IndexedChunk {
+        IndexedChunk {
+            path: path.to_string(),
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            language: chunk.language.name().to_string(),
+            hash: tagged_hash(&chunk.tags, &chunk.text),
+            tags: chunk.tags,
+            symbols: chunk.symbols,
+            text: chunk.text,
+            bm25: 0.0,
+        }
+    }
+}
+
 /// What one refresh changed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RefreshCounts {
@@ -195,7 +168,7 @@ pub struct RefreshCounts {
 
 /// The tantivy index and its manifest.
 pub struct CodeIndex {
-    rag_dir: PathBuf,
+    rag_dir: RagDir,
     index: Index,
     reader: IndexReader,
     fields: Fields,
@@ -205,17 +178,17 @@ impl CodeIndex {
     /// Opens the index in `rag_dir`, rebuilding it (with a warning pushed to `warnings`) when
     /// it is missing, corrupt, inconsistent with its manifest, or of another format.
     pub fn open(
-        rag_dir: &Path,
+        rag_dir: &RagDir,
         options: ChunkOptions,
         warnings: &mut Vec<String>,
     ) -> Result<(CodeIndex, Manifest), RagError> {
-        std::fs::create_dir_all(rag_dir).map_err(|e| RagError::io(rag_dir, e))?;
+        rag_dir.create()?;
         if let Ok(Some(pair)) = Self::try_open(rag_dir, options) {
             return Ok(pair);
         }
         // Missing or unusable: decide again under the index lock, since another process may be
         // half-way through a commit (or a build) of this very index.
-        let _lock = RagLock::index(rag_dir)?;
+        let _lock = rag_dir.lock_index()?;
         match Self::try_open(rag_dir, options) {
             Ok(Some(pair)) => return Ok(pair),
             Ok(None) => {}
@@ -228,13 +201,13 @@ impl CodeIndex {
     /// warning saying why: for an index that failed while in use (a search error, a panic),
     /// which its checksums may not show.
     pub fn rebuild(
-        rag_dir: &Path,
+        rag_dir: &RagDir,
         options: ChunkOptions,
         reason: &str,
         warnings: &mut Vec<String>,
     ) -> Result<(CodeIndex, Manifest), RagError> {
-        std::fs::create_dir_all(rag_dir).map_err(|e| RagError::io(rag_dir, e))?;
-        let _lock = RagLock::index(rag_dir)?;
+        rag_dir.create()?;
+        let _lock = rag_dir.lock_index()?;
         rebuilding(rag_dir, &format!("failed ({reason})"), warnings);
         Self::create(rag_dir, options)
     }
@@ -242,25 +215,25 @@ impl CodeIndex {
     /// `Ok(None)`: no index yet. `Err(reason)`: an index exists but cannot be used, a panic
     /// of tantivy on damaged files included.
     fn try_open(
-        rag_dir: &Path,
+        rag_dir: &RagDir,
         options: ChunkOptions,
     ) -> Result<Option<(CodeIndex, Manifest)>, String> {
         std::panic::catch_unwind(|| Self::try_open_unguarded(rag_dir, options)).unwrap_or_else(
             |panic| {
                 Err(format!(
                     "is damaged (opening it panicked: {})",
-                    crate::stages::panic_message(panic.as_ref())
+                    crate::panics::panic_message(panic.as_ref())
                 ))
             },
         )
     }
 
     fn try_open_unguarded(
-        rag_dir: &Path,
+        rag_dir: &RagDir,
         options: ChunkOptions,
     ) -> Result<Option<(CodeIndex, Manifest)>, String> {
-        let dir = rag_dir.join(INDEX_DIR);
-        let manifest_path = rag_dir.join(MANIFEST);
+        let dir = rag_dir.index_dir();
+        let manifest_path = rag_dir.manifest();
         if !dir.join("meta.json").exists() && !manifest_path.exists() {
             return Ok(None);
         }
@@ -277,7 +250,7 @@ impl CodeIndex {
         let mut manifest = read(&manifest_path)?;
         if manifest.generation.to_string() != payload {
             // A crash between the commit and the manifest rename leaves the next manifest.
-            let next = rag_dir.join(MANIFEST_NEXT);
+            let next = rag_dir.manifest_next();
             let candidate = read(&next)
                 .ok()
                 .filter(|m| m.generation.to_string() == payload);
@@ -320,13 +293,13 @@ impl CodeIndex {
         Ok(Some((code_index, manifest)))
     }
 
-    fn create(rag_dir: &Path, options: ChunkOptions) -> Result<(CodeIndex, Manifest), RagError> {
-        let dir = rag_dir.join(INDEX_DIR);
+    fn create(rag_dir: &RagDir, options: ChunkOptions) -> Result<(CodeIndex, Manifest), RagError> {
+        let dir = rag_dir.index_dir();
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
         }
-        for stale in [MANIFEST, MANIFEST_NEXT] {
-            let _ = std::fs::remove_file(rag_dir.join(stale));
+        for stale in [rag_dir.manifest(), rag_dir.manifest_next()] {
+            let _ = std::fs::remove_file(stale);
         }
         std::fs::create_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
         let (schema, fields) = schema();
@@ -339,8 +312,8 @@ impl CodeIndex {
         Ok((code_index, manifest))
     }
 
-    fn wrap(rag_dir: &Path, index: Index, fields: Fields) -> Result<CodeIndex, RagError> {
-        let dir = rag_dir.join(INDEX_DIR);
+    fn wrap(rag_dir: &RagDir, index: Index, fields: Fields) -> Result<CodeIndex, RagError> {
+        let dir = rag_dir.index_dir();
         index
             .tokenizers()
             .register(tokenize::ANALYZER, tokenize::analyzer());
@@ -350,7 +323,7 @@ impl CodeIndex {
             .try_into()
             .map_err(|e| index_error(&dir, e))?;
         Ok(CodeIndex {
-            rag_dir: rag_dir.to_path_buf(),
+            rag_dir: rag_dir.clone(),
             index,
             reader,
             fields,
@@ -370,15 +343,15 @@ impl CodeIndex {
         let per_thread = if files < 64 { 16_000_000 } else { 160_000_000 };
         self.index
             .writer_with_num_threads(threads, per_thread * threads)
-            .map_err(|e| index_error(&self.rag_dir.join(INDEX_DIR), e))
+            .map_err(|e| index_error(&self.rag_dir.index_dir(), e))
     }
 
     /// Commits `writer` as `manifest.generation + 1` and persists the manifest alongside.
     fn commit(&self, writer: &mut IndexWriter, manifest: &Manifest) -> Result<u64, RagError> {
-        let dir = self.rag_dir.join(INDEX_DIR);
+        let dir = self.rag_dir.index_dir();
         let mut next = manifest.clone();
         next.generation = manifest.generation + 1;
-        let next_path = self.rag_dir.join(MANIFEST_NEXT);
+        let next_path = self.rag_dir.manifest_next();
         let bytes = serde_json::to_vec(&next).map_err(|e| RagError::Index {
             path: next_path.clone(),
             message: e.to_string(),
@@ -387,7 +360,7 @@ impl CodeIndex {
         let mut prepared = writer.prepare_commit().map_err(|e| index_error(&dir, e))?;
         prepared.set_payload(&next.generation.to_string());
         prepared.commit().map_err(|e| index_error(&dir, e))?;
-        let manifest_path = self.rag_dir.join(MANIFEST);
+        let manifest_path = self.rag_dir.manifest();
         std::fs::rename(&next_path, &manifest_path).map_err(|e| RagError::io(&manifest_path, e))?;
         self.reader.reload().map_err(|e| index_error(&dir, e))?;
         Ok(next.generation)
@@ -466,7 +439,7 @@ impl CodeIndex {
                             counts.new_chunks += docs.len();
                             for d in docs {
                                 w.add_document(d)
-                                    .map_err(|e| index_error(&self.rag_dir.join(INDEX_DIR), e))?;
+                                    .map_err(|e| index_error(&self.rag_dir.index_dir(), e))?;
                             }
                         } else {
                             counts.skipped_binary += 1;
@@ -516,7 +489,7 @@ impl CodeIndex {
         if committed == Some(manifest.generation) {
             return Ok(None);
         }
-        let path = self.rag_dir.join(MANIFEST);
+        let path = self.rag_dir.manifest();
         let Ok(bytes) = std::fs::read(&path) else {
             return Ok(None);
         };
@@ -528,12 +501,12 @@ impl CodeIndex {
         }
         self.reader
             .reload()
-            .map_err(|e| index_error(&self.rag_dir.join(INDEX_DIR), e))?;
+            .map_err(|e| index_error(&self.rag_dir.index_dir(), e))?;
         Ok(Some(disk))
     }
 
     fn save_manifest(&self, manifest: &Manifest) -> Result<(), RagError> {
-        let path = self.rag_dir.join(MANIFEST);
+        let path = self.rag_dir.manifest();
         let bytes = serde_json::to_vec(manifest).map_err(|e| RagError::Index {
             path: path.clone(),
             message: e.to_string(),
@@ -595,7 +568,7 @@ impl CodeIndex {
             None => terms_query,
         };
         let searcher = self.reader.searcher();
-        let dir = self.rag_dir.join(INDEX_DIR);
+        let dir = self.rag_dir.index_dir();
         let hits = searcher
             .search(&query, &TopDocs::with_limit(limit).order_by_score())
             .map_err(|e| index_error(&dir, e))?;
@@ -611,7 +584,7 @@ impl CodeIndex {
     /// Every chunk of one file, in line order.
     pub fn chunks_of(&self, path: &str) -> Result<Vec<IndexedChunk>, RagError> {
         let searcher = self.reader.searcher();
-        let dir = self.rag_dir.join(INDEX_DIR);
+        let dir = self.rag_dir.index_dir();
         let query = TermQuery::new(
             Term::from_field_text(self.fields.path, path),
             IndexRecordOption::Basic,
@@ -638,7 +611,7 @@ impl CodeIndex {
         mut visit: impl FnMut(IndexedChunk) -> bool,
     ) -> Result<(), RagError> {
         let searcher = self.reader.searcher();
-        let dir = self.rag_dir.join(INDEX_DIR);
+        let dir = self.rag_dir.index_dir();
         for segment in searcher.segment_readers() {
             let store = segment
                 .get_store_reader(64)
@@ -694,10 +667,10 @@ impl CodeIndex {
 }
 
 /// Logs and records why the index in `rag_dir` is rebuilt.
-fn rebuilding(rag_dir: &Path, reason: &str, warnings: &mut Vec<String>) {
+fn rebuilding(rag_dir: &RagDir, reason: &str, warnings: &mut Vec<String>) {
     let warning = format!(
         "retrieval index in {} {reason}; rebuilding it",
-        rag_dir.display()
+        rag_dir.path().display()
     );
     tracing::warn!("{warning}");
     warnings.push(warning);
@@ -784,27 +757,5 @@ fn process_file(
         existed,
         record,
         outcome: Outcome::Chunked(docs),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::rag::chunk::tagged_text;
-
-    #[test]
-    fn tagged_hash_equals_hash_of_tagged_text() {
-        let cases: [Vec<String>; 3] = [
-            vec![],
-            vec!["[Function: a]".into()],
-            vec!["[A: b]".into(), "[C: d]".into()],
-        ];
-        for tags in cases {
-            let text = "fn a() {}\n";
-            assert_eq!(
-                tagged_hash(&tags, text),
-                content_hash(tagged_text(&tags, text).as_bytes())
-            );
-        }
     }
 }

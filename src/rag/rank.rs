@@ -1,39 +1,15 @@
 //! Ranking and filtering of lexical candidates: lexical/vector fusion (linear blend or
 //! reciprocal-rank fusion), optional file-level aggregation, action-aware boosts (fix →
 //! error-handling code, create → definitions and exports, refactor → large blocks), then the
-//! filters of prompto's pipeline: relevance threshold, exact/overlapping-range dedupe keeping the
+//! filters in order: relevance threshold, exact/overlapping-range dedupe keeping the
 //! higher score, token budget counted with cl100k_base, `top_k`; the best chunk always survives.
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
+use super::config::{Fusion, RagConfig};
 use super::index::IndexedChunk;
-use super::{FilterCounts, RagConfig, RetrievedChunk};
+use super::query::{Action, FilterCounts, RetrievedChunk};
 use crate::tokens::count_tokens;
-
-/// How lexical and vector evidence combine.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub enum Fusion {
-    /// BM25 only, even when vectors exist.
-    Lexical,
-    /// `lexical_weight * bm25/max + vector_weight * cosine`.
-    Blend,
-    /// Reciprocal-rank fusion of the BM25 and cosine orders (k = 60), scaled so first in both
-    /// orders scores 1.0 and last in both 0.0. The shipped default: best measured Acc@1/MRR.
-    #[default]
-    Rrf,
-}
-
-/// What the prompt asks for, guessed from its verbs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Action {
-    Fix,
-    Create,
-    Refactor,
-}
 
 /// Reads the action from the prompt's words.
 pub fn detect_action(query: &str) -> Option<Action> {

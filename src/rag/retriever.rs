@@ -10,19 +10,21 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::chunk::{ChunkOptions, chunk_file, summary_line, tagged_text};
-use super::discover::{self, DiscoveredFile, RAG_DIR};
+use super::chunk::{ChunkOptions, chunk_file, tagged_text};
+use super::config::{Fusion, RagConfig};
+use super::discover::{self, DiscoveredFile};
 use super::embed::{Embedder, VectorCache, cosine};
-use super::format::{active_section, chunk_block, format_context};
+use super::error::RagError;
+use super::format::{active_section, chunk_block, format_context, summary_line};
+use super::hash::ContentHash;
 use super::index::{CodeIndex, IndexedChunk, Manifest, RefreshCounts};
-use super::lock::RagLock;
-use super::rank::{self, Fusion};
+use super::query::{
+    ActiveFileContext, Retrieval, RetrievalMode, RetrievalQuery, RetrievalStats, RetrievedChunk,
+};
+use super::rank;
+use super::store::RagDir;
 use super::tokenize;
 use super::watch::{Changes, RepoWatcher};
-use super::{
-    ActiveFileContext, RagConfig, RagError, Retrieval, RetrievalMode, RetrievalQuery,
-    RetrievalStats, RetrievedChunk,
-};
 use crate::tokens::count_tokens;
 use crate::workspace::{Workspace, WorkspaceError, WorkspacePolicy};
 
@@ -90,6 +92,7 @@ struct State {
 struct Inner {
     workspace: Workspace,
     repo: PathBuf,
+    rag_dir: RagDir,
     config: RagConfig,
     index: CodeIndex,
     state: Mutex<State>,
@@ -154,7 +157,7 @@ impl Retriever {
             )));
         }
         let repo = workspace.root().to_path_buf();
-        let rag_dir = repo.join(RAG_DIR);
+        let rag_dir = RagDir::of(&repo);
         discover::ensure_exclude_file(&repo)?;
         let mut open_warnings = Vec::new();
         let (index, manifest) = match rebuild {
@@ -176,9 +179,10 @@ impl Retriever {
             None
         };
         let inner = Inner {
-            vectors: VectorCache::new(&rag_dir),
+            vectors: VectorCache::new(rag_dir.path()),
             workspace: workspace.clone(),
             repo,
+            rag_dir,
             config,
             index,
             state: Mutex::new(State {
@@ -326,7 +330,7 @@ impl Inner {
         });
         // Another process (`promptd index`, a second server) may refresh the same index: wait
         // for it, then start from what it committed.
-        let _lock = RagLock::index(&self.repo.join(RAG_DIR))?;
+        let _lock = self.rag_dir.lock_index()?;
         let mut manifest = {
             let mut state = self.lock_state();
             state.index_complete = false;
@@ -531,7 +535,7 @@ impl Inner {
             return Ok(0);
         };
         let mut seen = HashSet::new();
-        let mut missing: Vec<([u8; 16], String)> = Vec::new();
+        let mut missing: Vec<(ContentHash, String)> = Vec::new();
         self.index.for_each_chunk(|c| {
             if !self.vectors.contains(&c.hash) && seen.insert(c.hash) {
                 missing.push((c.hash, tagged_text(&c.tags, &c.text)));
@@ -770,17 +774,7 @@ impl Inner {
         // to have changed since the last refresh.
         let chunks: Vec<IndexedChunk> = chunk_file(rel, &text, chunk_options(&self.config))
             .into_iter()
-            .map(|c| IndexedChunk {
-                path: rel.to_string(),
-                start_line: c.start_line,
-                end_line: c.end_line,
-                language: c.language.name().to_string(),
-                hash: super::index::tagged_hash(&c.tags, &c.text),
-                tags: c.tags,
-                symbols: c.symbols,
-                text: c.text,
-                bm25: 0.0,
-            })
+            .map(|c| IndexedChunk::from_chunk(rel, c))
             .collect();
         let wanted: HashSet<&str> = terms.iter().map(String::as_str).collect();
         let mut scored: Vec<(f32, IndexedChunk)> = chunks

@@ -19,11 +19,9 @@ use std::time::Duration;
 use notify::event::ModifyKind;
 use notify::{Config, Event, EventKind, EventKindMask, RecommendedWatcher, RecursiveMode, Watcher};
 
-use super::RagError;
-use super::discover::{EXCLUDE_FILE, RAG_DIR};
+use super::error::RagError;
+use super::store::{Entry, RagDir};
 
-/// Prefix of the marker files that flush the event queue.
-const SYNC_PREFIX: &str = "watch-sync-";
 /// Longest wait for the marker's event before falling back to a full walk.
 const SYNC_WAIT: Duration = Duration::from_millis(500);
 
@@ -59,7 +57,7 @@ impl Shared {
 
 /// The watcher of one repository.
 pub(crate) struct RepoWatcher {
-    rag_dir: PathBuf,
+    rag_dir: RagDir,
     watcher: Mutex<RecommendedWatcher>,
     shared: Arc<Shared>,
     markers: AtomicU64,
@@ -69,7 +67,7 @@ impl RepoWatcher {
     /// Starts watching `repo` (canonical). Until the first full walk has registered the
     /// folders, [`RepoWatcher::changes`] answers [`Changes::Walk`].
     pub fn start(repo: &Path) -> Result<RepoWatcher, RagError> {
-        let rag_dir = repo.join(RAG_DIR);
+        let rag_dir = RagDir::of(repo);
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
                 walk: true,
@@ -92,7 +90,7 @@ impl RepoWatcher {
         )
         .map_err(watch_error)?;
         watcher
-            .watch(&rag_dir, RecursiveMode::NonRecursive)
+            .watch(rag_dir.path(), RecursiveMode::NonRecursive)
             .map_err(watch_error)?;
         Ok(RepoWatcher {
             rag_dir,
@@ -140,7 +138,7 @@ impl RepoWatcher {
     /// Takes what changed since the last call, after flushing the event queue.
     pub fn changes(&self) -> Changes {
         let number = self.markers.fetch_add(1, Ordering::SeqCst) + 1;
-        let marker = self.rag_dir.join(format!("{SYNC_PREFIX}{number}"));
+        let marker = self.rag_dir.sync_marker(number);
         let flushed = std::fs::write(&marker, b"").is_ok() && {
             let pending = self.shared.lock();
             let (_pending, waited) = self
@@ -165,7 +163,7 @@ impl RepoWatcher {
 }
 
 /// The event handler (notify's thread): records paths, markers and reasons to walk.
-fn record(shared: &Shared, rag_dir: &Path, event: notify::Result<Event>) {
+fn record(shared: &Shared, rag_dir: &RagDir, event: notify::Result<Event>) {
     let mut pending = shared.lock();
     let event = match event {
         Ok(event) => event,
@@ -182,21 +180,20 @@ fn record(shared: &Shared, rag_dir: &Path, event: notify::Result<Event>) {
         return;
     }
     for path in event.paths {
-        if path.parent() == Some(rag_dir) {
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if let Some(n) = name.strip_prefix(SYNC_PREFIX) {
-                if let Ok(n) = n.parse::<u64>() {
-                    pending.synced = pending.synced.max(n);
-                    shared.marker_seen.notify_all();
-                }
-            } else if name == EXCLUDE_FILE {
+        match rag_dir.entry(&path) {
+            Some(Entry::SyncMarker(n)) => {
+                pending.synced = pending.synced.max(n);
+                shared.marker_seen.notify_all();
+                continue;
+            }
+            Some(Entry::ExcludeFile) => {
                 pending.walk = true;
+                continue;
             }
             // The index, manifest and vectors are ours.
-            continue;
-        }
-        if path.starts_with(rag_dir) {
-            continue;
+            Some(Entry::Own) => continue,
+            None if path.starts_with(rag_dir.path()) => continue,
+            None => {}
         }
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if matches!(name, ".gitignore" | ".ignore") {
