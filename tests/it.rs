@@ -47,3 +47,4 @@ mod rag_retrieval;
 mod rag_watch;
 mod render_fixtures;
 mod shipped_files;
+mod stages_catalog;
