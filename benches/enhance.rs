@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use promptd::enhance::{EnhanceRequest, EnhanceStatus, Enhancer, validate};
+use promptd::enhance::{EnhanceStatus, Enhancer};
 use promptd::guard::Guard;
 use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::rag::RagConfig;
 use promptd::registry::{BuiltinSource, PromptSource};
-use promptd::stages::RepositoryRetrievers;
+use promptd::stages::{RepositoryRetrievers, validate_enhance};
+use promptd::tools::EnhanceRequest;
 
 fn registry_crate(name: &str) -> Option<PathBuf> {
     let home = std::env::var_os("CARGO_HOME")
@@ -67,7 +68,7 @@ fn bench(c: &mut Criterion) {
         retriever: Arc::new(RepositoryRetrievers::new(rag)),
         llm: None,
     };
-    let req = validate(
+    let req = validate_enhance(
         &EnhanceRequest {
             prompt:
                 "make undefined variables in templates raise a clear error with the line number"
@@ -83,7 +84,7 @@ fn bench(c: &mut Criterion) {
         .build()
         .unwrap();
     // Warm up: the first call builds the index.
-    let first = rt.block_on(enhancer.enhance(&req, Vec::new()));
+    let first = rt.block_on(enhancer.enhance(&req, Vec::new())).unwrap();
     assert_eq!(first.status, EnhanceStatus::Original);
     eprintln!(
         "context: {} chunks, {} tokens",
@@ -95,6 +96,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 black_box(
                     rt.block_on(enhancer.enhance(&req, Vec::new()))
+                        .unwrap()
                         .context
                         .tokens,
                 )

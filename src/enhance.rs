@@ -1,15 +1,18 @@
 //! enhance_prompt: rewrite a developer's request into an execution-ready prompt, grounded in
 //! their repository.
 //!
-//! The pipeline is: validate → scan the prompt (guard) → retrieve context (active file as primary
-//! target, the rest reference only) → scan the retrieved context → render the registry template
+//! [`Enhancer::enhance`] takes a [`ValidatedRequest`] (its paths checked against the workspace by
+//! `stages`) and runs: scan the prompt (guard) → retrieve context (active file as primary target,
+//! the rest reference only) → scan the retrieved context → render the registry template
 //! `enhance_prompt` with the stage outputs as variables → LLM → result. The rewrite itself is an
-//! ordinary registry template, so a user folder can shadow it.
+//! ordinary registry template, so a user folder can shadow it. Retrieval is reached through the
+//! [`ContextRetriever`] trait, so this module knows nothing of the retrieval index.
 //!
 //! Failure semantics: a secret in the prompt or the context, or a scanner failure, **blocks** —
 //! no request reaches the LLM; the result names the rule ids and locations (redacted). An LLM
 //! that is not configured, fails, times out or answers garbage yields the **original** prompt
-//! with a warning saying why.
+//! with a warning saying why. A failed retrieval is a warning. A rewrite template that does not
+//! render is an [`EnhanceError`]: the server's prompt folders are broken, not the request.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,30 +21,15 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::guard::{Guard, ScanInput, SecretFinding};
+use crate::guard::{Guard, GuardError, ScanInput, SecretFinding};
 use crate::library::PromptLibrary;
 use crate::llm::ChatClient;
+use crate::render::RenderError;
 use crate::tokens::count_tokens;
-use crate::workspace::{Workspace, WorkspaceError, WorkspacePolicy};
+use crate::workspace::Workspace;
 
 /// Registry name of the rewrite template.
 pub const TEMPLATE: &str = "enhance_prompt";
-
-/// What the caller asks for.
-#[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct EnhanceRequest {
-    /// The developer's request, verbatim.
-    pub prompt: String,
-    /// The exact file with editor focus (absolute, or relative to workingDirectory): the primary
-    /// target. "this file" / "here" mean it. Never a documentation file (README, AGENTS.md…)
-    /// unless the user is editing it. Omit only for requests with no file target.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub active_file: Option<PathBuf>,
-    /// Absolute path of the target repository.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub working_directory: Option<PathBuf>,
-}
 
 /// Outcome of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -75,15 +63,26 @@ pub struct EnhanceResult {
     pub context: ContextSummary,
 }
 
-/// Errors that are the caller's fault (bad fields); everything else is a result status.
-#[derive(Debug, Clone, thiserror::Error)]
+/// Why enhance gave no result. Everything else (a secret, a scanner or LLM failure) is a result
+/// status, not an error.
+#[derive(Debug, thiserror::Error)]
 pub enum EnhanceError {
-    #[error("`{field}`: {message}")]
-    InvalidField {
-        field: &'static str,
-        message: String,
-    },
+    /// The rewrite template does not render: the server's prompt folders are at fault.
+    #[error("rewrite template `enhance_prompt` failed: {0}")]
+    Template(RenderError),
 }
+
+impl EnhanceError {
+    /// Whether the caller is at fault; no enhance error is (the request was validated before).
+    pub fn is_caller_error(&self) -> bool {
+        match self {
+            EnhanceError::Template(_) => false,
+        }
+    }
+}
+
+/// Why the retrieval stage found no context (it degrades to a warning, never an error).
+pub type ContextError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One retrieved piece of the repository, as scanned and counted.
 #[derive(Debug, Clone)]
@@ -113,7 +112,7 @@ pub trait ContextRetriever: Send + Sync {
         repo: &Workspace,
         query: &str,
         active_file: Option<&Path>,
-    ) -> Result<RetrievedContext, String>;
+    ) -> Result<RetrievedContext, ContextError>;
 }
 
 /// A request whose paths were checked.
@@ -128,58 +127,12 @@ pub struct ValidatedRequest {
     pub active_file_rel: Option<String>,
 }
 
-/// Checks the request: `workingDirectory` must be a workspace `policy` admits, the active file
-/// must resolve (symlinks followed) to a file inside it.
-pub fn validate(
-    req: &EnhanceRequest,
-    policy: &WorkspacePolicy,
-) -> Result<ValidatedRequest, EnhanceError> {
-    if req.prompt.trim().is_empty() {
-        return Err(EnhanceError::InvalidField {
-            field: "prompt",
-            message: "must not be empty".into(),
-        });
-    }
-    let invalid = |field: &'static str| {
-        move |e: WorkspaceError| EnhanceError::InvalidField {
-            field,
-            message: e.to_string(),
-        }
-    };
-    let Some(dir) = req.working_directory.as_deref() else {
-        return Err(EnhanceError::InvalidField {
-            field: "workingDirectory",
-            message: "missing".into(),
-        });
-    };
-    let repo = Workspace::open(dir, policy).map_err(invalid("workingDirectory"))?;
-    let (active_file, active_file_rel) = match &req.active_file {
-        None => (None, None),
-        Some(f) => {
-            let (real, rel) = repo.resolve_inside(f).map_err(invalid("activeFile"))?;
-            if !real.is_file() {
-                return Err(EnhanceError::InvalidField {
-                    field: "activeFile",
-                    message: format!("{} is not a file", f.display()),
-                });
-            }
-            (Some(real), Some(rel))
-        }
-    };
-    Ok(ValidatedRequest {
-        prompt: req.prompt.clone(),
-        repo,
-        active_file,
-        active_file_rel,
-    })
-}
-
 /// The enhance stage with its collaborators.
 pub struct Enhancer {
     pub library: Arc<PromptLibrary>,
     /// The guard, or why it could not be built (a broken rules file): then every request is
     /// blocked, never sent unscanned.
-    pub guard: Result<Arc<Guard>, String>,
+    pub guard: Result<Arc<Guard>, Arc<GuardError>>,
     pub retriever: Arc<dyn ContextRetriever>,
     /// `None`: the LLM is not configured.
     pub llm: Option<ChatClient>,
@@ -187,18 +140,20 @@ pub struct Enhancer {
 
 impl Enhancer {
     /// Runs the pipeline on a validated request. `warnings` carries notes from the caller (e.g.
-    /// "no workingDirectory given").
+    /// "no workingDirectory given"). A rewrite template that does not render is an error.
     pub async fn enhance(
         &self,
         req: &ValidatedRequest,
         mut warnings: Vec<String>,
-    ) -> EnhanceResult {
-        let original = |status, warnings, findings, context| EnhanceResult {
-            status,
-            enhanced_prompt: req.prompt.clone(),
-            warnings,
-            findings,
-            context,
+    ) -> Result<EnhanceResult, EnhanceError> {
+        let original = |status, warnings, findings, context| {
+            Ok(EnhanceResult {
+                status,
+                enhanced_prompt: req.prompt.clone(),
+                warnings,
+                findings,
+                context,
+            })
         };
 
         let guard = match &self.guard {
@@ -232,13 +187,13 @@ impl Enhancer {
             Ok(report) if !report.is_clean() => {
                 warnings.push(blocked_message("prompt", &report.findings));
                 // The prompt goes back with its secrets replaced: no response carries a secret.
-                return EnhanceResult {
+                return Ok(EnhanceResult {
                     status: EnhanceStatus::Blocked,
                     enhanced_prompt: guard.redact(&req.prompt, &report.findings),
                     warnings,
                     findings: report.findings,
                     context: ContextSummary::default(),
-                };
+                });
             }
             Ok(_) => {}
         }
@@ -279,16 +234,12 @@ impl Enhancer {
                 Value::String(name.to_string_lossy().into_owned()),
             );
         }
-        let system = match self.library.render(TEMPLATE, &args) {
-            Ok(r) => {
-                warnings.extend(r.warnings);
-                r.text
-            }
-            Err(e) => {
-                warnings.push(format!("rewrite template `{TEMPLATE}` failed: {e}"));
-                return original(EnhanceStatus::Original, warnings, Vec::new(), summary);
-            }
-        };
+        let rendered = self
+            .library
+            .render(TEMPLATE, &args)
+            .map_err(EnhanceError::Template)?;
+        warnings.extend(rendered.warnings);
+        let system = rendered.text;
 
         // 4. The retrieved context, chunk by chunk for precise locations, then the whole system
         //    message as the last gate: nothing leaves unless it is clean.
@@ -344,13 +295,13 @@ impl Enhancer {
             return original(EnhanceStatus::Original, warnings, Vec::new(), summary);
         };
         match llm.complete(&system, &req.prompt).await {
-            Ok(text) => EnhanceResult {
+            Ok(text) => Ok(EnhanceResult {
                 status: EnhanceStatus::Enhanced,
                 enhanced_prompt: text.trim().to_string(),
                 warnings,
                 findings: Vec::new(),
                 context: summary,
-            },
+            }),
             Err(e) => {
                 warnings.push(format!("{e}: returning the original prompt"));
                 original(EnhanceStatus::Original, warnings, Vec::new(), summary)

@@ -28,5 +28,6 @@ pub mod registry;
 pub mod render;
 pub mod stages;
 pub mod tokens;
+pub mod tools;
 pub mod watch;
 pub mod workspace;

@@ -112,6 +112,12 @@ impl ChatClient {
         &self.config
     }
 
+    /// The same client (sharing its connections) with another cap on the answer's size.
+    pub fn with_max_response_bytes(mut self, max: usize) -> ChatClient {
+        self.config.max_response_bytes = max;
+        self
+    }
+
     /// The JSON body sent for a system + user exchange.
     pub fn request_body(&self, system: &str, user: &str) -> Value {
         json!({

@@ -1,6 +1,17 @@
-//! The long-lived collaborators of the stage pipelines (enhance, compose), built once per
-//! process and shared by the CLI and the MCP server: the secret guard, one retriever per
-//! repository (model loaded once, background indexing), and the LLM client.
+//! The stage calls both adapters make, built once below them: [`Stages::enhance`] and
+//! [`Stages::compose`] take a catalog request ([`EnhanceRequest`], [`ComposeInput`]) and the
+//! [`Caller`] (which folders it may use, where its workspace defaults to), resolve and check the
+//! workspace, run the pipeline and splice every warning into the result. The CLI and the MCP
+//! server only convert to and from these calls.
+//!
+//! [`Stages`] holds the long-lived collaborators: the secret guard, one retriever per repository
+//! (model loaded once, background indexing), and the LLM client. Every call reads the settings
+//! of one library snapshot (`workspace`, `guard`, `rag`, `compose`, `limits`), so a reloaded
+//! config takes effect on the next call: the guard is rebuilt once when the `guard` section
+//! changes, and a repository's retriever is reopened when its retrieval settings change.
+//!
+//! Errors are typed: [`StageError::is_caller_error`] tells a bad request (JSON-RPC -32602) from a
+//! server fault such as a broken registry template or config section (-32603).
 //!
 //! Nothing here is slow at construction: the guard compiles its rules on first use, retrievers
 //! open on the first request for their repository, so `promptd serve` starts at once.
@@ -8,27 +19,175 @@
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::compose::{
-    ComposeError, ComposeRequest, ComposeSettings, ComposedPrompt, DocChunk, ToolDefinition,
-    compose_prompt,
+    ComposeError, ComposeRequest, ComposeSettings, ComposedPrompt, DocChunk, compose_prompt,
 };
-use crate::config::ProjectConfig;
-use crate::enhance::{ContextChunk, ContextRetriever, Enhancer, RetrievedContext};
-use crate::guard::{Guard, GuardOptions, GuardSettings, ScanInput, SecretFinding};
-use crate::library::PromptLibrary;
-use crate::limits::Limits;
+use crate::enhance::{
+    ContextChunk, ContextError, ContextRetriever, EnhanceError, EnhanceResult, Enhancer,
+    RetrievedContext, ValidatedRequest,
+};
+use crate::guard::{Guard, GuardError, GuardSettings, ScanInput, SecretFinding};
+use crate::library::{PromptLibrary, Snapshot};
 use crate::llm::{ChatClient, LlmConfig};
-pub use crate::panics::panic_message;
+use crate::panics::panic_message;
 use crate::rag::{RagConfig, RagError, Retrieval, RetrievalQuery, Retriever};
-use crate::workspace::{Workspace, WorkspacePolicy, WorkspaceSettings};
+use crate::tools::{ComposeInput, EnhanceRequest};
+use crate::workspace::{Workspace, WorkspaceError, WorkspacePolicy, WorkspaceSettings};
+
+/// Why a stage call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// A request field is missing or empty.
+    #[error("`{field}`: {message}")]
+    InvalidField {
+        field: &'static str,
+        message: String,
+    },
+    /// A request field names a folder or file the caller may not use.
+    #[error("`{field}`: {error}")]
+    Workspace {
+        field: &'static str,
+        error: WorkspaceError,
+    },
+    /// A config section the call needs is invalid (the message names the file and section).
+    #[error("{message}")]
+    Config {
+        section: &'static str,
+        message: String,
+    },
+    /// The config's `rag` section is invalid.
+    #[error(transparent)]
+    Rag(RagError),
+    #[error(transparent)]
+    Enhance(#[from] EnhanceError),
+    #[error(transparent)]
+    Compose(#[from] ComposeError),
+}
+
+impl StageError {
+    /// Whether the caller is at fault (a bad argument), not the server (a broken template,
+    /// config or scanner).
+    pub fn is_caller_error(&self) -> bool {
+        match self {
+            StageError::InvalidField { .. } | StageError::Workspace { .. } => true,
+            StageError::Config { .. } | StageError::Rag(_) => false,
+            StageError::Enhance(e) => e.is_caller_error(),
+            StageError::Compose(e) => e.is_caller_error(),
+        }
+    }
+}
+
+/// A config section of `snap`, its defaults when absent.
+fn section<T: serde::de::DeserializeOwned + Default>(
+    snap: &Snapshot,
+    section: &'static str,
+) -> Result<T, StageError> {
+    snap.config
+        .section_as(section)
+        .map_err(|message| StageError::Config { section, message })
+}
+
+/// Who calls a stage: which folders it may use as a workspace, and where its workspace is when
+/// the request names none.
+#[derive(Debug, Clone)]
+pub enum Caller {
+    /// The local user (the CLI): any folder that is not refused; no folder given means `cwd`.
+    Trusted { cwd: PathBuf },
+    /// An MCP client: only folders inside its declared roots, the server's directory or a
+    /// configured folder; no folder given means its first root, else the server's directory
+    /// (with a warning).
+    Client {
+        roots: Vec<PathBuf>,
+        server_dir: Option<PathBuf>,
+    },
+}
+
+impl Caller {
+    /// The caller's workspace policy under the `workspace` settings.
+    pub fn policy(&self, settings: &WorkspaceSettings) -> WorkspacePolicy {
+        match self {
+            Caller::Trusted { .. } => WorkspacePolicy::trusted(settings),
+            Caller::Client { roots, server_dir } => {
+                WorkspacePolicy::client(settings, roots, server_dir.as_deref())
+            }
+        }
+    }
+
+    /// The folder a call works in: `given` (the request's `field`), else the caller's default,
+    /// with a warning when that is a guess.
+    pub fn dir(
+        &self,
+        field: &'static str,
+        given: Option<PathBuf>,
+    ) -> Result<(PathBuf, Option<String>), StageError> {
+        if let Some(dir) = given {
+            return Ok((dir, None));
+        }
+        match self {
+            Caller::Trusted { cwd } => Ok((cwd.clone(), None)),
+            Caller::Client { roots, server_dir } => match (roots.first(), server_dir) {
+                (Some(root), _) => Ok((root.clone(), None)),
+                (None, Some(cwd)) => {
+                    let warning = format!(
+                        "no {field} given and the client offers no roots: using the server's \
+                         directory {}",
+                        cwd.display()
+                    );
+                    Ok((cwd.clone(), Some(warning)))
+                }
+                (None, None) => Err(StageError::InvalidField {
+                    field,
+                    message: "missing, and the client offers no roots".into(),
+                }),
+            },
+        }
+    }
+}
+
+/// Checks an enhance request: the prompt is not empty, `workingDirectory` is a workspace
+/// `policy` admits, and the active file resolves (symlinks followed) to a file inside it.
+pub fn validate_enhance(
+    req: &EnhanceRequest,
+    policy: &WorkspacePolicy,
+) -> Result<ValidatedRequest, StageError> {
+    if req.prompt.trim().is_empty() {
+        return Err(StageError::InvalidField {
+            field: "prompt",
+            message: "must not be empty".into(),
+        });
+    }
+    let Some(dir) = req.working_directory.as_deref() else {
+        return Err(StageError::InvalidField {
+            field: "workingDirectory",
+            message: "missing".into(),
+        });
+    };
+    let invalid = |field| move |error| StageError::Workspace { field, error };
+    let repo = Workspace::open(dir, policy).map_err(invalid("workingDirectory"))?;
+    let (active_file, active_file_rel) = match &req.active_file {
+        None => (None, None),
+        Some(f) => {
+            let (real, rel) = repo.file(f).map_err(invalid("activeFile"))?;
+            (Some(real), Some(rel))
+        }
+    };
+    Ok(ValidatedRequest {
+        prompt: req.prompt.clone(),
+        repo,
+        active_file,
+        active_file_rel,
+    })
+}
 
 /// One retriever per repository, opened on first use and kept for the process's life. A
-/// retriever whose index fails while in use (a search error) is replaced at once by one on a
+/// retriever opened under other retrieval settings than a call's is reopened under the call's.
+/// A retriever whose index fails while in use (a search error) is replaced at once by one on a
 /// rebuilt index; one that panics is marked damaged, and the next request rebuilds it.
 #[derive(Default)]
 pub struct RepositoryRetrievers {
+    /// The settings of [`ContextRetriever::retrieve`] (the other calls name theirs).
     config: RagConfig,
     open: Mutex<HashMap<PathBuf, Slot>>,
 }
@@ -47,6 +206,7 @@ impl std::fmt::Debug for RepositoryRetrievers {
 }
 
 impl RepositoryRetrievers {
+    /// Retrievers whose [`ContextRetriever`] answers under `config`.
     pub fn new(config: RagConfig) -> RepositoryRetrievers {
         RepositoryRetrievers {
             config,
@@ -59,32 +219,37 @@ impl RepositoryRetrievers {
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The retriever of a workspace.
-    pub fn get(&self, workspace: &Workspace) -> Result<Arc<Retriever>, String> {
+    /// The retriever of a workspace under `config`.
+    pub fn get(
+        &self,
+        workspace: &Workspace,
+        config: &RagConfig,
+    ) -> Result<Arc<Retriever>, RagError> {
         let mut open = self.slots();
         let repo = workspace.root();
         let rebuild = match open.get(repo) {
-            Some(Slot::Open(r)) => return Ok(r.clone()),
+            Some(Slot::Open(r)) if r.config() == config => return Ok(r.clone()),
+            // Opened under other settings: reopened under these.
+            Some(Slot::Open(_)) | None => None,
             Some(Slot::Damaged(reason)) => Some(reason.clone()),
-            None => None,
         };
-        let config = self.config.clone();
         let r = match &rebuild {
-            None => Retriever::open_workspace(workspace, config),
-            Some(reason) => Retriever::open_rebuilt(workspace, config, reason),
+            None => Retriever::open_workspace(workspace, config.clone()),
+            Some(reason) => Retriever::open_rebuilt(workspace, config.clone(), reason),
         };
-        let r = Arc::new(r.map_err(|e| e.to_string())?);
+        let r = Arc::new(r?);
         open.insert(repo.to_path_buf(), Slot::Open(r.clone()));
         Ok(r)
     }
 
-    /// Retrieves for `query` in `workspace`.
+    /// Retrieves for `query` in `workspace` under `config`.
     pub fn retrieval(
         &self,
         workspace: &Workspace,
+        config: &RagConfig,
         query: &str,
         active_file: Option<&Path>,
-    ) -> Result<Retrieval, String> {
+    ) -> Result<Retrieval, RagError> {
         let q = RetrievalQuery {
             query: query.to_string(),
             active_file: active_file.map(Path::to_path_buf),
@@ -92,20 +257,21 @@ impl RepositoryRetrievers {
         };
         let repo = workspace.root().to_path_buf();
         let answer = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            self.get(workspace).map(|r| r.retrieve(&q))
+            self.get(workspace, config).map(|r| r.retrieve(&q))
         }));
         match answer {
             Ok(Err(open_failed)) => Err(open_failed),
             Ok(Ok(Ok(r))) => Ok(r),
             Ok(Ok(Err(e @ RagError::Index { .. }))) => {
-                let rebuilt =
-                    Retriever::open_rebuilt(workspace, self.config.clone(), &e.to_string())
-                        .map(Arc::new)
-                        .map_err(|e| e.to_string())?;
+                let rebuilt = Arc::new(Retriever::open_rebuilt(
+                    workspace,
+                    config.clone(),
+                    &e.to_string(),
+                )?);
                 self.slots().insert(repo, Slot::Open(rebuilt.clone()));
-                rebuilt.retrieve(&q).map_err(|e| e.to_string())
+                rebuilt.retrieve(&q)
             }
-            Ok(Ok(Err(e))) => Err(e.to_string()),
+            Ok(Ok(Err(e))) => Err(e),
             Err(panic) => {
                 let reason = format!("panicked: {}", panic_message(panic.as_ref()));
                 tracing::error!("retrieval in {}: {reason}", repo.display());
@@ -115,14 +281,16 @@ impl RepositoryRetrievers {
         }
     }
 
-    /// Retrieved chunks as composer docs. The current file selects rules, not docs: retrieval
-    /// ranks every file, the current one included, as reference material.
+    /// Retrieved chunks as composer docs, with the retrieval's warnings. The current file
+    /// selects rules, not docs: retrieval ranks every file, the current one included, as
+    /// reference material.
     pub fn docs(
         &self,
         workspace: &Workspace,
+        config: &RagConfig,
         query: &str,
-    ) -> Result<(Vec<DocChunk>, Vec<String>), String> {
-        let r = self.retrieval(workspace, query, None)?;
+    ) -> Result<(Vec<DocChunk>, Vec<String>), RagError> {
+        let r = self.retrieval(workspace, config, query, None)?;
         let docs = r
             .chunks
             .iter()
@@ -136,16 +304,17 @@ impl RepositoryRetrievers {
             .collect();
         Ok((docs, r.warnings))
     }
-}
 
-impl ContextRetriever for RepositoryRetrievers {
-    fn retrieve(
+    /// Enhance's context: the active file's summary and excerpts first, then the reference
+    /// chunks.
+    fn context(
         &self,
         repo: &Workspace,
+        config: &RagConfig,
         query: &str,
         active_file: Option<&Path>,
-    ) -> Result<RetrievedContext, String> {
-        let r = self.retrieval(repo, query, active_file)?;
+    ) -> Result<RetrievedContext, RagError> {
+        let r = self.retrieval(repo, config, query, active_file)?;
         let mut chunks: Vec<ContextChunk> = Vec::new();
         if let Some(active) = &r.active_file {
             chunks.push(ContextChunk {
@@ -164,14 +333,52 @@ impl ContextRetriever for RepositoryRetrievers {
     }
 }
 
+impl ContextRetriever for RepositoryRetrievers {
+    fn retrieve(
+        &self,
+        repo: &Workspace,
+        query: &str,
+        active_file: Option<&Path>,
+    ) -> Result<RetrievedContext, ContextError> {
+        Ok(self.context(repo, &self.config, query, active_file)?)
+    }
+}
+
+/// The shared retrievers under one call's settings.
+struct RetrieversUnder {
+    retrievers: Arc<RepositoryRetrievers>,
+    config: RagConfig,
+}
+
+impl ContextRetriever for RetrieversUnder {
+    fn retrieve(
+        &self,
+        repo: &Workspace,
+        query: &str,
+        active_file: Option<&Path>,
+    ) -> Result<RetrievedContext, ContextError> {
+        Ok(self
+            .retrievers
+            .context(repo, &self.config, query, active_file)?)
+    }
+}
+
+/// The guard built from one `guard` section, or why it could not be (a broken rules file).
+struct BuiltGuard {
+    settings: GuardSettings,
+    guard: Result<Arc<Guard>, Arc<GuardError>>,
+}
+
 /// The shared collaborators.
 pub struct Stages {
-    pub library: Arc<PromptLibrary>,
-    pub limits: Limits,
-    guard_options: GuardOptions,
-    guard: OnceLock<Result<Arc<Guard>, String>>,
-    pub retrievers: Arc<RepositoryRetrievers>,
-    pub llm: Option<ChatClient>,
+    library: Arc<PromptLibrary>,
+    /// One request and exit: no folder watcher on a repository.
+    one_shot: bool,
+    /// The guard of the last `guard` section seen, built on first use.
+    guard: Mutex<Option<BuiltGuard>>,
+    retrievers: Arc<RepositoryRetrievers>,
+    /// From the environment (`LLM_*`); its response cap is set per call from the limits.
+    llm: Option<ChatClient>,
 }
 
 impl std::fmt::Debug for Stages {
@@ -183,89 +390,145 @@ impl std::fmt::Debug for Stages {
 }
 
 impl Stages {
-    /// Builds the collaborators from the project config (`guard`, `rag` and `limits` sections)
-    /// and the environment (`GITLEAKS_*`, `LLM_*`); environment variables win over the config
-    /// file.
-    pub fn new(library: Arc<PromptLibrary>) -> Result<Stages, String> {
+    /// The collaborators over `library`, for a long-lived server. The config's `guard` and `rag`
+    /// sections are checked now, so a broken one stops the server from starting; later calls
+    /// read them again from the snapshot they run on. The environment (`GITLEAKS_*`, `LLM_*`)
+    /// wins over the config file.
+    pub fn new(library: Arc<PromptLibrary>) -> Result<Stages, StageError> {
         Stages::build(library, false)
     }
 
     /// For one request and exit (`promptd enhance`, `promptd compose`): retrieval runs
     /// [`RagConfig::one_shot`], whatever the config says.
-    pub fn one_shot(library: Arc<PromptLibrary>) -> Result<Stages, String> {
+    pub fn one_shot(library: Arc<PromptLibrary>) -> Result<Stages, StageError> {
         Stages::build(library, true)
     }
 
-    fn build(library: Arc<PromptLibrary>, one_shot: bool) -> Result<Stages, String> {
-        let config: Arc<ProjectConfig> = library.snapshot().config.clone();
-        let guard_settings: GuardSettings = config.section_as("guard")?;
-        let guard_options = guard_settings.to_options();
-        let limits = config.limits()?;
-        let rag = RagConfig::from_config(&config, &limits).map_err(|e| e.to_string())?;
-        let rag = if one_shot { rag.one_shot() } else { rag };
-        let llm = LlmConfig::from_env().map(|mut c| {
-            c.max_response_bytes = limits.max_llm_response_bytes;
-            ChatClient::new(c)
-        });
-        Ok(Stages {
+    fn build(library: Arc<PromptLibrary>, one_shot: bool) -> Result<Stages, StageError> {
+        let stages = Stages {
             library,
-            limits,
-            guard_options,
-            guard: OnceLock::new(),
-            retrievers: Arc::new(RepositoryRetrievers::new(rag)),
-            llm,
-        })
+            one_shot,
+            guard: Mutex::new(None),
+            retrievers: Arc::default(),
+            llm: LlmConfig::from_env().map(ChatClient::new),
+        };
+        let snap = stages.library.snapshot();
+        section::<GuardSettings>(&snap, "guard")?;
+        stages.rag_config(&snap)?;
+        Ok(stages)
     }
 
-    /// The guard, built on first use. A broken rules file is an error every time (fail closed).
-    pub fn guard(&self) -> Result<Arc<Guard>, String> {
-        self.guard
-            .get_or_init(|| {
-                Guard::new(self.guard_options.clone())
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            })
-            .clone()
+    /// The library the stages render from.
+    pub fn library(&self) -> &Arc<PromptLibrary> {
+        &self.library
     }
 
-    /// The `workspace` section of the config as it is now.
-    pub fn workspace_settings(&self) -> Result<WorkspaceSettings, String> {
-        WorkspaceSettings::from_config(&self.library.snapshot().config)
+    /// Retrieval settings of `snap`: its `rag` section, bounded by its limits.
+    fn rag_config(&self, snap: &Snapshot) -> Result<RagConfig, StageError> {
+        let rag = RagConfig::from_config(&snap.config, &snap.limits).map_err(StageError::Rag)?;
+        Ok(if self.one_shot { rag.one_shot() } else { rag })
     }
 
-    /// The workspace policy for a trusted caller (the CLI user).
-    pub fn trusted_policy(&self) -> Result<WorkspacePolicy, String> {
-        Ok(WorkspacePolicy::trusted(&self.workspace_settings()?))
-    }
-
-    /// The enhance stage over these collaborators.
-    pub fn enhancer(&self) -> Enhancer {
-        Enhancer {
-            library: self.library.clone(),
-            guard: self.guard(),
-            retriever: self.retrievers.clone(),
-            llm: self.llm.clone(),
+    /// The guard of `snap`'s `guard` section: built on first use, rebuilt when the section
+    /// changes. A broken rules file is an error every time (fail closed).
+    fn guard(&self, snap: &Snapshot) -> Result<Result<Arc<Guard>, Arc<GuardError>>, StageError> {
+        let settings: GuardSettings = section(snap, "guard")?;
+        // A panic while building leaves no guard behind: the next call builds again.
+        let mut built = self.guard.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(b) = built.as_ref().filter(|b| b.settings == settings) {
+            return Ok(b.guard.clone());
         }
+        let guard = Guard::new(settings.to_options())
+            .map(Arc::new)
+            .map_err(Arc::new);
+        *built = Some(BuiltGuard {
+            settings,
+            guard: guard.clone(),
+        });
+        Ok(guard)
     }
 
-    /// Composes the prompt for `input` in `workspace`: docs from `input.docs` (each checked: a
-    /// regular file inside the workspace, at most `limits.maxDocBytes`), else retrieved from
-    /// the workspace (a failed retrieval is a warning). Every doc passes the secret guard; one
-    /// with a finding is left out, with a warning and its (redacted) findings in the result.
+    /// The LLM client under `snap`'s limits.
+    fn llm(&self, snap: &Snapshot) -> Option<ChatClient> {
+        self.llm
+            .clone()
+            .map(|c| c.with_max_response_bytes(snap.limits.max_llm_response_bytes))
+    }
+
+    /// The folder a call asks to work in: the request's `field` (`given`), else the caller's
+    /// default (with a warning when that is a guess); and the policy it is checked against,
+    /// the caller's under `snap`'s `workspace` section.
+    fn requested_dir(
+        &self,
+        snap: &Snapshot,
+        caller: &Caller,
+        field: &'static str,
+        given: Option<PathBuf>,
+    ) -> Result<(PathBuf, WorkspacePolicy, Option<String>), StageError> {
+        let settings =
+            WorkspaceSettings::from_config(&snap.config).map_err(|message| StageError::Config {
+                section: crate::workspace::SECTION,
+                message,
+            })?;
+        let policy = caller.policy(&settings);
+        let (dir, warning) = caller.dir(field, given)?;
+        Ok((dir, policy, warning))
+    }
+
+    /// Rewrites `req.prompt` into an execution-ready prompt grounded in its repository
+    /// (`workingDirectory`, else the caller's default). A caller's warning (a guessed folder)
+    /// comes first among the result's warnings.
+    pub async fn enhance(
+        &self,
+        mut req: EnhanceRequest,
+        caller: &Caller,
+    ) -> Result<EnhanceResult, StageError> {
+        let snap = self.library.snapshot();
+        let given = req.working_directory.take();
+        let (dir, policy, warning) =
+            self.requested_dir(&snap, caller, "workingDirectory", given)?;
+        req.working_directory = Some(dir);
+        let validated = validate_enhance(&req, &policy)?;
+        let enhancer = Enhancer {
+            library: self.library.clone(),
+            guard: self.guard(&snap)?,
+            retriever: Arc::new(RetrieversUnder {
+                retrievers: self.retrievers.clone(),
+                config: self.rag_config(&snap)?,
+            }),
+            llm: self.llm(&snap),
+        };
+        Ok(enhancer
+            .enhance(&validated, warning.into_iter().collect())
+            .await?)
+    }
+
+    /// Composes the prompt for `input` in its workspace (`dir`, else the caller's default):
+    /// docs from `input.docs` (each checked: a regular file inside the workspace, at most
+    /// `limits.maxDocBytes`), else retrieved from the workspace (a failed retrieval is a
+    /// warning). Every doc passes the secret guard; one with a finding is left out, with a
+    /// warning and its (redacted) findings in the result. The caller's warning comes first,
+    /// then retrieval's and the guard's, then the composer's.
     pub fn compose(
         &self,
-        workspace: &Workspace,
-        input: &ComposeInput,
-        server_tools: Vec<ToolDefinition>,
-    ) -> Result<ComposedPrompt, ComposeError> {
+        input: ComposeInput,
+        caller: &Caller,
+    ) -> Result<ComposedPrompt, StageError> {
         let snapshot = self.library.snapshot();
+        let (dir, policy, warning) =
+            self.requested_dir(&snapshot, caller, "dir", input.dir.clone())?;
+        let workspace = Workspace::open(&dir, &policy).map_err(|error| StageError::Workspace {
+            field: "dir",
+            error,
+        })?;
         let settings: ComposeSettings = snapshot
             .config
             .section_as("compose")
             .map_err(ComposeError::Settings)?;
-        let mut warnings = Vec::new();
+        let mut warnings: Vec<String> = warning.into_iter().collect();
         let docs: Vec<DocChunk> = if input.docs.is_empty() {
-            match self.retrievers.docs(workspace, &input.query) {
+            let config = self.rag_config(&snapshot)?;
+            match self.retrievers.docs(&workspace, &config, &input.query) {
                 Ok((docs, w)) => {
                     warnings.extend(w);
                     docs
@@ -282,20 +545,20 @@ impl Stages {
                 .enumerate()
                 .map(|(i, f)| {
                     DocChunk::read(
-                        workspace,
+                        &workspace,
                         &format!("docs[{i}]"),
                         f,
-                        self.limits.max_doc_bytes,
+                        snapshot.limits.max_doc_bytes,
                     )
                 })
                 .collect::<Result<_, _>>()?
         };
-        let (docs, findings) = self.guard_docs(docs, &mut warnings)?;
+        let (docs, findings) = self.guard_docs(&snapshot, docs, &mut warnings)?;
         let mut request = ComposeRequest::new(&input.query, workspace.root());
-        request.current_file = input.file.clone();
+        request.current_file = input.file;
         request.docs = docs;
         request.docs_budget = input.docs_budget.unwrap_or(settings.docs_budget);
-        request.server_tools = server_tools;
+        request.server_tools = crate::tools::server_tool_definitions();
         let mut composed = compose_prompt(&self.library, &request, input.system.as_deref())?;
         composed.warnings.splice(0..0, warnings);
         composed.findings = findings;
@@ -305,13 +568,16 @@ impl Stages {
     /// Scans every doc; keeps the clean ones, and for each other says why it was left out.
     fn guard_docs(
         &self,
+        snap: &Snapshot,
         docs: Vec<DocChunk>,
         warnings: &mut Vec<String>,
-    ) -> Result<(Vec<DocChunk>, Vec<SecretFinding>), ComposeError> {
+    ) -> Result<(Vec<DocChunk>, Vec<SecretFinding>), StageError> {
         if docs.is_empty() {
             return Ok((docs, Vec::new()));
         }
-        let guard = self.guard().map_err(ComposeError::Guard)?;
+        let guard = self
+            .guard(snap)?
+            .map_err(|e| ComposeError::Guard(e.to_string()))?;
         let mut kept = Vec::with_capacity(docs.len());
         let mut findings = Vec::new();
         for doc in docs {
@@ -346,20 +612,6 @@ impl Stages {
         }
         Ok((kept, findings))
     }
-}
-
-/// What a compose call asks for besides its workspace (`promptd compose` and the MCP tool
-/// `compose_prompt` alike).
-#[derive(Debug, Clone, Default)]
-pub struct ComposeInput {
-    pub query: String,
-    /// The file the user is in.
-    pub file: Option<PathBuf>,
-    /// Files to use as the docs instead of retrieving.
-    pub docs: Vec<PathBuf>,
-    pub docs_budget: Option<usize>,
-    /// System prompt name.
-    pub system: Option<String>,
 }
 
 fn context_chunk(c: &crate::rag::RetrievedChunk) -> ContextChunk {

@@ -9,7 +9,8 @@
 //! trusted (an MCP client) the policy also names the folders it may use at all: its declared
 //! roots, the server's own directory and the configured folders; a root that could not be a
 //! workspace itself admits nothing. [`Workspace::resolve_inside`] resolves a path against the
-//! root and refuses one that leaves it, through `..` or a symlink.
+//! root and refuses one that leaves it, through `..` or a symlink; [`Workspace::file`] also
+//! requires a file there.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -135,6 +136,8 @@ pub enum WorkspaceError {
         resolved: PathBuf,
         root: PathBuf,
     },
+    #[error("{0} is not a file")]
+    NotAFile(PathBuf),
 }
 
 /// Why `path` (canonical) may never be a workspace unless configured.
@@ -226,6 +229,16 @@ impl Workspace {
             .join("/");
         Ok((resolved, rel))
     }
+
+    /// Like [`resolve_inside`](Self::resolve_inside), for a path that must name a file (a
+    /// regular file, symlinks followed): the one check of a request's file inside its workspace.
+    pub fn file(&self, path: &Path) -> Result<(PathBuf, String), WorkspaceError> {
+        let (resolved, rel) = self.resolve_inside(path)?;
+        if !resolved.is_file() {
+            return Err(WorkspaceError::NotAFile(path.to_path_buf()));
+        }
+        Ok((resolved, rel))
+    }
 }
 
 #[cfg(test)]
@@ -299,6 +312,16 @@ mod tests {
         }
         assert!(matches!(
             ws.resolve_inside(Path::new("link.md")).unwrap_err(),
+            WorkspaceError::Outside { .. }
+        ));
+        let (abs, rel) = ws.file(Path::new("src/a.rs")).unwrap();
+        assert_eq!((abs.is_absolute(), rel.as_str()), (true, "src/a.rs"));
+        for not_a_file in ["src", "."] {
+            let e = ws.file(Path::new(not_a_file)).unwrap_err();
+            assert_eq!(e.to_string(), format!("{not_a_file} is not a file"));
+        }
+        assert!(matches!(
+            ws.file(Path::new("link.md")).unwrap_err(),
             WorkspaceError::Outside { .. }
         ));
     }

@@ -8,11 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use promptd::enhance::{EnhanceRequest, EnhanceStatus, Enhancer, validate};
+use promptd::enhance::{EnhanceStatus, Enhancer};
 use promptd::guard::Guard;
 use promptd::llm::{ChatClient, LlmConfig};
 use promptd::rag::RagConfig;
-use promptd::stages::RepositoryRetrievers;
+use promptd::stages::{RepositoryRetrievers, validate_enhance};
+use promptd::tools::EnhanceRequest;
 use serde_json::json;
 use support::guard::{Fake, fake_secret};
 use support::llm_server::{LlmServer, Reply};
@@ -72,7 +73,7 @@ fn request(repo: &Path, prompt: &str, active: Option<&str>) -> promptd::enhance:
         active_file: active.map(Into::into),
         working_directory: Some(repo.to_path_buf()),
     };
-    validate(&req, &trusted()).unwrap()
+    validate_enhance(&req, &trusted()).unwrap()
 }
 
 fn trusted() -> promptd::workspace::WorkspacePolicy {
@@ -90,7 +91,7 @@ async fn enhanced_with_the_active_file_as_primary_target() {
         "make the retries in this file back off",
         Some("src/http_client.rs"),
     );
-    let r = e.enhance(&req, Vec::new()).await;
+    let r = e.enhance(&req, Vec::new()).await.unwrap();
     assert_eq!(r.status, EnhanceStatus::Enhanced, "{:?}", r.warnings);
     assert_eq!(r.enhanced_prompt, "## Task\nAdd jittered backoff.");
     assert_eq!(r.context.active_file.as_deref(), Some("src/http_client.rs"));
@@ -135,7 +136,8 @@ async fn a_secret_in_the_prompt_blocks_and_nothing_is_sent() {
     let prompt = format!("use token {token} to call the API in fetch_with_retry");
     let r = e
         .enhance(&request(repo.path(), &prompt, None), Vec::new())
-        .await;
+        .await
+        .unwrap();
     assert_eq!(r.status, EnhanceStatus::Blocked);
     assert_eq!(server.requests().len(), 0, "no request may reach the LLM");
     assert!(!r.findings.is_empty());
@@ -160,7 +162,7 @@ async fn a_secret_in_the_retrieved_context_blocks_and_nothing_is_sent() {
         "refactor the github client here",
         Some("src/github_client.rs"),
     );
-    let r = e.enhance(&req, Vec::new()).await;
+    let r = e.enhance(&req, Vec::new()).await.unwrap();
     assert_eq!(r.status, EnhanceStatus::Blocked, "{:?}", r.warnings);
     assert_eq!(server.requests().len(), 0);
     assert!(
@@ -189,7 +191,8 @@ async fn llm_failures_return_the_original_prompt() {
         let e = enhancer(Some(&server.url), None, Duration::from_millis(1500));
         let r = e
             .enhance(&request(repo.path(), prompt, None), Vec::new())
-            .await;
+            .await
+            .unwrap();
         assert_eq!(r.status, EnhanceStatus::Original);
         assert_eq!(r.enhanced_prompt, prompt);
         assert!(
@@ -201,7 +204,8 @@ async fn llm_failures_return_the_original_prompt() {
     let e = enhancer(None, None, Duration::from_secs(1));
     let r = e
         .enhance(&request(repo.path(), prompt, None), Vec::new())
-        .await;
+        .await
+        .unwrap();
     assert_eq!(r.status, EnhanceStatus::Original);
     assert!(r.warnings.iter().any(|w| w.contains("LLM not configured")));
 }
@@ -224,7 +228,8 @@ async fn a_shadowing_template_changes_the_system_message() {
     );
     let r = e
         .enhance(&request(repo.path(), "tidy the cache", None), Vec::new())
-        .await;
+        .await
+        .unwrap();
     assert_eq!(r.status, EnhanceStatus::Enhanced);
     let body = &server.requests()[0].body;
     let system = body["messages"][0]["content"][0]["text"].as_str().unwrap();
@@ -237,7 +242,7 @@ fn validation_names_the_field_at_fault() {
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("x.rs"), "fn x() {}").unwrap();
     let bad = |active: Option<std::path::PathBuf>, dir: std::path::PathBuf| {
-        validate(
+        validate_enhance(
             &EnhanceRequest {
                 prompt: "p".into(),
                 active_file: active,

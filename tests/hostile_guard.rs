@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use promptd::enhance::{
-    ContextChunk, ContextRetriever, EnhanceStatus, Enhancer, RetrievedContext, ValidatedRequest,
+    ContextChunk, ContextError, ContextRetriever, EnhanceStatus, Enhancer, RetrievedContext,
+    ValidatedRequest,
 };
 use promptd::guard::{Guard, ScanInput};
 use promptd::library::{LibraryOptions, PromptLibrary};
@@ -85,7 +86,7 @@ impl ContextRetriever for Chunks {
         _: &Workspace,
         _: &str,
         _: Option<&Path>,
-    ) -> Result<RetrievedContext, String> {
+    ) -> Result<RetrievedContext, ContextError> {
         let formatted = self
             .0
             .iter()
@@ -155,7 +156,10 @@ fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
         tokio::task::yield_now().await;
         let started = Instant::now();
         let before = ticks.load(Ordering::Relaxed);
-        let result = enhancer.enhance(&request(prompt), Vec::new()).await;
+        let result = enhancer
+            .enhance(&request(prompt), Vec::new())
+            .await
+            .unwrap();
         let during = ticks.load(Ordering::Relaxed) - before;
         ticker.abort();
         eprintln!(
@@ -167,7 +171,9 @@ fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
     });
     assert_eq!(result.status, EnhanceStatus::Blocked);
     // The runtime still serves afterwards.
-    let after = runtime.block_on(enhancer.enhance(&request("Add a retry test".into()), Vec::new()));
+    let after = runtime
+        .block_on(enhancer.enhance(&request("Add a retry test".into()), Vec::new()))
+        .unwrap();
     assert_ne!(after.status, EnhanceStatus::Blocked, "{:?}", after.warnings);
 }
 
@@ -218,8 +224,9 @@ fn a_retrieved_chunk_with_only_the_end_of_a_key_blocks_enhance() {
         .enable_all()
         .build()
         .unwrap();
-    let result =
-        runtime.block_on(enhancer.enhance(&request("Fix the deploy script".into()), Vec::new()));
+    let result = runtime
+        .block_on(enhancer.enhance(&request("Fix the deploy script".into()), Vec::new()))
+        .unwrap();
     assert_eq!(
         result.status,
         EnhanceStatus::Blocked,

@@ -10,7 +10,6 @@ fn tools_list_definitions_are_pinned() {
 
 #[test]
 fn the_composers_server_tools_are_pinned() {
-    let json =
-        serde_json::to_string_pretty(&promptd::mcp::tools::server_tool_definitions()).unwrap();
+    let json = serde_json::to_string_pretty(&promptd::tools::server_tool_definitions()).unwrap();
     insta::assert_snapshot!(json);
 }

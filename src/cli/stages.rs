@@ -1,17 +1,18 @@
-//! `promptd enhance` and `promptd compose`: thin adapters over the stage pipelines, the same
-//! calls the MCP tools `enhance_prompt` and `compose_prompt` make.
+//! `promptd enhance` and `promptd compose`: flags into catalog requests, the same
+//! [`Stages`] calls the MCP tools `enhance_prompt` and `compose_prompt` make (as the trusted
+//! local user, whose workspace defaults to the current directory), and the result printed.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 
 use super::CommonArgs;
-use crate::enhance::{EnhanceRequest, EnhanceStatus, result_text, validate};
-use crate::stages::{ComposeInput, Stages};
-use crate::workspace::Workspace;
+use crate::enhance::{EnhanceStatus, result_text};
+use crate::stages::{Caller, Stages};
+use crate::tools::{ComposeInput, EnhanceRequest};
 
 #[derive(Debug, Args)]
 pub struct EnhanceArgs {
@@ -56,7 +57,14 @@ pub struct ComposeArgs {
 
 fn stages(common: &CommonArgs) -> Result<Stages> {
     let library = Arc::new(common.open_library()?);
-    Stages::one_shot(library).map_err(anyhow::Error::msg)
+    Ok(Stages::one_shot(library)?)
+}
+
+/// The local user, in the current directory.
+fn caller() -> Result<Caller> {
+    Ok(Caller::Trusted {
+        cwd: std::env::current_dir()?,
+    })
 }
 
 /// `promptd enhance`: exit 0 when enhanced or the original is returned, 1 when blocked.
@@ -65,17 +73,12 @@ pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> 
     let request = EnhanceRequest {
         prompt: args.prompt.clone(),
         active_file: args.active_file.clone(),
-        working_directory: Some(match &args.dir {
-            Some(d) => d.clone(),
-            None => std::env::current_dir()?,
-        }),
+        working_directory: args.dir.clone(),
     };
-    let policy = stages.trusted_policy().map_err(anyhow::Error::msg)?;
-    let validated = validate(&request, &policy)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let result = runtime.block_on(stages.enhancer().enhance(&validated, Vec::new()));
+    let result = runtime.block_on(stages.enhance(request, &caller()?))?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &result)?;
         writeln!(out)?;
@@ -96,24 +99,15 @@ pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> 
 /// `promptd compose`.
 pub fn compose(common: &CommonArgs, args: &ComposeArgs, out: &mut dyn Write) -> Result<u8> {
     let stages = stages(common)?;
-    let root = match &args.dir {
-        Some(d) => d.clone(),
-        None => std::env::current_dir()?,
-    };
-    let policy = stages.trusted_policy().map_err(anyhow::Error::msg)?;
-    let workspace = Workspace::open(&root, &policy).context("--dir")?;
     let input = ComposeInput {
         query: args.query.clone(),
+        dir: args.dir.clone(),
         file: args.file.clone(),
         docs: args.docs.clone(),
         docs_budget: args.docs_budget,
         system: args.system.clone(),
     };
-    let composed = stages.compose(
-        &workspace,
-        &input,
-        crate::mcp::tools::server_tool_definitions(),
-    )?;
+    let composed = stages.compose(input, &caller()?)?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &composed)?;
         writeln!(out)?;

@@ -1,9 +1,11 @@
 //! The MCP server: the prompt library over the Model Context Protocol (rmcp), for clients that
 //! use MCP prompts and for clients that only call tools.
 //!
-//! This module converts between MCP types and library types and holds no business logic: native
-//! prompts (`prompts/list` with cursor pages, `prompts/get`, `completion/complete`) and the tools
-//! of [`tools::TOOLS`] (`wit-get-prompts`) all call [`PromptLibrary`]. [`serve`] runs the server
+//! This module converts between MCP types and the library's and stages' types and holds no
+//! business logic: native prompts (`prompts/list` with cursor pages, `prompts/get`,
+//! `completion/complete`) and the tool `wit-get-prompts` call [`PromptLibrary`]; the tools
+//! `enhance_prompt` and `compose_prompt` call [`crate::stages::Stages`]. The tools themselves
+//! (names, descriptions, schemas) are the catalog's ([`crate::tools`]). [`serve`] runs the server
 //! over stdio (default) or streamable HTTP at `/mcp`, with hot reload: [`crate::watch`] reloads
 //! the library when prompt files or the config change, and every connected client
 //! ([`ConnectedClients`]) gets `notifications/prompts/list_changed`.
@@ -73,6 +75,9 @@ pub enum ServeError {
     Io(#[from] std::io::Error),
     #[error("config: {0}")]
     Config(String),
+    /// A config section the stages need is invalid.
+    #[error("config: {0}")]
+    Stages(crate::stages::StageError),
 }
 
 /// Runs the server until stdin closes (stdio) or the process is interrupted (HTTP). Builds its
@@ -104,7 +109,7 @@ pub async fn serve_async(
     // The listings clients ask for first are built beside the handshake, not in its way.
     let warming = library.snapshot();
     tokio::task::spawn_blocking(move || warming.warm());
-    let stages = Arc::new(crate::stages::Stages::new(library.clone()).map_err(ServeError::Config)?);
+    let stages = Arc::new(crate::stages::Stages::new(library.clone()).map_err(ServeError::Stages)?);
     let server = PromptServer::new(stages, clients.clone(), options.handler);
     let _watcher = if options.watch {
         let clients = clients.clone();

@@ -1,6 +1,7 @@
-//! The MCP handler: one [`PromptServer`] per connection (cheap clones sharing the library and
-//! the connected-client list), answering prompts, completion and tools by calling the library
-//! and converting with [`super::convert`].
+//! The MCP handler: one [`PromptServer`] per connection (cheap clones sharing the stages, and
+//! through them the library, and the connected-client list). Native prompts and completion are
+//! answered from the library and converted with [`super::convert`]; tools are listed from the
+//! catalog and called through [`super::tools`].
 
 use std::sync::Arc;
 
@@ -41,10 +42,9 @@ impl Default for HandlerOptions {
     }
 }
 
-/// The MCP server handler over a shared [`PromptLibrary`].
+/// The MCP server handler over shared [`Stages`] (which hold the [`PromptLibrary`]).
 #[derive(Debug, Clone)]
 pub struct PromptServer {
-    library: Arc<PromptLibrary>,
     stages: Arc<Stages>,
     clients: Arc<ConnectedClients>,
     options: HandlerOptions,
@@ -57,7 +57,6 @@ impl PromptServer {
         options: HandlerOptions,
     ) -> PromptServer {
         PromptServer {
-            library: stages.library.clone(),
             stages,
             clients,
             options,
@@ -66,7 +65,7 @@ impl PromptServer {
 
     /// The library served.
     pub fn library(&self) -> &Arc<PromptLibrary> {
-        &self.library
+        self.stages.library()
     }
 
     /// The clients that get `list_changed`.
@@ -100,7 +99,7 @@ impl ServerHandler for PromptServer {
         )
         .with_instructions(format!(
             "Prompt templates are available as MCP prompts and through the `{}` tool.",
-            crate::library::TOOL_NAME
+            crate::tools::GET_PROMPTS
         ))
     }
 
@@ -120,7 +119,7 @@ impl ServerHandler for PromptServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
-        let snap = self.library.snapshot();
+        let snap = self.library().snapshot();
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (page, next) = convert::page(
             snap.registry.prompts().filter(|t| self.offered(t)),
@@ -140,13 +139,13 @@ impl ServerHandler for PromptServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        let snap = self.library.snapshot();
+        let snap = self.library().snapshot();
         let Some(t) = snap.registry.get(&request.name).filter(|t| self.offered(t)) else {
             return Err(convert::unknown_prompt(&request.name));
         };
         let args = convert::arguments(request.arguments);
         let rendered = snap
-            .render_template(t, &args, self.library.clock())
+            .render_template(t, &args, self.library().clock())
             .map_err(|e| convert::render_error(&e))?;
         Ok(convert::get_prompt_result(t, rendered).into())
     }
@@ -159,7 +158,7 @@ impl ServerHandler for PromptServer {
         let Reference::Prompt(prompt) = &request.r#ref else {
             return Ok(CompleteResult::new(CompletionInfo::default()));
         };
-        let snap = self.library.snapshot();
+        let snap = self.library().snapshot();
         let Some(t) = snap.registry.get(&prompt.name).filter(|t| self.offered(t)) else {
             return Err(convert::unknown_prompt(&prompt.name));
         };
@@ -201,7 +200,6 @@ impl ServerHandler for PromptServer {
             ));
         };
         let ctx = ToolContext {
-            library: self.library.clone(),
             stages: self.stages.clone(),
             peer: Some(context.peer.clone()),
             visibility: self.visibility(),

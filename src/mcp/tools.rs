@@ -1,7 +1,8 @@
-//! The tools the server offers, as one table: each entry is a definition (name, schemas,
-//! annotations) and a call that converts MCP arguments to a library request and the library's
-//! answer back to a tool result. Adding a tool (`enhance_prompt`, `compose_prompt`, …) means
-//! adding one [`ToolEntry`] to [`TOOLS`].
+//! The MCP face of the tool catalog ([`crate::tools`]): every catalog entry as an `rmcp::Tool`,
+//! and one call table whose entries convert MCP arguments into a catalog request, hand it to the
+//! library (`wit-get-prompts`) or the stages (`enhance_prompt`, `compose_prompt`), and convert the
+//! answer into a tool result. The client's roots become the [`Caller`] the stages check
+//! workspaces against. Adding a tool means a catalog entry and one [`ToolEntry`] in [`TOOLS`].
 
 use std::future::Future;
 use std::os::unix::ffi::OsStringExt;
@@ -11,24 +12,23 @@ use std::sync::{Arc, LazyLock};
 
 use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use rmcp::service::{Peer, RoleServer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use rmcp::service::{Peer, RoleServer};
-use schemars::JsonSchema;
-use serde::Deserialize;
-
-use crate::compose::{ComposedPrompt, ToolDefinition};
-use crate::enhance::{EnhanceRequest, EnhanceResult, result_text, validate};
-use crate::library::{GetPromptsRequest, GetPromptsResponse, PromptLibrary, TOOL_NAME, Visibility};
+use crate::enhance::result_text;
+use crate::library::Visibility;
 use crate::limits::Limits;
-use crate::stages::{ComposeInput, Stages};
-use crate::workspace::{Workspace, WorkspacePolicy};
+use crate::panics::panic_message;
+use crate::stages::{Caller, StageError, Stages};
+use crate::tools::{
+    COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest, ToolSpec,
+};
 
 /// What a tool call can use.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
-    pub library: Arc<PromptLibrary>,
+    /// The stages, and through them the library.
     pub stages: Arc<Stages>,
     /// The calling client (for its roots); `None` outside a session.
     pub peer: Option<Peer<RoleServer>>,
@@ -39,66 +39,54 @@ pub struct ToolContext {
 /// The future a tool call returns.
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<CallToolResult, ErrorData>> + Send>>;
 
-/// One tool: its MCP definition and its call.
+/// The call of one catalog tool.
 #[derive(Debug, Clone, Copy)]
 pub struct ToolEntry {
     pub name: &'static str,
-    pub definition: fn() -> Tool,
     pub call: fn(ToolContext, JsonObject) -> ToolFuture,
 }
 
-/// Every tool, in the order `tools/list` shows them.
+/// The call of every catalog tool.
 pub static TOOLS: &[ToolEntry] = &[
     ToolEntry {
-        name: TOOL_NAME,
-        definition: get_prompts_definition,
+        name: GET_PROMPTS,
         call: get_prompts_call,
     },
     ToolEntry {
-        name: ENHANCE_TOOL,
-        definition: enhance_definition,
+        name: ENHANCE,
         call: enhance_call,
     },
     ToolEntry {
-        name: COMPOSE_TOOL,
-        definition: compose_definition,
+        name: COMPOSE,
         call: compose_call,
     },
 ];
 
-/// Name of the prompt-rewrite tool.
-pub const ENHANCE_TOOL: &str = "enhance_prompt";
-/// Name of the prompt-composer tool.
-pub const COMPOSE_TOOL: &str = "compose_prompt";
-
-/// The server's own tools as composer tool definitions (the tools catalog block).
-pub fn server_tool_definitions() -> Vec<ToolDefinition> {
-    definitions()
-        .iter()
-        .map(|t| {
-            ToolDefinition::server(
-                t.name.to_string(),
-                t.description.as_deref().unwrap_or_default().to_string(),
-                serde_json::Value::Object((*t.input_schema).clone()),
-            )
-        })
-        .collect()
+/// A catalog entry as an MCP tool.
+fn rmcp_tool(spec: &ToolSpec) -> Tool {
+    let a = spec.annotations;
+    let mut tool = Tool::new(spec.name, spec.description, spec.input_schema.clone())
+        .with_title(spec.title)
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(a.read_only)
+                .destructive(a.destructive)
+                .idempotent(a.idempotent)
+                .open_world(a.open_world),
+        );
+    tool.output_schema = Some(spec.output_schema.clone());
+    tool
 }
 
-static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
-    TOOLS
-        .iter()
-        .map(|t| super::schema::portable_tool((t.definition)()))
-        .collect()
-});
+static DEFINITIONS: LazyLock<Vec<Tool>> =
+    LazyLock::new(|| crate::tools::catalog().iter().map(rmcp_tool).collect());
 
-/// The definitions of every tool (built once), with schemas every JSON Schema validator
-/// compiles ([`super::schema::PortableFormats`]).
+/// The definitions of every tool (built once), in the catalog's order.
 pub fn definitions() -> &'static [Tool] {
     &DEFINITIONS
 }
 
-/// A tool by name.
+/// A tool's call by name.
 pub fn find(name: &str) -> Option<&'static ToolEntry> {
     TOOLS.iter().find(|t| t.name == name)
 }
@@ -202,73 +190,22 @@ fn reads_structured_content(peer: Option<&Peer<RoleServer>>) -> bool {
     })
 }
 
-/// Annotations of a tool that only reads local state and answers the same to the same call.
-fn local_read_only() -> ToolAnnotations {
-    ToolAnnotations::new()
-        .read_only(true)
-        .destructive(false)
-        .idempotent(true)
-        .open_world(false)
-}
-
-fn get_prompts_definition() -> Tool {
-    Tool::new(
-        TOOL_NAME,
-        "List prompt templates, or get one or several rendered with arguments. Without \
-         promptName/promptNames: every prompt (includeContent=false for metadata only). With \
-         promptName: that prompt, filled with `args` (strings are coerced to the declared types) \
-         and the computed, config and default variables.",
-        Arc::new(JsonObject::new()),
-    )
-    .with_title("Get prompts")
-    .with_input_schema::<GetPromptsRequest>()
-    .with_output_schema::<GetPromptsResponse>()
-    .with_annotations(local_read_only())
-}
-
 fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
-        let req: GetPromptsRequest = parse_arguments(TOOL_NAME, args)?;
+        let req: GetPromptsRequest = parse_arguments(GET_PROMPTS, args)?;
         let structured = reads_structured_content(ctx.peer.as_ref());
         // Rendering a batch can take a while: off the request loop (stdio is one thread).
         tokio::task::spawn_blocking(move || {
-            let snap = ctx.library.snapshot();
+            let library = ctx.stages.library();
+            let snap = library.snapshot();
             let resp = snap
-                .get_prompts(ctx.library.clock(), &req, ctx.visibility)
-                .map_err(|e| ErrorData::invalid_params(format!("{TOOL_NAME}: {e}"), None))?;
-            sized_envelope_result(TOOL_NAME, &resp, !resp.success, &snap.limits, structured)
+                .get_prompts(library.clock(), &req, ctx.visibility)
+                .map_err(|e| ErrorData::invalid_params(format!("{GET_PROMPTS}: {e}"), None))?;
+            sized_envelope_result(GET_PROMPTS, &resp, !resp.success, &snap.limits, structured)
         })
         .await
-        .map_err(|e| ErrorData::internal_error(format!("{TOOL_NAME}: {e}"), None))?
+        .map_err(|e| ErrorData::internal_error(format!("{GET_PROMPTS}: {e}"), None))?
     })
-}
-
-const ENHANCE_DESCRIPTION: &str = "Rewrite a developer's vague coding request into a clear, execution-ready prompt \
-for a coding agent, grounded in the repository: the active file is the PRIMARY TARGET, other \
-retrieved code is reference only. The prompt and the retrieved context are scanned for \
-secrets first; if any is found nothing is sent (status `blocked`). If the LLM is not \
-configured or fails, the original prompt is returned (status `original`) with a warning. \
-activeFile: the exact file with editor focus, absolute or relative to workingDirectory; never \
-a documentation file (README, AGENTS.md...) unless the user is editing it; \"this file\" and \
-\"here\" mean it; omit it only for requests with no file target. workingDirectory: absolute \
-path of the repository (default: the client's first root, else the server's directory).";
-
-fn enhance_definition() -> Tool {
-    Tool::new(
-        ENHANCE_TOOL,
-        ENHANCE_DESCRIPTION,
-        Arc::new(JsonObject::new()),
-    )
-    .with_title("Enhance prompt")
-    .with_input_schema::<EnhanceRequest>()
-    .with_output_schema::<EnhanceResult>()
-    .with_annotations(
-        ToolAnnotations::new()
-            .read_only(true)
-            .destructive(false)
-            .idempotent(false)
-            .open_world(true),
-    )
 }
 
 /// The client's roots as directory paths, in its order; an empty list when it offers none.
@@ -316,43 +253,38 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }
 
-/// The workspace of a call: `given`, else the client's first root, else the server's directory
-/// (with a warning); over MCP it must lie inside a root the client declared, the server's
-/// directory or a configured folder. A refusal is -32602 naming `field`.
-async fn call_workspace(
-    ctx: &ToolContext,
-    tool: &str,
-    field: &str,
-    given: Option<PathBuf>,
-) -> Result<(PathBuf, WorkspacePolicy, Option<String>), ErrorData> {
-    let settings = ctx
-        .stages
-        .workspace_settings()
-        .map_err(|e| ErrorData::internal_error(format!("{tool}: {e}"), None))?;
+/// The calling client as the stages see it: its roots, and the server's directory.
+async fn caller(ctx: &ToolContext) -> Caller {
     let roots = match &ctx.peer {
         Some(peer) => client_roots(peer).await,
         None => Vec::new(),
     };
-    let server_dir = std::env::current_dir().ok();
-    let policy = WorkspacePolicy::client(&settings, &roots, server_dir.as_deref());
-    let (dir, warning) = match (given, roots.first(), &server_dir) {
-        (Some(dir), _, _) => (dir, None),
-        (None, Some(root), _) => (root.clone(), None),
-        (None, None, Some(cwd)) => {
-            let warning = format!(
-                "no {field} given and the client offers no roots: using the server's directory {}",
-                cwd.display()
-            );
-            (cwd.clone(), Some(warning))
-        }
-        (None, None, None) => {
-            return Err(ErrorData::invalid_params(
-                format!("{tool}: `{field}`: missing, and the client offers no roots"),
-                None,
-            ));
-        }
+    Caller::Client {
+        roots,
+        server_dir: std::env::current_dir().ok(),
+    }
+}
+
+/// A failed stage call as a JSON-RPC error naming the tool: the caller's fault is -32602,
+/// the server's -32603.
+fn stage_error(tool: &str, e: &StageError) -> ErrorData {
+    let message = format!("{tool}: {e}");
+    if e.is_caller_error() {
+        ErrorData::invalid_params(message, None)
+    } else {
+        ErrorData::internal_error(message, None)
+    }
+}
+
+/// A task that did not finish (it panicked or was cancelled) as a server fault naming the tool.
+fn task_failed(tool: &str, e: tokio::task::JoinError) -> ErrorData {
+    let why = if e.is_panic() {
+        panic_message(e.into_panic().as_ref())
+    } else {
+        e.to_string()
     };
-    Ok((dir, policy, warning))
+    tracing::error!("tool {tool} failed: {why}");
+    ErrorData::internal_error(format!("{tool}: internal error: {why}"), None)
 }
 
 /// Runs a tool call on a task of its own, so a panic in a stage answers -32603 (a server fault)
@@ -363,40 +295,24 @@ pub async fn call_contained(
     ctx: ToolContext,
     mut args: JsonObject,
 ) -> Result<CallToolResult, ErrorData> {
-    if let Some(definition) = definitions().iter().find(|t| t.name == entry.name) {
-        super::schema::decode_string_objects(&definition.input_schema, &mut args)
+    if let Some(spec) = crate::tools::find(entry.name) {
+        super::schema::decode_string_objects(&spec.input_schema, &mut args)
             .map_err(|e| ErrorData::invalid_params(format!("{}: {e}", entry.name), None))?;
     }
-    match tokio::spawn((entry.call)(ctx, args)).await {
-        Ok(result) => result,
-        Err(e) => {
-            let why = if e.is_panic() {
-                crate::stages::panic_message(e.into_panic().as_ref())
-            } else {
-                e.to_string()
-            };
-            tracing::error!("tool {} failed: {why}", entry.name);
-            Err(ErrorData::internal_error(
-                format!("{}: internal error: {why}", entry.name),
-                None,
-            ))
-        }
-    }
+    tokio::spawn((entry.call)(ctx, args))
+        .await
+        .map_err(|e| task_failed(entry.name, e))?
 }
 
 fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
-        let mut req: EnhanceRequest = parse_arguments(ENHANCE_TOOL, args)?;
-        let given = req.working_directory.take();
-        let (dir, policy, warning) =
-            call_workspace(&ctx, ENHANCE_TOOL, "workingDirectory", given).await?;
-        req.working_directory = Some(dir);
-        let validated = validate(&req, &policy)
-            .map_err(|e| ErrorData::invalid_params(format!("{ENHANCE_TOOL}: {e}"), None))?;
-        let enhancer = ctx.stages.enhancer();
-        let result = enhancer
-            .enhance(&validated, warning.into_iter().collect())
-            .await;
+        let req: EnhanceRequest = parse_arguments(ENHANCE, args)?;
+        let caller = caller(&ctx).await;
+        let result = ctx
+            .stages
+            .enhance(req, &caller)
+            .await
+            .map_err(|e| stage_error(ENHANCE, &e))?;
         let mut out = envelope_result(&result, false)?;
         // Clients that read only `content` get the prompt itself, not JSON.
         out.content = vec![ContentBlock::text(result_text(&result))];
@@ -404,84 +320,17 @@ fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     })
 }
 
-/// Input of `compose_prompt` (the same as `promptd compose`).
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ComposeToolRequest {
-    /// The user's current request.
-    pub query: String,
-    /// Absolute path of the workspace root, inside a root the client declared (default: the
-    /// client's first root).
-    #[serde(default)]
-    pub dir: Option<std::path::PathBuf>,
-    /// The file the user is in (selects glob-scoped rules, the nearest AGENTS.md and the
-    /// CLAUDE.md files on its path).
-    #[serde(default)]
-    pub file: Option<std::path::PathBuf>,
-    /// Files inside the workspace to use as the docs instead of retrieving from the
-    /// repository (regular files, size-capped, scanned for secrets).
-    #[serde(default)]
-    pub docs: Vec<std::path::PathBuf>,
-    /// Token budget of the docs block (default 2048).
-    #[serde(default)]
-    pub docs_budget: Option<usize>,
-    /// System prompt name (default compose_system).
-    #[serde(default)]
-    pub system: Option<String>,
-}
-
-fn compose_definition() -> Tool {
-    Tool::new(
-        COMPOSE_TOOL,
-        "Compose the final prompt for the user's request: the system prompt, this server's \
-         tools catalog and the workspace's tool definitions, the project rules that apply to \
-         the current file (Cursor, AGENTS.md, CLAUDE.md, Copilot, Windsurf; included whole), and \
-         retrieved docs under a token budget. Returns the text, the cacheable prefix, tokens \
-         per block and a ledger of every rule file found and why it was or was not included.",
-        Arc::new(JsonObject::new()),
-    )
-    .with_title("Compose prompt")
-    .with_input_schema::<ComposeToolRequest>()
-    .with_output_schema::<ComposedPrompt>()
-    .with_annotations(local_read_only())
-}
-
 fn compose_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
-        let req: ComposeToolRequest = parse_arguments(COMPOSE_TOOL, args)?;
-        let (dir, policy, warning) = call_workspace(&ctx, COMPOSE_TOOL, "dir", req.dir).await?;
-        let workspace = Workspace::open(&dir, &policy)
-            .map_err(|e| ErrorData::invalid_params(format!("{COMPOSE_TOOL}: `dir`: {e}"), None))?;
-        let input = ComposeInput {
-            query: req.query,
-            file: req.file,
-            docs: req.docs,
-            docs_budget: req.docs_budget,
-            system: req.system,
-        };
+        let input: ComposeInput = parse_arguments(COMPOSE, args)?;
+        let caller = caller(&ctx).await;
         let stages = ctx.stages.clone();
-        let composed = tokio::task::spawn_blocking(move || {
-            stages.compose(&workspace, &input, server_tool_definitions())
-        })
-        .await
-        .map_err(|e| {
-            let why = if e.is_panic() {
-                crate::stages::panic_message(e.into_panic().as_ref())
-            } else {
-                e.to_string()
-            };
-            ErrorData::internal_error(format!("{COMPOSE_TOOL}: internal error: {why}"), None)
-        })?;
-        let mut composed = composed.map_err(|e| {
-            let message = format!("{COMPOSE_TOOL}: {e}");
-            if e.is_caller_error() {
-                ErrorData::invalid_params(message, None)
-            } else {
-                ErrorData::internal_error(message, None)
-            }
-        })?;
-        composed.warnings.splice(0..0, warning);
+        let composed = tokio::task::spawn_blocking(move || stages.compose(input, &caller))
+            .await
+            .map_err(|e| task_failed(COMPOSE, e))?
+            .map_err(|e| stage_error(COMPOSE, &e))?;
         let mut out = envelope_result(&composed, false)?;
+        // Clients that read only `content` get the composed prompt itself, not JSON.
         out.content = vec![ContentBlock::text(composed.text.clone())];
         Ok(out)
     })
