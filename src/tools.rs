@@ -6,7 +6,8 @@
 //!
 //! The MCP server turns each [`ToolSpec`] into an `rmcp::Tool` (`mcp::tools`); the composer lists
 //! the same tools in its tools block ([`server_tool_definitions`]), so `promptd compose` and
-//! `promptd serve` show one catalog.
+//! `promptd serve` show one catalog. `promptd compose`'s flags take their help from the same
+//! descriptions ([`compose_help`]).
 //!
 //! Schemas are JSON Schema 2020-12: a request's describes what it deserializes, a result's what
 //! it serializes, without the wrapper type's own title and description. schemars names Rust
@@ -171,29 +172,46 @@ pub struct EnhanceRequest {
     pub working_directory: Option<PathBuf>,
 }
 
+/// The descriptions of [`ComposeInput`]'s fields, which `promptd compose` shows as its flags'
+/// help too.
+pub mod compose_help {
+    /// `query` / `--query`.
+    pub const QUERY: &str = "The user's current request.";
+    /// `file` / `--file`.
+    pub const FILE: &str = "The file the user is in (selects glob-scoped rules, the nearest \
+                            AGENTS.md and the CLAUDE.md files on its path).";
+    /// `docs` / `--doc`.
+    pub const DOCS: &str = "Files inside the workspace to use as the docs instead of retrieving \
+                            from the repository (regular files, each at most \
+                            `limits.maxDocBytes`, scanned for secrets).";
+    /// `docsBudget` / `--docs-budget`.
+    pub const DOCS_BUDGET: &str = "Token budget of the docs block (default: the config's \
+                                   `compose.docsBudget`, else 2048).";
+    /// `system` / `--system`.
+    pub const SYSTEM: &str = "System prompt name (default compose_system).";
+}
+
 /// Input of `compose_prompt` (and of `promptd compose`).
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ComposeInput {
-    /// The user's current request.
+    #[schemars(description = compose_help::QUERY)]
     pub query: String,
     /// Absolute path of the workspace root, inside a root the client declared (default: the
     /// client's first root).
     #[serde(default)]
     pub dir: Option<PathBuf>,
-    /// The file the user is in (selects glob-scoped rules, the nearest AGENTS.md and the
-    /// CLAUDE.md files on its path).
     #[serde(default)]
+    #[schemars(description = compose_help::FILE)]
     pub file: Option<PathBuf>,
-    /// Files inside the workspace to use as the docs instead of retrieving from the
-    /// repository (regular files, size-capped, scanned for secrets).
     #[serde(default)]
+    #[schemars(description = compose_help::DOCS)]
     pub docs: Vec<PathBuf>,
-    /// Token budget of the docs block (default 2048).
     #[serde(default)]
+    #[schemars(description = compose_help::DOCS_BUDGET)]
     pub docs_budget: Option<usize>,
-    /// System prompt name (default compose_system).
     #[serde(default)]
+    #[schemars(description = compose_help::SYSTEM)]
     pub system: Option<String>,
 }
 
@@ -374,5 +392,12 @@ mod tests {
             assert!(tool.input_schema.get("title").is_none(), "{}", tool.name);
             assert!(tool.output_schema.get("title").is_none(), "{}", tool.name);
         }
+    }
+
+    #[test]
+    fn the_docs_budget_help_names_the_default_budget() {
+        let default = crate::compose::DEFAULT_DOCS_BUDGET.to_string();
+        assert!(compose_help::DOCS_BUDGET.contains(&default));
+        assert!(compose_help::DOCS_BUDGET.contains("compose.docsBudget"));
     }
 }

@@ -12,7 +12,7 @@ use clap::Args;
 use super::CommonArgs;
 use crate::enhance::{EnhanceStatus, result_text};
 use crate::stages::{Caller, Stages};
-use crate::tools::{ComposeInput, EnhanceRequest};
+use crate::tools::{ComposeInput, EnhanceRequest, compose_help};
 
 #[derive(Debug, Args)]
 pub struct EnhanceArgs {
@@ -29,26 +29,27 @@ pub struct EnhanceArgs {
     pub json: bool,
 }
 
+/// A catalog description as a flag's help (clap's style: no closing period).
+fn flag_help(description: &'static str) -> &'static str {
+    description.strip_suffix('.').unwrap_or(description)
+}
+
+/// The flags of `promptd compose`: the fields of [`ComposeInput`], described as the catalog
+/// describes them.
 #[derive(Debug, Args)]
 pub struct ComposeArgs {
-    /// The user's current request.
-    #[arg(long)]
+    #[arg(long, help = flag_help(compose_help::QUERY))]
     pub query: String,
     /// Workspace root (default: the current directory).
     #[arg(long, value_name = "D")]
     pub dir: Option<PathBuf>,
-    /// The file the user is in (selects glob-scoped rules, nearest AGENTS.md).
-    #[arg(long, value_name = "CURRENT")]
+    #[arg(long, value_name = "CURRENT", help = flag_help(compose_help::FILE))]
     pub file: Option<PathBuf>,
-    /// Use these files as the docs (repeatable) instead of retrieving from the repository:
-    /// regular files inside the workspace, each at most `limits.maxDocBytes`.
-    #[arg(long = "doc", value_name = "F")]
+    #[arg(long = "doc", value_name = "F", help = flag_help(compose_help::DOCS))]
     pub docs: Vec<PathBuf>,
-    /// Token budget of the docs block (default: config `compose.docsBudget`, else 2048).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help = flag_help(compose_help::DOCS_BUDGET))]
     pub docs_budget: Option<usize>,
-    /// System prompt to use (a registry prompt name; default compose_system).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help = flag_help(compose_help::SYSTEM))]
     pub system: Option<String>,
     /// Print the result (text, prefix, tokens, ledger) as JSON.
     #[arg(long)]
