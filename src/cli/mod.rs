@@ -1,21 +1,24 @@
-//! The command-line interface: a thin adapter over the library. Every flag is declared here
-//! (clap derive); every command calls the same library functions the MCP server calls.
+//! The command-line interface: it parses flags (clap derive, here and in the command modules)
+//! and prints. Every command calls the same library ([`crate::library`]) or stage
+//! ([`crate::stages`]) functions the MCP server calls; `serve` hands the library to
+//! [`crate::mcp`], the only command that imports the MCP adapter.
 
+pub mod common;
 pub mod rag;
 pub mod scan;
 pub mod stages;
 
+pub use common::CommonArgs;
+
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 use serde_json::{Map, Value};
 
-use crate::library::{GetPromptsRequest, LibraryOptions, PromptLibrary, options_from_flags};
+use crate::library::GetPromptsRequest;
 use crate::registry::{PromptCategory, Severity};
-use crate::render::Clock;
 
 mod prompt_tests;
 
@@ -27,46 +30,6 @@ pub struct Cli {
     pub common: CommonArgs,
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Flags shared by every command (and by `serve`).
-#[derive(Debug, Clone, Args)]
-pub struct CommonArgs {
-    /// Extra prompt folder; repeatable. A later folder shadows an earlier one by prompt name
-    /// (after PROMPTD_PROMPTS; built-ins lowest).
-    #[arg(long = "prompts", value_name = "DIR", global = true)]
-    pub prompts: Vec<PathBuf>,
-    /// Config file (default: PROMPTD_CONFIG, else ./.ado-mcp-config.json if present).
-    #[arg(long, value_name = "FILE", global = true)]
-    pub config: Option<PathBuf>,
-    /// Freeze the clock for computed dates: RFC 3339 or YYYY-MM-DD (default: PROMPTD_NOW, else now).
-    #[arg(long, value_name = "TIME", global = true)]
-    pub now: Option<String>,
-    /// Without --prompts, do not look for prompts/, .github/prompts/, .claude/commands/,
-    /// .gemini/commands/ and .cursor/commands/ in the current directory (config: prompts.discover).
-    #[arg(long, global = true)]
-    pub no_discover: bool,
-    /// Leave promptd's built-in user prompts out; its system prompts stay available to the
-    /// stages (config: prompts.builtinPrompts).
-    #[arg(long, global = true)]
-    pub no_builtin_prompts: bool,
-}
-
-impl CommonArgs {
-    /// Library options for these flags.
-    pub fn library_options(&self) -> Result<LibraryOptions> {
-        let clock = Clock::from_option(self.now.as_deref()).context("--now / PROMPTD_NOW")?;
-        Ok(LibraryOptions {
-            no_discover: self.no_discover,
-            no_builtin_prompts: self.no_builtin_prompts,
-            ..options_from_flags(&self.prompts, self.config.as_deref(), clock)
-        })
-    }
-
-    /// Opens the prompt library for these flags.
-    pub fn open_library(&self) -> Result<PromptLibrary> {
-        Ok(PromptLibrary::open(self.library_options()?)?)
-    }
 }
 
 #[derive(Debug, Subcommand)]

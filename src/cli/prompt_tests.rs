@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
-use super::CommonArgs;
+use super::common::CommonArgs;
 use crate::prompt_tests::report::{self, ReportStyle};
 use crate::prompt_tests::{self, DEFAULT_CASES_DIR, DEFAULT_NOW, SnapshotUpdate, TestOptions};
 use crate::render::Clock;

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Args;
 
-use super::CommonArgs;
+use super::common::CommonArgs;
 use crate::enhance::{EnhanceStatus, result_text};
 use crate::stages::{Caller, Stages};
 use crate::tools::{ComposeInput, EnhanceRequest, compose_help};
