@@ -357,6 +357,15 @@ mod tests {
             file_uri_path("file:///tmp/a%é%2").unwrap(),
             PathBuf::from("/tmp/a%é%2")
         );
+        assert_eq!(
+            file_uri_path("file:///tmp/%€x").unwrap(),
+            PathBuf::from("/tmp/%€x")
+        );
+        // A percent-encoded multi-byte character decodes to it.
+        assert_eq!(
+            file_uri_path("file:///tmp/%E2%82%ACx").unwrap(),
+            PathBuf::from("/tmp/€x")
+        );
         // Bytes that are not UTF-8 stay bytes.
         let raw = file_uri_path("file:///tmp/%FF").unwrap();
         assert_eq!(raw.as_os_str().as_bytes(), b"/tmp/\xff");
