@@ -48,3 +48,4 @@ mod rag_watch;
 mod render_fixtures;
 mod shipped_files;
 mod stages_catalog;
+mod stages_errors;
