@@ -621,3 +621,45 @@ fn context_chunk(c: &crate::rag::RetrievedChunk) -> ContextChunk {
         text: c.chunk.text.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::library::LibraryOptions;
+    use crate::registry::{BuiltinSource, PromptSource};
+
+    #[test]
+    fn the_guard_is_rebuilt_once_per_changed_guard_section() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(crate::config::CONFIG_FILE_NAME);
+        let write = |v: serde_json::Value| std::fs::write(&config, v.to_string()).unwrap();
+        write(serde_json::json!({"guard": {"timeoutSecs": 5}}));
+        let roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
+        let options = LibraryOptions {
+            cwd: dir.path().to_path_buf(),
+            config_path: Some(config.clone()),
+            ..Default::default()
+        };
+        let library = Arc::new(PromptLibrary::open_with_roots(options, roots).unwrap());
+        let stages = Stages::new(library.clone()).unwrap();
+        let guard = || stages.guard(&library.snapshot()).unwrap().unwrap();
+        let first = guard();
+        assert!(Arc::ptr_eq(&first, &guard()), "built once");
+        write(serde_json::json!({"guard": {"timeoutSecs": 5}, "compose": {"docsBudget": 99}}));
+        assert!(library.reload().changed);
+        assert!(Arc::ptr_eq(&first, &guard()), "another section changed");
+        write(serde_json::json!({"guard": {"timeoutSecs": 9}}));
+        assert!(library.reload().changed);
+        let second = guard();
+        assert!(!Arc::ptr_eq(&first, &second), "the guard section changed");
+        assert!(Arc::ptr_eq(&second, &guard()));
+        // A guard section that does not parse is the server's fault, named by its section.
+        write(serde_json::json!({"guard": {"timeoutSecs": "soon"}}));
+        assert!(library.reload().changed);
+        let e = stages.guard(&library.snapshot()).unwrap_err();
+        assert!(
+            !e.is_caller_error() && e.to_string().contains("`guard`"),
+            "{e}"
+        );
+    }
+}

@@ -49,3 +49,4 @@ mod render_fixtures;
 mod shipped_files;
 mod stages_catalog;
 mod stages_errors;
+mod stages_reload;
