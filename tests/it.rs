@@ -48,5 +48,6 @@ mod rag_watch;
 mod render_fixtures;
 mod shipped_files;
 mod stages_catalog;
+mod stages_equality;
 mod stages_errors;
 mod stages_reload;

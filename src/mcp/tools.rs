@@ -97,17 +97,20 @@ pub fn parse_arguments<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Res
         .map_err(|e| ErrorData::invalid_params(format!("{tool}: invalid arguments: {e}"), None))
 }
 
-/// A library envelope as a tool result: the JSON as text (for clients that read only `content`)
-/// and the same value as `structuredContent`. `is_error` marks envelopes that report failure.
-pub fn envelope_result<T: Serialize>(
-    envelope: &T,
-    is_error: bool,
-) -> Result<CallToolResult, ErrorData> {
-    let value = to_json(envelope)?;
-    let mut result = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
-    result.structured_content = Some(value);
-    result.is_error = Some(is_error);
-    Ok(result)
+/// A stage's result as a tool result: `text` as the content (for clients that read only
+/// `content`) and the result as `structuredContent`, its numbers as `promptd enhance --json` /
+/// `promptd compose --json` print them: serialized to text and read back, an `f32` keeps its
+/// shortest form (`1.1`) instead of its widening to `f64` (`1.100000023841858`).
+fn stage_result<T: Serialize>(result: &T, text: String) -> Result<CallToolResult, ErrorData> {
+    let failed = |e: serde_json::Error| {
+        ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
+    };
+    let json = serde_json::to_string(result).map_err(failed)?;
+    let value = serde_json::from_str(&json).map_err(failed)?;
+    let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
+    out.structured_content = Some(value);
+    out.is_error = Some(false);
+    Ok(out)
 }
 
 /// How a large tool result is carried. `structuredContent` (MCP 2025-06-18) is the result for
@@ -313,10 +316,8 @@ fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
             .enhance(req, &caller)
             .await
             .map_err(|e| stage_error(ENHANCE, &e))?;
-        let mut out = envelope_result(&result, false)?;
         // Clients that read only `content` get the prompt itself, not JSON.
-        out.content = vec![ContentBlock::text(result_text(&result))];
-        Ok(out)
+        stage_result(&result, result_text(&result))
     })
 }
 
@@ -329,10 +330,8 @@ fn compose_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
             .await
             .map_err(|e| task_failed(COMPOSE, e))?
             .map_err(|e| stage_error(COMPOSE, &e))?;
-        let mut out = envelope_result(&composed, false)?;
         // Clients that read only `content` get the composed prompt itself, not JSON.
-        out.content = vec![ContentBlock::text(composed.text.clone())];
-        Ok(out)
+        stage_result(&composed, composed.text.clone())
     })
 }
 
