@@ -342,6 +342,15 @@ mod tests {
     use std::os::unix::ffi::OsStrExt;
 
     #[test]
+    fn every_catalog_tool_has_one_call_and_is_listed_in_the_catalogs_order() {
+        let catalog: Vec<&str> = crate::tools::catalog().iter().map(|t| t.name).collect();
+        let calls: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        let listed: Vec<&str> = definitions().iter().map(|t| &*t.name).collect();
+        assert_eq!(calls, catalog);
+        assert_eq!(listed, catalog);
+    }
+
+    #[test]
     fn file_uris_decode_byte_wise_and_other_schemes_are_refused() {
         assert_eq!(
             file_uri_path("file:///home/me/my%20repo").unwrap(),
