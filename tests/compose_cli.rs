@@ -7,7 +7,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-fn workspace() -> tempfile::TempDir {
+/// A workspace with an AGENTS.md, a glob-scoped Cursor rule, code and a note.
+pub(crate) fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path();
     std::fs::create_dir_all(p.join(".cursor/rules")).unwrap();

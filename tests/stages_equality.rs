@@ -15,34 +15,11 @@ use crate::support::llm_server::{LlmServer, Reply};
 use crate::support::mcp::{self, Session};
 use crate::support::process::promptd;
 
-/// A workspace with rules, code, a note and lexical retrieval (no model).
+/// `compose_cli`'s workspace (rules, code, a note), with lexical retrieval (no model).
 fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path();
-    std::fs::create_dir_all(p.join(".cursor/rules")).unwrap();
-    std::fs::create_dir_all(p.join("src/net")).unwrap();
+    let dir = crate::compose_cli::workspace();
     std::fs::write(
-        p.join("AGENTS.md"),
-        "Run `cargo test` before every commit.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        p.join(".cursor/rules/net.mdc"),
-        "---\ndescription: networking rules\nglobs: src/net/**/*.rs\nalwaysApply: false\n---\nEvery request has a timeout.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        p.join("src/net/client.rs"),
-        "/// Sends a request with retries.\npub fn send_with_retry(url: &str) -> Result<(), String> {\n    Err(url.into())\n}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        p.join("notes.md"),
-        "# Retry policy\nRetry idempotent requests three times.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        p.join(".ado-mcp-config.json"),
+        dir.path().join(".ado-mcp-config.json"),
         json!({"rag": {"embeddings": false}}).to_string(),
     )
     .unwrap();
