@@ -63,7 +63,8 @@ fn bench(c: &mut Criterion) {
         ..RagConfig::default()
     };
     let enhancer = Enhancer {
-        library,
+        snapshot: library.snapshot(),
+        clock: *library.clock(),
         guard: Ok(Arc::new(Guard::builtin().unwrap())),
         retriever: Arc::new(RepositoryRetrievers::new(rag)),
         llm: None,

@@ -22,8 +22,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::guard::{Guard, GuardError, ScanInput, SecretFinding};
-use crate::library::PromptLibrary;
+use crate::library::Snapshot;
 use crate::llm::ChatClient;
+use crate::render::Clock;
 use crate::render::RenderError;
 use crate::tokens::count_tokens;
 use crate::workspace::Workspace;
@@ -129,7 +130,10 @@ pub struct ValidatedRequest {
 
 /// The enhance stage with its collaborators.
 pub struct Enhancer {
-    pub library: Arc<PromptLibrary>,
+    /// The snapshot the request runs on: its `enhance_prompt` template renders the rewrite.
+    pub snapshot: Arc<Snapshot>,
+    /// The clock of computed variables.
+    pub clock: Clock,
     /// The guard, or why it could not be built (a broken rules file): then every request is
     /// blocked, never sent unscanned.
     pub guard: Result<Arc<Guard>, Arc<GuardError>>,
@@ -235,8 +239,8 @@ impl Enhancer {
             );
         }
         let rendered = self
-            .library
-            .render(TEMPLATE, &args)
+            .snapshot
+            .render(TEMPLATE, &args, &self.clock)
             .map_err(EnhanceError::Template)?;
         warnings.extend(rendered.warnings);
         let system = rendered.text;

@@ -490,7 +490,8 @@ impl Stages {
         req.working_directory = Some(dir);
         let validated = validate_enhance(&req, &policy)?;
         let enhancer = Enhancer {
-            library: self.library.clone(),
+            snapshot: snap.clone(),
+            clock: *self.library.clock(),
             guard: self.guard(&snap)?,
             retriever: Arc::new(RetrieversUnder {
                 retrievers: self.retrievers.clone(),

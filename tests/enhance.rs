@@ -51,8 +51,10 @@ fn enhancer(url: Option<&str>, extra: Option<&Path>, timeout: Duration) -> Enhan
         embeddings: false,
         ..RagConfig::default()
     };
+    let library = support::library(&dirs, true, None, "2026-01-15");
     Enhancer {
-        library: Arc::new(support::library(&dirs, true, None, "2026-01-15")),
+        snapshot: library.snapshot(),
+        clock: *library.clock(),
         guard: Ok(Arc::new(Guard::builtin().unwrap())),
         retriever: Arc::new(RepositoryRetrievers::new(rag)),
         llm: url.map(|u| {

@@ -107,8 +107,10 @@ fn enhancer(chunks: Vec<ContextChunk>) -> Enhancer {
         cwd: std::env::temp_dir(),
         ..Default::default()
     };
+    let library = PromptLibrary::open_with_roots(options, roots).unwrap();
     Enhancer {
-        library: Arc::new(PromptLibrary::open_with_roots(options, roots).unwrap()),
+        snapshot: library.snapshot(),
+        clock: *library.clock(),
         guard: Ok(Arc::new(Guard::builtin().unwrap())),
         retriever: Arc::new(Chunks(chunks)),
         llm: None,
