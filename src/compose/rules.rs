@@ -68,7 +68,6 @@
 //! the rules block is byte-identical across queries and files (see the prompt-caching note in
 //! `compose`). A file reached twice (e.g. `CLAUDE.md` importing `@AGENTS.md`) is included once.
 
-use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobSetBuilder};
@@ -77,6 +76,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::ComposeError;
+use crate::registry::frontmatter::{LenientFrontmatter as Frontmatter, unquote};
 
 /// Rule files larger than this are listed but not included (a rule is never cut).
 pub const MAX_RULE_BYTES: u64 = 1024 * 1024;
@@ -485,8 +485,8 @@ impl Discovery {
             return;
         };
         let (front, body) = Frontmatter::split(&text);
-        let note = front.note();
-        let globs = front.globs("globs");
+        let note = note(&front);
+        let globs = globs(&front, "globs");
         if front.flag("alwaysApply") {
             self.include(
                 file,
@@ -515,8 +515,8 @@ impl Discovery {
             return;
         };
         let (front, body) = Frontmatter::split(&text);
-        let note = front.note();
-        let globs = front.globs("applyTo");
+        let note = note(&front);
+        let globs = globs(&front, "applyTo");
         if globs.is_empty() {
             let path = self.rel(file);
             self.skip(
@@ -541,7 +541,7 @@ impl Discovery {
             return;
         };
         let (front, body) = Frontmatter::split(&text);
-        let note = front.note();
+        let note = note(&front);
         let path = self.rel(file);
         let format = RuleFormat::WindsurfRule;
         match front.text("trigger").as_str() {
@@ -549,7 +549,7 @@ impl Discovery {
                 self.include(file, format, true, body, format!("trigger: always_on{note}"));
             }
             "glob" => {
-                let globs = front.globs("globs");
+                let globs = globs(&front, "globs");
                 if globs.is_empty() {
                     self.skip(&path, format, format!("trigger: glob without globs; listed, not included{note}"));
                 } else {
@@ -655,8 +655,8 @@ impl Discovery {
                 continue;
             };
             let (front, body) = Frontmatter::split(&text);
-            let note = front.note();
-            let globs = front.globs("paths");
+            let note = note(&front);
+            let globs = globs(&front, "paths");
             if globs.is_empty() {
                 let reason = format!("Claude Code rule without paths: always applied{note}");
                 self.include(&file, format, true, body, reason);
@@ -862,172 +862,24 @@ impl GlobMatcher {
     }
 }
 
-/// A frontmatter value, whatever YAML (or the line reader) made of it.
-#[derive(Debug, Clone, PartialEq)]
-enum FrontValue {
-    Text(String),
-    List(Vec<String>),
-}
-
-/// The frontmatter of a rule file, read tolerantly.
-#[derive(Debug, Default)]
-struct Frontmatter {
-    fields: BTreeMap<String, FrontValue>,
-    /// Set when the YAML parser refused the frontmatter and the line reader was used.
-    lenient: bool,
-}
-
-impl Frontmatter {
-    /// Splits `---`-delimited frontmatter from the body; no frontmatter gives the whole text.
-    fn split(text: &str) -> (Self, &str) {
-        let content = text.strip_prefix('\u{feff}').unwrap_or(text);
-        let Some(first_break) = content.find('\n') else {
-            return (Self::default(), text);
-        };
-        if content[..first_break].trim_end() != "---" {
-            return (Self::default(), text);
-        }
-        let after_open = &content[first_break + 1..];
-        let mut offset = 0;
-        for line in after_open.split_inclusive('\n') {
-            if line.trim_end() == "---" {
-                let yaml = &after_open[..offset];
-                let body = &after_open[offset + line.len()..];
-                return (Self::parse(yaml), body);
-            }
-            offset += line.len();
-        }
-        // An opening `---` without a closing one: not frontmatter.
-        (Self::default(), text)
-    }
-
-    fn parse(yaml: &str) -> Self {
-        match crate::registry::yaml_to_json(yaml) {
-            Ok(serde_json::Value::Object(map)) => {
-                let mut fields = BTreeMap::new();
-                for (key, value) in map {
-                    let Some(value) = front_value(&value) else {
-                        continue;
-                    };
-                    fields.insert(key, value);
-                }
-                Self {
-                    fields,
-                    lenient: false,
-                }
-            }
-            Ok(serde_json::Value::Null) => Self::default(),
-            _ => Self::parse_lines(yaml),
-        }
-    }
-
-    /// Cursor's own reading: `key: value` lines, `- item` lines under an empty key.
-    fn parse_lines(yaml: &str) -> Self {
-        let mut fields = BTreeMap::new();
-        let mut last_key: Option<String> = None;
-        for line in yaml.lines() {
-            let trimmed = line.trim();
-            if trimmed.is_empty() || trimmed.starts_with('#') {
-                continue;
-            }
-            if let Some(item) = trimmed
-                .strip_prefix('-')
-                .filter(|_| line.starts_with([' ', '\t', '-']))
-            {
-                if let Some(FrontValue::List(items)) =
-                    last_key.as_ref().and_then(|k| fields.get_mut(k))
-                {
-                    items.push(item.trim().to_string());
-                }
-                continue;
-            }
-            if let Some((key, value)) = line.split_once(':') {
-                let key = key.trim().to_string();
-                let value = value.trim();
-                let value = if value.is_empty() {
-                    FrontValue::List(Vec::new())
-                } else {
-                    FrontValue::Text(value.to_string())
-                };
-                fields.insert(key.clone(), value);
-                last_key = Some(key);
-            }
-        }
-        Self {
-            fields,
-            lenient: true,
-        }
-    }
-
-    fn note(&self) -> String {
-        if self.lenient {
-            " (frontmatter is not strict YAML: read line by line)".to_string()
-        } else {
-            String::new()
-        }
-    }
-
-    fn text(&self, key: &str) -> String {
-        match self.fields.get(key) {
-            Some(FrontValue::Text(text)) => unquote(text).to_string(),
-            _ => String::new(),
-        }
-    }
-
-    /// `true`, `"true"`, `'True'`… all count.
-    fn flag(&self, key: &str) -> bool {
-        self.text(key).eq_ignore_ascii_case("true")
-    }
-
-    /// Globs from a string, a comma-separated string, a flow list written as text, or a list.
-    fn globs(&self, key: &str) -> Vec<String> {
-        let items: Vec<&str> = match self.fields.get(key) {
-            Some(FrontValue::Text(text)) => {
-                let text = text.trim();
-                let text = text
-                    .strip_prefix('[')
-                    .and_then(|t| t.strip_suffix(']'))
-                    .unwrap_or(text);
-                vec![text]
-            }
-            Some(FrontValue::List(items)) => items.iter().map(String::as_str).collect(),
-            None => Vec::new(),
-        };
-        items
-            .into_iter()
-            .flat_map(split_top_level_commas)
-            .map(|glob| unquote(glob.trim()).trim().to_string())
-            .filter(|glob| !glob.is_empty())
-            .collect()
+/// What a ledger reason adds for a rule whose frontmatter was read line by line.
+fn note(front: &Frontmatter) -> String {
+    if front.line_read() {
+        " (frontmatter is not strict YAML: read line by line)".to_string()
+    } else {
+        String::new()
     }
 }
 
-fn yaml_scalar(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Bool(b) => Some(b.to_string()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-fn front_value(value: &serde_json::Value) -> Option<FrontValue> {
-    match value {
-        serde_json::Value::Array(items) => Some(FrontValue::List(
-            items.iter().filter_map(yaml_scalar).collect(),
-        )),
-        other => yaml_scalar(other).map(FrontValue::Text),
-    }
-}
-
-fn unquote(text: &str) -> &str {
-    let text = text.trim();
-    for quote in ['"', '\''] {
-        if let Some(inner) = text.strip_prefix(quote).and_then(|t| t.strip_suffix(quote)) {
-            return inner;
-        }
-    }
-    text
+/// The globs of frontmatter field `key`, split and unquoted; empty when absent.
+fn globs(front: &Frontmatter, key: &str) -> Vec<String> {
+    front
+        .items(key)
+        .into_iter()
+        .flat_map(split_top_level_commas)
+        .map(|glob| unquote(glob.trim()).trim().to_string())
+        .filter(|glob| !glob.is_empty())
+        .collect()
 }
 
 /// Splits on commas that are not inside `{…}` alternations (`src/**/*.{ts,tsx}` stays whole).
@@ -1059,8 +911,8 @@ mod tests {
         let (front, body) = Frontmatter::split(
             "---\nglobs: *.ts,src/**/*.{ts,tsx}\nalwaysApply: false\n---\nBody\n",
         );
-        assert!(front.lenient);
-        assert_eq!(front.globs("globs"), ["*.ts", "src/**/*.{ts,tsx}"]);
+        assert!(front.line_read());
+        assert_eq!(globs(&front, "globs"), ["*.ts", "src/**/*.{ts,tsx}"]);
         assert!(!front.flag("alwaysApply"));
         assert_eq!(body, "Body\n");
     }
@@ -1070,8 +922,8 @@ mod tests {
         let (front, _) = Frontmatter::split(
             "---\nglobs:\n  - \"a/*.rs\"\n  - 'b/*.rs, c/*.rs'\nalwaysApply: \"true\"\n---\n",
         );
-        assert!(!front.lenient);
-        assert_eq!(front.globs("globs"), ["a/*.rs", "b/*.rs", "c/*.rs"]);
+        assert!(!front.line_read());
+        assert_eq!(globs(&front, "globs"), ["a/*.rs", "b/*.rs", "c/*.rs"]);
         assert!(front.flag("alwaysApply"));
     }
 
