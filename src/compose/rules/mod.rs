@@ -42,7 +42,7 @@ use std::path::{Component, Path};
 
 use serde::Serialize;
 
-use super::ComposeError;
+use super::error::ComposeError;
 use discovery::{Discovery, normalize, slash_path, sorted_files};
 
 pub use claude::MAX_IMPORT_DEPTH;
