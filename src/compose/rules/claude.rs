@@ -33,9 +33,8 @@ use std::path::{Path, PathBuf};
 
 use pulldown_cmark::{Event, Parser, Tag, TagEnd, TextMergeStream};
 
-use super::discovery::{Discovery, RuleFormat, normalize, note, sorted_files_recursive};
+use super::discovery::{Discovery, FrontedRule, RuleFormat, normalize, sorted_files_recursive};
 use super::glob::globs;
-use crate::registry::frontmatter::LenientFrontmatter;
 
 /// Maximum nesting of `CLAUDE.md` `@path` imports.
 pub const MAX_IMPORT_DEPTH: usize = 5;
@@ -104,17 +103,15 @@ fn memory_files(discovery: &mut Discovery, dir: &Path, current: Option<&str>) {
 fn modular_rules(discovery: &mut Discovery, dir: &Path) {
     let format = RuleFormat::ClaudeRule;
     for file in sorted_files_recursive(&dir.join(".claude/rules"), ".md") {
-        let Some(text) = discovery.read(&file, format) else {
+        let Some(FrontedRule { front, body, note }) = discovery.read_fronted(&file, format) else {
             continue;
         };
-        let (front, body) = LenientFrontmatter::split(&text);
-        let note = note(&front);
         let globs = globs(&front, "paths");
         if globs.is_empty() {
             let reason = format!("Claude Code rule without paths: always applied{note}");
-            discovery.include(&file, format, true, body, reason);
+            discovery.include(&file, format, true, &body, reason);
         } else {
-            discovery.by_globs(&file, format, body, "paths", &globs, &note);
+            discovery.by_globs(&file, format, &body, "paths", &globs, &note);
         }
     }
 }

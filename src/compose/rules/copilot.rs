@@ -5,18 +5,15 @@
 
 use std::path::Path;
 
-use super::discovery::{Discovery, RuleFormat, note};
+use super::discovery::{Discovery, FrontedRule, RuleFormat};
 use super::glob::globs;
-use crate::registry::frontmatter::LenientFrontmatter;
 
 /// Applies or logs one `*.instructions.md` file.
 pub(super) fn scoped(discovery: &mut Discovery, file: &Path) {
     let format = RuleFormat::CopilotScoped;
-    let Some(text) = discovery.read(file, format) else {
+    let Some(FrontedRule { front, body, note }) = discovery.read_fronted(file, format) else {
         return;
     };
-    let (front, body) = LenientFrontmatter::split(&text);
-    let note = note(&front);
     let globs = globs(&front, "applyTo");
     if globs.is_empty() {
         let path = discovery.rel(file);
@@ -26,6 +23,6 @@ pub(super) fn scoped(discovery: &mut Discovery, file: &Path) {
             format!("no applyTo: attached manually only; listed, not included{note}"),
         );
     } else {
-        discovery.by_globs(file, format, body, "applyTo", &globs, &note);
+        discovery.by_globs(file, format, &body, "applyTo", &globs, &note);
     }
 }

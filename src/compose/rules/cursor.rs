@@ -7,29 +7,32 @@
 //!
 //! Cursor's own files are not strict YAML: `globs: *.ts,src/**/*.tsx` (unquoted, which YAML reads
 //! as an alias), comma-separated globs, quoted globs, `alwaysApply: "true"` as a string, globs as
-//! a YAML list or a bare string. The frontmatter is read leniently
-//! ([`LenientFrontmatter`]), as Cursor itself does, and the ledger says when it was read line by
-//! line.
+//! a YAML list or a bare string. The frontmatter is read leniently, as Cursor itself does
+//! ([`crate::registry::frontmatter::LenientFrontmatter`]), and the ledger says when it was read
+//! line by line.
 
 use std::path::Path;
 
-use super::discovery::{Discovery, RuleFormat, note};
+use super::discovery::{Discovery, FrontedRule, RuleFormat};
 use super::glob::globs;
-use crate::registry::frontmatter::LenientFrontmatter;
 
 /// Applies or logs one `.mdc` rule.
 pub(super) fn mdc(discovery: &mut Discovery, file: &Path) {
     let format = RuleFormat::CursorMdc;
-    let Some(text) = discovery.read(file, format) else {
+    let Some(FrontedRule { front, body, note }) = discovery.read_fronted(file, format) else {
         return;
     };
-    let (front, body) = LenientFrontmatter::split(&text);
-    let note = note(&front);
     let globs = globs(&front, "globs");
     if front.flag("alwaysApply") {
-        discovery.include(file, format, true, body, format!("alwaysApply: true{note}"));
+        discovery.include(
+            file,
+            format,
+            true,
+            &body,
+            format!("alwaysApply: true{note}"),
+        );
     } else if !globs.is_empty() {
-        discovery.by_globs(file, format, body, "globs", &globs, &note);
+        discovery.by_globs(file, format, &body, "globs", &globs, &note);
     } else if !front.text("description").is_empty() {
         let path = discovery.rel(file);
         discovery.skip(&path, format, format!(

@@ -75,6 +75,16 @@ pub struct RuleLedgerEntry {
     pub reason: String,
 }
 
+/// A rule file of a format with frontmatter.
+pub(super) struct FrontedRule {
+    /// The frontmatter, read leniently.
+    pub front: LenientFrontmatter,
+    /// The text after the frontmatter, verbatim.
+    pub body: String,
+    /// What every ledger reason about the file adds: how its frontmatter was read.
+    pub note: String,
+}
+
 /// The state of one discovery run.
 pub(super) struct Discovery {
     /// The workspace root, canonical.
@@ -154,6 +164,22 @@ impl Discovery {
                 None
             }
         }
+    }
+
+    /// Reads a rule file of a format with frontmatter, or logs why it cannot be used.
+    pub fn read_fronted(&mut self, file: &Path, format: RuleFormat) -> Option<FrontedRule> {
+        let text = self.read(file, format)?;
+        let (front, body) = LenientFrontmatter::split(&text);
+        let note = if front.line_read() {
+            " (frontmatter is not strict YAML: read line by line)".to_string()
+        } else {
+            String::new()
+        };
+        Some(FrontedRule {
+            body: body.to_string(),
+            front,
+            note,
+        })
     }
 
     /// Applies a rule unless its body is empty or the same file was already applied.
@@ -312,13 +338,4 @@ pub(super) fn sorted_files_recursive(dir: &Path, suffix: &str) -> Vec<PathBuf> {
     }
     files.sort();
     files
-}
-
-/// What a ledger reason adds for a rule whose frontmatter was read line by line.
-pub(super) fn note(front: &LenientFrontmatter) -> String {
-    if front.line_read() {
-        " (frontmatter is not strict YAML: read line by line)".to_string()
-    } else {
-        String::new()
-    }
 }

@@ -5,29 +5,26 @@
 
 use std::path::Path;
 
-use super::discovery::{Discovery, RuleFormat, note};
+use super::discovery::{Discovery, FrontedRule, RuleFormat};
 use super::glob::globs;
-use crate::registry::frontmatter::LenientFrontmatter;
 
 /// Applies or logs one `.windsurf/rules/*.md` file.
 pub(super) fn rule(discovery: &mut Discovery, file: &Path) {
     let format = RuleFormat::WindsurfRule;
-    let Some(text) = discovery.read(file, format) else {
+    let Some(FrontedRule { front, body, note }) = discovery.read_fronted(file, format) else {
         return;
     };
-    let (front, body) = LenientFrontmatter::split(&text);
-    let note = note(&front);
     let path = discovery.rel(file);
     match front.text("trigger").as_str() {
         "always_on" => {
-            discovery.include(file, format, true, body, format!("trigger: always_on{note}"));
+            discovery.include(file, format, true, &body, format!("trigger: always_on{note}"));
         }
         "glob" => {
             let globs = globs(&front, "globs");
             if globs.is_empty() {
                 discovery.skip(&path, format, format!("trigger: glob without globs; listed, not included{note}"));
             } else {
-                discovery.by_globs(file, format, body, "globs", &globs, &note);
+                discovery.by_globs(file, format, &body, "globs", &globs, &note);
             }
         }
         "model_decision" => discovery.skip(&path, format, format!(
