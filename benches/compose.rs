@@ -1,12 +1,12 @@
 //! Composer stages on fixture workspaces: rules discovery + tools validation + docs fitting, and
-//! the reference frame, per request; and the docs budget fitting alone over a few hundred chunks,
-//! where its cost must grow linearly with the chunks kept.
+//! the whole compose through the built-in templates, per request; and the docs budget fitting
+//! alone over a few hundred chunks, where its cost must grow linearly with the chunks kept.
 
 use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use promptd::compose::{
-    ComposeRequest, DEFAULT_DOCS_BUDGET, DocChunk, compose_stages, fit_docs, render_default_frame,
+    ComposeRequest, DEFAULT_DOCS_BUDGET, DocChunk, compose_prompt, compose_stages, fit_docs,
 };
 
 fn fixture(case: &str) -> PathBuf {
@@ -36,9 +36,14 @@ fn stages(c: &mut Criterion) {
     c.bench_function("compose_stages rules_and_docs 40 chunks", |b| {
         b.iter(|| compose_stages(&request).unwrap())
     });
-    let stages = compose_stages(&request).unwrap();
-    c.bench_function("render_default_frame rules_and_docs", |b| {
-        b.iter(|| render_default_frame(&stages, &request.query, "You are an assistant."))
+    let library = promptd::library::PromptLibrary::open_with_roots(
+        Default::default(),
+        vec![std::sync::Arc::new(promptd::registry::BuiltinSource)],
+    )
+    .unwrap();
+    let snapshot = library.snapshot();
+    c.bench_function("compose_prompt rules_and_docs 40 chunks", |b| {
+        b.iter(|| compose_prompt(&snapshot, library.clock(), &request, None).unwrap())
     });
 
     let root = fixture("claude_import_chain");

@@ -560,7 +560,12 @@ impl Stages {
         request.docs = docs;
         request.docs_budget = input.docs_budget.unwrap_or(settings.docs_budget);
         request.server_tools = crate::tools::server_tool_definitions();
-        let mut composed = compose_prompt(&self.library, &request, input.system.as_deref())?;
+        let mut composed = compose_prompt(
+            &snapshot,
+            self.library.clock(),
+            &request,
+            input.system.as_deref(),
+        )?;
         composed.warnings.splice(0..0, warnings);
         composed.findings = findings;
         Ok(composed)

@@ -12,6 +12,7 @@ mod cli;
 mod clients_inspector;
 mod compat_collections;
 mod compose_cli;
+mod compose_frame;
 mod compose_stages;
 mod dialect_discovery;
 mod dialect_features;

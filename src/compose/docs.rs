@@ -23,7 +23,7 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::ComposeError;
+use super::error::ComposeError;
 use crate::tokens::count_tokens;
 use crate::workspace::Workspace;
 

@@ -41,8 +41,8 @@ pub enum ExecutionType {
     PredefinedServerFunction,
 }
 
-/// A tool as listed in the catalog. The lead fills the server's own tools with
-/// [`ToolDefinition::server`] from the MCP tools list.
+/// A tool as listed in the catalog. The server's own tools are made with
+/// [`ToolDefinition::server`] by the caller.
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolDefinition {
@@ -172,11 +172,11 @@ pub fn load_tools(workspace_root: &Path, server_tools: &[ToolDefinition]) -> Too
                 });
             }
             Ok(tool) => catalog.tools.push(tool),
-            Err(reason) => {
-                tracing::warn!(path = %shown, %reason, "skipping tool definition");
+            Err(err) => {
+                tracing::warn!(path = %err.path, reason = %err.problem, "skipping tool definition");
                 catalog.issues.push(ToolIssue {
-                    path: shown,
-                    reason,
+                    path: err.path,
+                    reason: err.problem.to_string(),
                 });
             }
         }
@@ -184,20 +184,59 @@ pub fn load_tools(workspace_root: &Path, server_tools: &[ToolDefinition]) -> Too
     catalog
 }
 
-fn load_tool_file(file: &Path, shown: &str) -> Result<ToolDefinition, String> {
-    let raw = std::fs::read_to_string(file).map_err(|e| format!("cannot read: {e}"))?;
-    let parsed: PlandexToolFile =
-        serde_json::from_str(&raw).map_err(|e| format!("not a Plandex tool definition: {e}"))?;
+/// Why a `.promptd/tools/*.json` file was skipped.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {problem}")]
+pub struct ToolFileError {
+    /// Workspace-relative path of the file.
+    pub path: String,
+    pub problem: ToolFileProblem,
+}
+
+/// What is wrong with a tool definition file.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolFileProblem {
+    #[error("cannot read: {0}")]
+    Read(std::io::Error),
+    #[error("not a Plandex tool definition: {0}")]
+    Shape(serde_json::Error),
+    #[error("toolName `{0}` must be non-empty without spaces")]
+    Name(String),
+    #[error("{field} is not valid JSON: {source}")]
+    SchemaJson {
+        field: &'static str,
+        source: serde_json::Error,
+    },
+    #[error("{field} is not a valid JSON Schema: {message}")]
+    Schema {
+        field: &'static str,
+        message: String,
+    },
+    #[error("inputSchema must be a JSON object schema")]
+    InputNotObject,
+    #[error("executionType `http` needs executionDetails.url (a string)")]
+    HttpWithoutUrl,
+    #[error("executionDetails must be a JSON object")]
+    DetailsNotObject,
+}
+
+fn load_tool_file(file: &Path, shown: &str) -> Result<ToolDefinition, ToolFileError> {
+    parse_tool_file(file, shown).map_err(|problem| ToolFileError {
+        path: shown.to_string(),
+        problem,
+    })
+}
+
+fn parse_tool_file(file: &Path, shown: &str) -> Result<ToolDefinition, ToolFileProblem> {
+    let raw = std::fs::read_to_string(file).map_err(ToolFileProblem::Read)?;
+    let parsed: PlandexToolFile = serde_json::from_str(&raw).map_err(ToolFileProblem::Shape)?;
     let name = parsed.tool_name.trim();
     if name.is_empty() || name.chars().any(char::is_whitespace) {
-        return Err(format!(
-            "toolName `{}` must be non-empty without spaces",
-            parsed.tool_name
-        ));
+        return Err(ToolFileProblem::Name(parsed.tool_name));
     }
     let input_schema = compile_schema("inputSchema", &parsed.input_schema)?;
     if !input_schema.is_object() {
-        return Err("inputSchema must be a JSON object schema".to_string());
+        return Err(ToolFileProblem::InputNotObject);
     }
     let output_schema = parsed
         .output_schema
@@ -206,10 +245,10 @@ fn load_tool_file(file: &Path, shown: &str) -> Result<ToolDefinition, String> {
         .transpose()?;
     match (&parsed.execution_type, &parsed.execution_details) {
         (ExecutionType::Http, details) if !details["url"].is_string() => {
-            return Err("executionType `http` needs executionDetails.url (a string)".to_string());
+            return Err(ToolFileProblem::HttpWithoutUrl);
         }
         (_, details) if !(details.is_object() || details.is_null()) => {
-            return Err("executionDetails must be a JSON object".to_string());
+            return Err(ToolFileProblem::DetailsNotObject);
         }
         _ => {}
     }
@@ -228,10 +267,44 @@ fn load_tool_file(file: &Path, shown: &str) -> Result<ToolDefinition, String> {
 
 /// Parses a schema string and compiles it, so a schema the validator would reject never reaches
 /// the model.
-fn compile_schema(field: &str, text: &str) -> Result<Value, String> {
-    let schema: Value =
-        serde_json::from_str(text).map_err(|e| format!("{field} is not valid JSON: {e}"))?;
-    jsonschema::validator_for(&schema)
-        .map_err(|e| format!("{field} is not a valid JSON Schema: {e}"))?;
+fn compile_schema(field: &'static str, text: &str) -> Result<Value, ToolFileProblem> {
+    let schema: Value = serde_json::from_str(text)
+        .map_err(|source| ToolFileProblem::SchemaJson { field, source })?;
+    jsonschema::validator_for(&schema).map_err(|e| ToolFileProblem::Schema {
+        field,
+        message: e.to_string(),
+    })?;
     Ok(schema)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skipped_tool_file_is_named_with_its_reason() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join(TOOLS_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("bad.json"),
+            r#"{"toolName": "bad", "description": "d", "inputSchema": "true",
+                "executionType": "predefined_server_function"}"#,
+        )
+        .unwrap();
+        let err = load_tool_file(&dir.join("bad.json"), ".promptd/tools/bad.json").unwrap_err();
+        assert!(matches!(err.problem, ToolFileProblem::InputNotObject));
+        assert_eq!(
+            err.to_string(),
+            ".promptd/tools/bad.json: inputSchema must be a JSON object schema"
+        );
+        let catalog = load_tools(root.path(), &[]);
+        assert_eq!(
+            catalog.issues,
+            [ToolIssue {
+                path: ".promptd/tools/bad.json".into(),
+                reason: "inputSchema must be a JSON object schema".into(),
+            }]
+        );
+    }
 }

@@ -9,13 +9,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use saphyr::{MarkedYaml, YamlData, YamlLoader};
+use saphyr::{MarkedYaml, YamlData};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::PromptTestError;
 use crate::registry::Registry;
-use crate::registry::template::to_json;
+use crate::registry::frontmatter::{load_marked, to_json};
 
 /// The folder, next to the cases, that holds their snapshots.
 pub const SNAPSHOTS_DIR: &str = "snapshots";
@@ -221,19 +221,17 @@ pub fn load_case_file(path: &Path) -> Result<Vec<TestCase>, PromptTestError> {
             message,
         }
     };
-    let mut parser = saphyr_parser::Parser::new_from_str(&text);
-    let mut loader: YamlLoader<'_, MarkedYaml<'_>> = YamlLoader::default();
-    loader.early_parse(false);
-    let scan = parser.load(&mut loader, false);
-    if let Some(e) = scan.err().or_else(|| loader.error().cloned()) {
-        return Err(PromptTestError::CaseFile {
-            path: shown,
-            line: e.marker().line(),
-            column: e.marker().col() + 1,
-            message: format!("invalid YAML: {}", e.info()),
-        });
-    }
-    let docs = loader.into_documents();
+    let docs = match load_marked(&text) {
+        Ok(docs) => docs,
+        Err(e) => {
+            return Err(PromptTestError::CaseFile {
+                path: shown,
+                line: e.marker().line(),
+                column: e.marker().col() + 1,
+                message: format!("invalid YAML: {}", e.info()),
+            });
+        }
+    };
     let Some(root) = docs.first() else {
         return Err(err(
             None,

@@ -10,10 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use saphyr::{MarkedYaml, YamlLoader};
 use serde_json::Value;
 
-use crate::registry::template::to_json;
+use crate::registry::frontmatter::{Closer, Fence, fence, load_marked, to_json};
 
 /// One `.snap` file: its header fields and its content.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,58 +74,58 @@ impl SnapshotFile {
     /// header, the next `---` line closes it, and the remaining lines are the content. (insta's
     /// older header-less format, `key: value` lines up to a blank line, is read too.)
     pub fn parse(text: &str, path: &str) -> Result<SnapshotFile, SnapshotFileError> {
-        let lines: Vec<&str> = text.split_inclusive('\n').collect();
         let mut snapshot = SnapshotFile {
             source: None,
             expression: None,
             description: None,
             content: String::new(),
         };
-        let body_start = if lines.first().is_some_and(|l| l.trim_end() == "---") {
-            let close = lines
-                .iter()
-                .skip(1)
-                .position(|l| l.trim_end() == "---")
-                .map(|i| i + 1)
-                .ok_or_else(|| SnapshotFileError {
+        let content = match fence(text, Closer::Dashes) {
+            Fence::Closed(header) => {
+                let fields =
+                    parse_header(header.yaml).map_err(|(line, message)| SnapshotFileError {
+                        path: path.to_string(),
+                        line: line + 1,
+                        message,
+                    })?;
+                let field = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
+                snapshot.source = field("source");
+                snapshot.expression = field("expression");
+                snapshot.description = field("description");
+                header.body
+            }
+            Fence::Unclosed => {
+                return Err(SnapshotFileError {
                     path: path.to_string(),
                     line: 1,
                     message: "the header opened with `---` is never closed".into(),
-                })?;
-            let header: String = lines[1..close].concat();
-            let fields = parse_header(&header).map_err(|(line, message)| SnapshotFileError {
-                path: path.to_string(),
-                line: line + 1,
-                message,
-            })?;
-            let field = |k: &str| fields.get(k).and_then(Value::as_str).map(str::to_string);
-            snapshot.source = field("source");
-            snapshot.expression = field("expression");
-            snapshot.description = field("description");
-            close + 1
-        } else {
-            // insta's legacy format: `key: value` lines up to the first blank line.
-            let blank = lines
-                .iter()
-                .position(|l| l.trim_end().is_empty())
-                .unwrap_or(lines.len());
-            for l in &lines[..blank] {
-                if let Some((k, v)) = l.split_once(':') {
-                    match k.to_lowercase().as_str() {
-                        "source" => snapshot.source = Some(v.trim().to_string()),
-                        "expression" => snapshot.expression = Some(v.trim().to_string()),
-                        _ => {}
+                });
+            }
+            Fence::Absent => {
+                // insta's legacy format: `key: value` lines up to the first blank line.
+                let lines: Vec<&str> = text.split_inclusive('\n').collect();
+                let blank = lines
+                    .iter()
+                    .position(|l| l.trim_end().is_empty())
+                    .unwrap_or(lines.len());
+                for l in &lines[..blank] {
+                    if let Some((k, v)) = l.split_once(':') {
+                        match k.to_lowercase().as_str() {
+                            "source" => snapshot.source = Some(v.trim().to_string()),
+                            "expression" => snapshot.expression = Some(v.trim().to_string()),
+                            _ => {}
+                        }
                     }
                 }
+                let header_len: usize = lines[..(blank + 1).min(lines.len())]
+                    .iter()
+                    .map(|l| l.len())
+                    .sum();
+                &text[header_len..]
             }
-            (blank + 1).min(lines.len())
         };
         // Like insta: the remaining lines, without their line endings, joined with `\n`.
-        snapshot.content = lines[body_start..]
-            .concat()
-            .lines()
-            .collect::<Vec<_>>()
-            .join("\n");
+        snapshot.content = content.lines().collect::<Vec<_>>().join("\n");
         Ok(snapshot)
     }
 
@@ -158,17 +157,13 @@ impl SnapshotFile {
 
 /// Parses the YAML header into its top-level fields. Errors carry the 1-based header line.
 fn parse_header(yaml: &str) -> Result<serde_json::Map<String, Value>, (usize, String)> {
-    let mut parser = saphyr_parser::Parser::new_from_str(yaml);
-    let mut loader: YamlLoader<'_, MarkedYaml<'_>> = YamlLoader::default();
-    loader.early_parse(false);
-    let scan = parser.load(&mut loader, false);
-    if let Some(e) = scan.err().or_else(|| loader.error().cloned()) {
-        return Err((
+    let docs = load_marked(yaml).map_err(|e| {
+        (
             e.marker().line(),
             format!("invalid YAML header: {}", e.info()),
-        ));
-    }
-    match loader.into_documents().first().map(to_json) {
+        )
+    })?;
+    match docs.first().map(to_json) {
         None | Some(Value::Null) => Ok(serde_json::Map::new()),
         Some(Value::Object(map)) => Ok(map),
         Some(_) => Err((0, "the header must be a YAML mapping".into())),

@@ -18,6 +18,7 @@
 //! [`settling`](Registry::settling); an emptied file is taken as empty once it has stayed empty
 //! for [`EMPTY_GRACE`].
 
+pub mod frontmatter;
 pub mod source;
 pub mod template;
 
@@ -31,12 +32,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use frontmatter::{split_frontmatter, yaml_to_json};
 pub use source::{
     BuiltinSource, BuiltinSystemSource, DirSource, PromptSource, SourceError, SourceFile,
 };
 pub use template::{
     ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
-    is_safe_segment, parse_prompt_file, parse_prompt_file_in, split_frontmatter, yaml_to_json,
+    is_safe_segment, parse_prompt_file, parse_prompt_file_in,
 };
 
 /// How bad a diagnostic is.
@@ -288,9 +290,9 @@ impl Registry {
                 if let Some(text) = root.read(&rel, self.max_file_bytes)? {
                     let display = root.display_path(&rel);
                     let (_, body, body_line) =
-                        split_frontmatter(&text, &display).map_err(|e| SourceError::Io {
+                        split_frontmatter(&text).map_err(|e| SourceError::Io {
                             path: display.clone(),
-                            source: std::io::Error::other(e.message),
+                            source: std::io::Error::other(e.to_string()),
                         })?;
                     return Ok(Some(IncludedFile {
                         path: display,

@@ -1,6 +1,6 @@
-//! One prompt file: frontmatter parsing (YAML, via saphyr) into a [`PromptTemplate`], assembled
-//! with what the file's dialect reads from it (name, placeholder arguments, description,
-//! directives; see [`crate::dialect`]).
+//! One prompt file: its frontmatter (split off and loaded by [`super::frontmatter`]) read into
+//! a [`PromptTemplate`], assembled with what the file's dialect reads from it (name, placeholder
+//! arguments, description, directives; see [`crate::dialect`]).
 //!
 //! Real prompt files come in two argument shapes (a map keyed by name, or a list of items with
 //! `name:`), sometimes with folded descriptions, and with versions such as `2.0` that must stay
@@ -10,11 +10,12 @@
 
 use std::borrow::Cow;
 
-use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData, YamlLoader};
+use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData};
 use serde::Serialize;
-use serde_json::{Map, Number, Value};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
+use super::frontmatter::{load_marked, scalar_text, split_frontmatter, to_json};
 use crate::dialect::{self, Dialect, display_value};
 
 /// Whether a prompt is offered to users or used internally by a stage.
@@ -227,39 +228,6 @@ pub fn content_hash(bytes: &[u8]) -> String {
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
-/// Splits `---` frontmatter from the body. Returns (yaml, body, body_line).
-pub fn split_frontmatter<'a>(
-    text: &'a str,
-    path: &str,
-) -> Result<(Option<&'a str>, &'a str, usize), PromptFileError> {
-    let mut lines = text.split_inclusive('\n');
-    let Some(first) = lines.next() else {
-        return Ok((None, text, 1));
-    };
-    if first.trim_end() != "---" {
-        return Ok((None, text, 1));
-    }
-    let yaml_start = first.len();
-    let mut offset = yaml_start;
-    let mut line_no = 1;
-    for line in lines {
-        line_no += 1;
-        let trimmed = line.trim_end();
-        if trimmed == "---" || trimmed == "..." {
-            let yaml = &text[yaml_start..offset];
-            let body = &text[offset + line.len()..];
-            return Ok((Some(yaml), body, line_no + 1));
-        }
-        offset += line.len();
-    }
-    Err(PromptFileError {
-        path: path.to_string(),
-        line: 1,
-        column: 1,
-        message: "frontmatter opened with `---` is never closed".into(),
-    })
-}
-
 /// Parses a whole prompt file of a folder without a dialect of its own.
 pub fn parse_prompt_file(
     text: &str,
@@ -318,7 +286,12 @@ pub fn parse_prompt_file_in(
         tpl.description = file.description;
         tpl.metadata = file.metadata;
     } else {
-        let (yaml, body, body_line) = split_frontmatter(text, path)?;
+        let (yaml, body, body_line) = split_frontmatter(text).map_err(|e| PromptFileError {
+            path: path.to_string(),
+            line: 1,
+            column: 1,
+            message: e.to_string(),
+        })?;
         tpl.body = body.to_string();
         tpl.body_line = body_line;
         if let Some(yaml) = yaml {
@@ -407,21 +380,15 @@ impl Frontmatter<'_> {
     }
 
     fn apply(&self, yaml: &str, tpl: &mut PromptTemplate) -> Result<(), PromptFileError> {
-        let mut parser = saphyr_parser::Parser::new_from_str(yaml);
-        let mut loader: YamlLoader<'_, MarkedYaml<'_>> = YamlLoader::default();
-        loader.early_parse(false);
-        let scan = parser.load(&mut loader, false);
-        let scan = scan.err().or_else(|| loader.error().cloned());
-        if let Some(e) = scan {
+        let docs = load_marked(yaml).map_err(|e| {
             let m = e.marker();
-            return Err(PromptFileError {
+            PromptFileError {
                 path: self.path.to_string(),
                 line: self.line_base + m.line(),
                 column: m.col() + 1,
                 message: format!("invalid YAML frontmatter: {}", e.info()),
-            });
-        }
-        let docs = loader.into_documents();
+            }
+        })?;
         let Some(root) = docs.into_iter().next() else {
             return Ok(());
         };
@@ -663,67 +630,6 @@ impl Frontmatter<'_> {
             }
         }
         Ok(spec)
-    }
-}
-
-fn scalar_text<'a>(node: &'a MarkedYaml<'_>) -> Option<Cow<'a, str>> {
-    match &node.data {
-        YamlData::Representation(s, ..) => Some(Cow::Borrowed(s.as_ref())),
-        YamlData::Value(Scalar::String(s)) => Some(Cow::Borrowed(s.as_ref())),
-        YamlData::Value(Scalar::Integer(i)) => Some(Cow::Owned(i.to_string())),
-        YamlData::Value(Scalar::Boolean(b)) => Some(Cow::Owned(b.to_string())),
-        _ => None,
-    }
-}
-
-/// Parses one YAML document into JSON (YAML 1.2 core schema); empty input is `null`. Other
-/// modules' frontmatter (project rules) goes through here so the crate has one YAML parser.
-pub fn yaml_to_json(yaml: &str) -> Result<Value, String> {
-    let mut parser = saphyr_parser::Parser::new_from_str(yaml);
-    let mut loader: YamlLoader<'_, MarkedYaml<'_>> = YamlLoader::default();
-    loader.early_parse(false);
-    let scan = parser.load(&mut loader, false);
-    if let Some(e) = scan.err().or_else(|| loader.error().cloned()) {
-        return Err(e.to_string());
-    }
-    Ok(loader.into_documents().first().map_or(Value::Null, to_json))
-}
-
-/// Converts a YAML node to JSON, resolving plain scalars with YAML 1.2 core-schema rules.
-pub fn to_json(node: &MarkedYaml<'_>) -> Value {
-    match &node.data {
-        YamlData::Representation(s, style, tag) => {
-            let is_str_tag = tag.as_ref().is_some_and(|t| t.suffix == "str");
-            if *style != ScalarStyle::Plain || is_str_tag {
-                Value::String(s.to_string())
-            } else {
-                scalar_to_json(Scalar::parse_from_cow(Cow::Borrowed(s.as_ref())))
-            }
-        }
-        YamlData::Value(s) => scalar_to_json(s.clone()),
-        YamlData::Sequence(items) => Value::Array(items.iter().map(to_json).collect()),
-        YamlData::Mapping(map) => {
-            let mut out = Map::new();
-            for (k, v) in map {
-                let key = scalar_text(k).map_or_else(|| to_json(k).to_string(), Cow::into_owned);
-                out.insert(key, to_json(v));
-            }
-            Value::Object(out)
-        }
-        YamlData::Tagged(_, inner) => to_json(inner),
-        YamlData::Alias(_) | YamlData::BadValue => Value::Null,
-    }
-}
-
-fn scalar_to_json(s: Scalar<'_>) -> Value {
-    match s {
-        Scalar::Null => Value::Null,
-        Scalar::Boolean(b) => Value::Bool(b),
-        Scalar::Integer(i) => Value::Number(i.into()),
-        Scalar::FloatingPoint(f) => {
-            Number::from_f64(f.into_inner()).map_or(Value::Null, Value::Number)
-        }
-        Scalar::String(s) => Value::String(s.into_owned()),
     }
 }
 
