@@ -59,10 +59,7 @@ pub const BLOCK_SEPARATOR: &str = "\n\n---\n\n";
 /// character run that no template literal holds.
 const QUERY_MARK: &str = "\u{E000}promptd:query\u{E000}";
 
-/// Tokens (`cl100k_base`) of what each block holds — the query, the rendered system prompt, and
-/// the tools, rules and docs blocks as the stages produced them (0 for an empty one) — and of
-/// the whole text. The frame's own text (headings, separators, the priority statement) counts
-/// in `total` only.
+/// Tokens of each block's content (query, system prompt, tools, rules, docs; 0 if empty) and of the whole text (headings and separators count in `total` only).
 #[derive(Serialize, JsonSchema, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct BlockTokens {
