@@ -16,11 +16,10 @@ pub(crate) fn run_case(case_file: &Path) -> String {
         .as_array()
         .map(|a| a.iter().map(|r| dir.join(r.as_str().unwrap())).collect())
         .unwrap_or_else(|| vec![dir.join("prompts")]);
+    // A folder of its own per run: concurrent test processes never share the file.
+    let config_dir = tempfile::tempdir().unwrap();
     let config = case.get("config").map(|c| {
-        let path = std::env::temp_dir().join(format!(
-            "promptd-case-{}.json",
-            dir.file_name().unwrap().to_string_lossy()
-        ));
+        let path = config_dir.path().join(".ado-mcp-config.json");
         std::fs::write(&path, serde_json::to_string_pretty(c).unwrap()).unwrap();
         path
     });
