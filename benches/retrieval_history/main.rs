@@ -1,0 +1,305 @@
+//! Retrieval benchmark on real repositories' history: for fix commits of public projects, does
+//! a configuration rank a file the fix changed? Cases are built at run time from bare git
+//! repositories (never committed; see `repos.rs` for the list, pinned commits and where they
+//! are looked for), each asked against its parent commit's tree, checked out case after case
+//! into one scratch clone per repository so indexes refresh incrementally. Configurations in
+//! the same run: whole-file BM25 (the naive baseline), promptd's shipped defaults with a
+//! lexical index, and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
+//! defaults with vectors. Prints Acc@1, Acc@5, Chunks@6, Recall@5, MRR@10 and latency per
+//! configuration for the held-out half (the number to report) and the tuning half, with
+//! per-repository and per-language breakdowns and the kinds of files that crowd the shipped
+//! lexical ranking when it misses; writes everything to `target/eval-history/results.json`.
+//!
+//! Run it with `scripts/eval-retrieval`. Environment:
+//! - `EVAL_HISTORY_MIRRORS`: folder of bare repositories (default `/work/.mirror` when it
+//!   exists, else `target/eval-history/mirrors`); `EVAL_HISTORY_CLONE=1` clones missing ones
+//!   from GitHub there.
+//! - `EVAL_HISTORY_CASES`: newest eligible cases kept per repository (default 100).
+//! - `EVAL_HISTORY_REPOS`: comma-separated short names (`requests,cobra`) to run a subset.
+//! - `EVAL_HYBRID=1`: add the hybrid configuration (needs `. .deps/env.sh`).
+//! - `EVAL_HISTORY_OUT`: the JSON file (default `target/eval-history/results.json`).
+//! - `EVAL_VERBOSE=1`: one line per case.
+
+mod baseline;
+mod cases;
+mod metrics;
+mod paths;
+mod report;
+mod repos;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
+
+use crate::baseline::WholeFileBm25;
+use crate::cases::{Case, Selection};
+use crate::metrics::{Outcome, Scores, TOP_FILES};
+use crate::repos::{REPOS, Repo, WorkTree};
+
+// The allocator the `promptd` binary uses.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The configurations compared, in table order.
+pub const BASELINE: &str = "whole-file BM25";
+pub const LEXICAL: &str = "promptd default, lexical";
+pub const HYBRID: &str = "promptd default, hybrid";
+
+/// One case's answers from every configuration.
+pub struct CaseResult {
+    pub repo: &'static Repo,
+    pub case: Case,
+    pub outcomes: Vec<(&'static str, Outcome, Scores)>,
+}
+
+/// What was done for one repository.
+pub struct RepoRun {
+    pub repo: &'static Repo,
+    pub selection: Selection,
+    pub index_seconds: f64,
+    pub baseline_files: usize,
+    pub hybrid_fallbacks: usize,
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| v == "1")
+}
+
+/// The shipped configuration as a one-shot or long-lived caller gets it, with the index
+/// refreshed explicitly (no folder watcher) and vectors only when asked for.
+fn shipped(embeddings: bool) -> RagConfig {
+    RagConfig {
+        embeddings,
+        watch: false,
+        ..RagConfig::default()
+    }
+}
+
+/// The same ranking with the output filters lifted (no threshold, no token budget, 40 chunks),
+/// so file-level metrics see ten files.
+fn deep(embeddings: bool) -> RagConfig {
+    RagConfig {
+        top_k: 40,
+        threshold: 0.0,
+        token_budget: 1_000_000,
+        ..shipped(embeddings)
+    }
+}
+
+fn distinct_files<'a>(paths: impl Iterator<Item = &'a str>, limit: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for p in paths {
+        if out.len() >= limit {
+            break;
+        }
+        if !out.iter().any(|o| o == p) {
+            out.push(p.to_string());
+        }
+    }
+    out
+}
+
+fn rag(e: promptd::rag::RagError) -> String {
+    e.to_string()
+}
+
+/// Asks the shipped retriever (timed: the latency) and the deep one (the file ranking).
+fn promptd_outcome(
+    shipped: &Retriever,
+    deep: &Retriever,
+    request: &str,
+    hybrid: bool,
+) -> Result<(Outcome, bool), String> {
+    let started = Instant::now();
+    let answer = shipped.retrieve(&RetrievalQuery::new(request)).map_err(rag)?;
+    let latency_ms = started.elapsed().as_secs_f64() * 1e3;
+    let ranked = deep.retrieve(&RetrievalQuery::new(request)).map_err(rag)?;
+    let fell_back = hybrid
+        && (answer.stats.mode != RetrievalMode::Hybrid
+            || ranked.stats.mode != RetrievalMode::Hybrid);
+    Ok((
+        Outcome {
+            files: distinct_files(ranked.chunks.iter().map(|c| c.chunk.path.as_str()), TOP_FILES),
+            chunk_files: answer.chunks.iter().map(|c| c.chunk.path.clone()).collect(),
+            latency_ms,
+        },
+        fell_back,
+    ))
+}
+
+fn open(tree: &Path, config: RagConfig) -> Result<Retriever, String> {
+    Retriever::open(tree, config).map_err(rag)
+}
+
+/// Brings the retriever's index (and, when it uses them, its vectors) up to date.
+fn index(retriever: &Retriever) -> Result<(), String> {
+    let summary = retriever.index(&|_| {}).map_err(rag)?;
+    for w in &summary.warnings {
+        eprintln!("  {}: {w}", retriever.repo().display());
+    }
+    Ok(())
+}
+
+fn run_repo(
+    repo: &'static Repo,
+    work_root: &Path,
+    max_cases: usize,
+    hybrid: bool,
+    results: &mut Vec<CaseResult>,
+) -> Result<RepoRun, String> {
+    let git_dir = repos::git_dir(repo, work_root)?;
+    let (cases, selection) = cases::build(repo, &git_dir, max_cases)?;
+    eprintln!(
+        "{}: {} eligible fix commits, {} kept ({} held-out) from {}",
+        repo.slug,
+        selection.eligible,
+        cases.len(),
+        cases
+            .iter()
+            .filter(|c| c.split == cases::Split::HeldOut)
+            .count(),
+        git_dir.display()
+    );
+    let tree = WorkTree::prepare(repo, &git_dir, work_root)?;
+    let mut baseline = WholeFileBm25::new()?;
+    let lexical_shipped = open(&tree.dir, shipped(false))?;
+    let lexical_deep = open(&tree.dir, deep(false))?;
+    let mut run = RepoRun {
+        repo,
+        selection,
+        index_seconds: 0.0,
+        baseline_files: 0,
+        hybrid_fallbacks: 0,
+    };
+    let started = Instant::now();
+    let total = cases.len();
+    for (i, case) in cases.into_iter().enumerate() {
+        tree.checkout(&case.parent)?;
+        let tracked = tree.files_at(&case.parent)?;
+        let indexing = Instant::now();
+        baseline.sync(&tree.dir, &tracked, repo.langs)?;
+        index(&lexical_shipped)?;
+        index(&lexical_deep)?;
+        run.index_seconds += indexing.elapsed().as_secs_f64();
+        run.baseline_files = baseline.files();
+
+        let mut outcomes = Vec::new();
+        let t = Instant::now();
+        let files = baseline.search(&case.request, TOP_FILES)?;
+        let latency_ms = t.elapsed().as_secs_f64() * 1e3;
+        outcomes.push((
+            BASELINE,
+            Outcome {
+                chunk_files: files.iter().take(metrics::TOP_CHUNKS).cloned().collect(),
+                files,
+                latency_ms,
+            },
+        ));
+        let (lexical, _) = promptd_outcome(&lexical_shipped, &lexical_deep, &case.request, false)?;
+        outcomes.push((LEXICAL, lexical));
+        if hybrid {
+            // Reopened per case: each retriever keeps its own in-memory vector cache, so a
+            // long-lived second one would embed the same new chunks again.
+            let indexing = Instant::now();
+            let h_shipped = open(&tree.dir, shipped(true))?;
+            index(&h_shipped)?;
+            let h_deep = open(&tree.dir, deep(true))?;
+            index(&h_deep)?;
+            run.index_seconds += indexing.elapsed().as_secs_f64();
+            let (outcome, fell_back) = promptd_outcome(&h_shipped, &h_deep, &case.request, true)?;
+            run.hybrid_fallbacks += usize::from(fell_back);
+            outcomes.push((HYBRID, outcome));
+        }
+        let outcomes: Vec<_> = outcomes
+            .into_iter()
+            .map(|(name, o)| {
+                let s = metrics::score(&o, &case.gold);
+                (name, o, s)
+            })
+            .collect();
+        if env_flag("EVAL_VERBOSE") {
+            let ranks: Vec<String> = outcomes
+                .iter()
+                .map(|(n, _, s)| format!("{n}: {}", s.rank.map_or("-".into(), |r| r.to_string())))
+                .collect();
+            eprintln!(
+                "  {} {:<8} {:<9} gold {:?}  {}",
+                &case.sha[..10],
+                repo.short(),
+                case.split.label(),
+                case.gold,
+                ranks.join("  ")
+            );
+        }
+        if (i + 1) % 25 == 0 || i + 1 == total {
+            eprintln!(
+                "  {}: {}/{} cases ({:.0} s)",
+                repo.short(),
+                i + 1,
+                total,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        results.push(CaseResult {
+            repo,
+            case,
+            outcomes,
+        });
+    }
+    Ok(run)
+}
+
+fn main() {
+    let work_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/eval-history");
+    let max_cases = std::env::var("EVAL_HISTORY_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let only: Option<Vec<String>> = std::env::var("EVAL_HISTORY_REPOS")
+        .ok()
+        .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
+    let hybrid = env_flag("EVAL_HYBRID");
+    let out = std::env::var_os("EVAL_HISTORY_OUT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| work_root.join("results.json"));
+    let started = Instant::now();
+    let mut results = Vec::new();
+    let mut runs = Vec::new();
+    for repo in REPOS {
+        if only
+            .as_ref()
+            .is_some_and(|o| !o.iter().any(|s| s == repo.short()))
+        {
+            continue;
+        }
+        match run_repo(repo, &work_root, max_cases, hybrid, &mut results) {
+            Ok(run) => runs.push(run),
+            Err(e) => {
+                eprintln!("eval-history: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
+    let mut configs = vec![BASELINE, LEXICAL];
+    if hybrid {
+        configs.push(HYBRID);
+    }
+    let report = report::Report {
+        configs: &configs,
+        runs: &runs,
+        results: &results,
+        max_cases,
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    print!("{}", report.text());
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).expect("results folder");
+    }
+    std::fs::write(
+        &out,
+        serde_json::to_vec_pretty(&report.json()).expect("results JSON"),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    println!("results: {}", out.display());
+}
