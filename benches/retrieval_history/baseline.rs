@@ -49,7 +49,12 @@ impl WholeFileBm25 {
 
     /// Makes the index hold exactly the files of `langs` among `tracked`, read from `tree`.
     /// Returns how many documents were added or replaced.
-    pub fn sync(&mut self, tree: &Path, tracked: &[String], langs: &[Lang]) -> Result<usize, String> {
+    pub fn sync(
+        &mut self,
+        tree: &Path,
+        tracked: &[String],
+        langs: &[Lang],
+    ) -> Result<usize, String> {
         let wanted: BTreeSet<&str> = tracked
             .iter()
             .map(String::as_str)
@@ -63,7 +68,8 @@ impl WholeFileBm25 {
             .cloned()
             .collect();
         for p in gone {
-            self.writer.delete_term(Term::from_field_text(self.path, &p));
+            self.writer
+                .delete_term(Term::from_field_text(self.path, &p));
             self.indexed.remove(&p);
             changed += 1;
         }

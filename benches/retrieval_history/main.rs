@@ -17,7 +17,9 @@
 //! - `EVAL_HISTORY_CASES`: newest eligible cases kept per repository (default 100).
 //! - `EVAL_HISTORY_REPOS`: comma-separated short names (`requests,cobra`) to run a subset.
 //! - `EVAL_HYBRID=1`: add the hybrid configuration (needs `. .deps/env.sh`).
-//! - `EVAL_HISTORY_OUT`: the JSON file (default `target/eval-history/results.json`).
+//! - `EVAL_HISTORY_WORK`: the scratch folder of work trees and results (default
+//!   `target/eval-history`).
+//! - `EVAL_HISTORY_OUT`: the JSON file (default `<work>/results.json`).
 //! - `EVAL_VERBOSE=1`: one line per case.
 
 mod baseline;
@@ -112,7 +114,9 @@ fn promptd_outcome(
     hybrid: bool,
 ) -> Result<(Outcome, bool), String> {
     let started = Instant::now();
-    let answer = shipped.retrieve(&RetrievalQuery::new(request)).map_err(rag)?;
+    let answer = shipped
+        .retrieve(&RetrievalQuery::new(request))
+        .map_err(rag)?;
     let latency_ms = started.elapsed().as_secs_f64() * 1e3;
     let ranked = deep.retrieve(&RetrievalQuery::new(request)).map_err(rag)?;
     let fell_back = hybrid
@@ -120,7 +124,10 @@ fn promptd_outcome(
             || ranked.stats.mode != RetrievalMode::Hybrid);
     Ok((
         Outcome {
-            files: distinct_files(ranked.chunks.iter().map(|c| c.chunk.path.as_str()), TOP_FILES),
+            files: distinct_files(
+                ranked.chunks.iter().map(|c| c.chunk.path.as_str()),
+                TOP_FILES,
+            ),
             chunk_files: answer.chunks.iter().map(|c| c.chunk.path.clone()).collect(),
             latency_ms,
         },
@@ -165,6 +172,11 @@ fn run_repo(
     let mut baseline = WholeFileBm25::new()?;
     let lexical_shipped = open(&tree.dir, shipped(false))?;
     let lexical_deep = open(&tree.dir, deep(false))?;
+    let hybrid_shipped = if hybrid {
+        Some(open(&tree.dir, shipped(true))?)
+    } else {
+        None
+    };
     let mut run = RepoRun {
         repo,
         selection,
@@ -198,16 +210,16 @@ fn run_repo(
         ));
         let (lexical, _) = promptd_outcome(&lexical_shipped, &lexical_deep, &case.request, false)?;
         outcomes.push((LEXICAL, lexical));
-        if hybrid {
-            // Reopened per case: each retriever keeps its own in-memory vector cache, so a
-            // long-lived second one would embed the same new chunks again.
+        if let Some(h_shipped) = &hybrid_shipped {
+            // The deep retriever is reopened per case, after the shipped one embedded the new
+            // chunks: each retriever keeps its own in-memory vector cache (loaded from disk
+            // when its model loads), so a long-lived second one would embed them again.
             let indexing = Instant::now();
-            let h_shipped = open(&tree.dir, shipped(true))?;
-            index(&h_shipped)?;
+            index(h_shipped)?;
             let h_deep = open(&tree.dir, deep(true))?;
             index(&h_deep)?;
             run.index_seconds += indexing.elapsed().as_secs_f64();
-            let (outcome, fell_back) = promptd_outcome(&h_shipped, &h_deep, &case.request, true)?;
+            let (outcome, fell_back) = promptd_outcome(h_shipped, &h_deep, &case.request, true)?;
             run.hybrid_fallbacks += usize::from(fell_back);
             outcomes.push((HYBRID, outcome));
         }
@@ -251,7 +263,9 @@ fn run_repo(
 }
 
 fn main() {
-    let work_root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/eval-history");
+    let work_root = std::env::var_os("EVAL_HISTORY_WORK")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/eval-history"));
     let max_cases = std::env::var("EVAL_HISTORY_CASES")
         .ok()
         .and_then(|v| v.parse().ok())

@@ -46,11 +46,7 @@ pub fn score(outcome: &Outcome, gold: &[String]) -> Scores {
     Scores {
         at1: rank == Some(1),
         at5: rank.is_some_and(|r| r <= 5),
-        chunks6: outcome
-            .chunk_files
-            .iter()
-            .take(TOP_CHUNKS)
-            .any(is_gold),
+        chunks6: outcome.chunk_files.iter().take(TOP_CHUNKS).any(is_gold),
         recall5: gold.iter().all(|g| top5.contains(g)),
         rr10: rank.map_or(0.0, |r| 1.0 / r as f64),
         rank,
@@ -81,10 +77,7 @@ impl Proportion {
 
     /// `0.731 [0.68–0.78]`
     pub fn cell(&self) -> String {
-        format!(
-            "{:.3} [{:.2}–{:.2}]",
-            self.value, self.low, self.high
-        )
+        format!("{:.3} [{:.2}–{:.2}]", self.value, self.low, self.high)
     }
 }
 
@@ -154,7 +147,11 @@ impl Summary {
             rr.push(s.rr10);
             latencies.push(latency);
         }
-        let mean = if n == 0 { 0.0 } else { rr.iter().sum::<f64>() / n as f64 };
+        let mean = if n == 0 {
+            0.0
+        } else {
+            rr.iter().sum::<f64>() / n as f64
+        };
         let var = if n < 2 {
             0.0
         } else {
@@ -167,7 +164,11 @@ impl Summary {
             chunks6: Proportion::new(c6, n),
             recall5: Proportion::new(r5, n),
             mrr10: mean,
-            mrr10_pm: if n == 0 { 0.0 } else { 1.96 * (var / n as f64).sqrt() },
+            mrr10_pm: if n == 0 {
+                0.0
+            } else {
+                1.96 * (var / n as f64).sqrt()
+            },
             latency: Latency::of(&latencies),
         }
     }

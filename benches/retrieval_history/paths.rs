@@ -123,8 +123,7 @@ pub fn classify(path: &str, foreign: &[&str]) -> Kind {
     let (dirs, name) = parts.split_at(parts.len() - 1);
     let name = name[0];
     let ext = extension(&lower);
-    if foreign.iter().any(|p| path.starts_with(p)) || dirs.iter().any(|d| VENDOR_DIRS.contains(d))
-    {
+    if foreign.iter().any(|p| path.starts_with(p)) || dirs.iter().any(|d| VENDOR_DIRS.contains(d)) {
         return Kind::Vendored;
     }
     if name.contains(".generated.")
@@ -149,13 +148,22 @@ pub fn classify(path: &str, foreign: &[&str]) -> Kind {
         || name.ends_with("_test.py")
         || name.ends_with("_test.go")
         || name.ends_with("_tests.rs")
-        || [".test.", ".spec.", "_spec."].iter().any(|m| name.contains(m));
+        || [".test.", ".spec.", "_spec."]
+            .iter()
+            .any(|m| name.contains(m));
     if test_dir || test_name {
         return Kind::Test;
     }
     let stem = name.split('.').next().unwrap_or(name);
-    if ["changelog", "changes", "history", "news", "release-notes", "release_notes"]
-        .contains(&stem)
+    if [
+        "changelog",
+        "changes",
+        "history",
+        "news",
+        "release-notes",
+        "release_notes",
+    ]
+    .contains(&stem)
     {
         return Kind::Changelog;
     }

@@ -96,7 +96,7 @@ impl<'a> Report<'a> {
         let rows: Vec<&CaseResult> = self.split(split).collect();
         let _ = writeln!(
             out,
-            "\n{} half: {} cases\n{:<26} {:<20} {:<20} {:<20} {:<20} {:<16} {}",
+            "\n{} half: {} cases\n{:<26} {:<20} {:<20} {:<20} {:<20} {:<16} latency ms min/median/p99",
             split.label(),
             rows.len(),
             "configuration",
@@ -105,7 +105,6 @@ impl<'a> Report<'a> {
             "Chunks@6",
             "Recall@5",
             "MRR@10",
-            "latency ms min/median/p99"
         );
         for config in self.configs {
             let s = self.summary(rows.iter().copied(), config);
@@ -141,13 +140,20 @@ impl<'a> Report<'a> {
         for (lang, rows) in langs {
             groups.push((format!("all {lang}"), lang.into(), rows));
         }
-        let _ = write!(out, "\n{} half by repository and language: Chunks@6 / Acc@5\n{:<12} {:<11} {:>5}", split.label(), "repository", "language", "cases");
+        let _ = write!(
+            out,
+            "\n{} half by repository and language: Chunks@6 / Acc@5\n{:<15} {:<11} {:>5}",
+            split.label(),
+            "repository",
+            "language",
+            "cases"
+        );
         for config in self.configs {
             let _ = write!(out, "   {config:<26}");
         }
         out.push('\n');
         for (name, lang, rows) in groups {
-            let _ = write!(out, "{:<12} {:<11} {:>5}", name, lang, rows.len());
+            let _ = write!(out, "{:<15} {:<11} {:>5}", name, lang, rows.len());
             for config in self.configs {
                 let s = self.summary(rows.iter().copied(), config);
                 let _ = write!(
@@ -175,9 +181,18 @@ impl<'a> Report<'a> {
             .filter_map(|k| c.by_kind.get(k).map(|n| (k, n)))
             .map(|(k, n)| format!("{} {:.0}% ({n})", k.label(), 100.0 * *n as f64 / total))
             .collect();
-        let _ = writeln!(out, "  their top-6 chunks by file kind: {}", parts.join(" · "));
+        let _ = writeln!(
+            out,
+            "  their top-6 chunks by file kind: {}",
+            parts.join(" · ")
+        );
         for (kind, ex) in &c.examples {
-            let _ = writeln!(out, "  {} fills half or more: {}", kind.label(), ex.join(", "));
+            let _ = writeln!(
+                out,
+                "  {} fills half or more: {}",
+                kind.label(),
+                ex.join(", ")
+            );
         }
     }
 
@@ -192,7 +207,11 @@ impl<'a> Report<'a> {
             held,
             self.results.len() - held,
             self.max_cases,
-            if cfg!(debug_assertions) { "debug" } else { "optimised" },
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "optimised"
+            },
             if cfg!(debug_assertions) {
                 " (latency not representative)"
             } else {
@@ -231,7 +250,10 @@ impl<'a> Report<'a> {
                 run.index_seconds,
                 run.baseline_files,
                 if run.hybrid_fallbacks > 0 {
-                    format!(", hybrid fell back to lexical {} times", run.hybrid_fallbacks)
+                    format!(
+                        ", hybrid fell back to lexical {} times",
+                        run.hybrid_fallbacks
+                    )
                 } else {
                     String::new()
                 }
@@ -246,10 +268,7 @@ impl<'a> Report<'a> {
             let mut per_repo = serde_json::Map::new();
             for run in self.runs {
                 let rows = self.split(split).filter(|r| r.repo.slug == run.repo.slug);
-                per_repo.insert(
-                    run.repo.slug.into(),
-                    json!(self.summary(rows, config)),
-                );
+                per_repo.insert(run.repo.slug.into(), json!(self.summary(rows, config)));
             }
             by_config.insert(
                 (*config).into(),

@@ -122,7 +122,13 @@ pub fn git_dir(repo: &Repo, work_root: &Path) -> Result<PathBuf, String> {
         std::fs::create_dir_all(&root).map_err(|e| format!("{}: {e}", root.display()))?;
         git(
             None,
-            &["clone", "--quiet", "--bare", &repo.url(), path_str(&target)?],
+            &[
+                "clone",
+                "--quiet",
+                "--bare",
+                &repo.url(),
+                path_str(&target)?,
+            ],
         )?;
         if has_commit(&target, repo.pinned) {
             return Ok(target);
