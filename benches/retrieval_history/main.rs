@@ -28,6 +28,7 @@ mod metrics;
 mod paths;
 mod report;
 mod repos;
+mod results;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -35,34 +36,13 @@ use std::time::Instant;
 use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 
 use crate::baseline::WholeFileBm25;
-use crate::cases::{Case, Selection};
-use crate::metrics::{Outcome, Scores, TOP_FILES};
+use crate::metrics::{Outcome, TOP_FILES};
 use crate::repos::{REPOS, Repo, WorkTree};
+use crate::results::{BASELINE, CaseResult, HYBRID, LEXICAL, RepoRun};
 
 // The allocator the `promptd` binary uses.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// The configurations compared, in table order.
-pub const BASELINE: &str = "whole-file BM25";
-pub const LEXICAL: &str = "promptd default, lexical";
-pub const HYBRID: &str = "promptd default, hybrid";
-
-/// One case's answers from every configuration.
-pub struct CaseResult {
-    pub repo: &'static Repo,
-    pub case: Case,
-    pub outcomes: Vec<(&'static str, Outcome, Scores)>,
-}
-
-/// What was done for one repository.
-pub struct RepoRun {
-    pub repo: &'static Repo,
-    pub selection: Selection,
-    pub index_seconds: f64,
-    pub baseline_files: usize,
-    pub hybrid_fallbacks: usize,
-}
 
 fn env_flag(name: &str) -> bool {
     std::env::var_os(name).is_some_and(|v| v == "1")

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::cases::Split;
 use crate::metrics::{Scores, Summary, TOP_CHUNKS};
 use crate::paths::{Kind, classify};
-use crate::{CaseResult, LEXICAL, RepoRun};
+use crate::results::{CaseResult, LEXICAL, RepoRun};
 
 pub struct Report<'a> {
     pub configs: &'a [&'static str],
