@@ -1,7 +1,7 @@
 //! The benchmark's printed tables and its JSON result file: summaries per configuration for
 //! the held-out and the tuning half, per-repository and per-language breakdowns, the case
-//! selection counts, and the kinds of files filling the shipped lexical configuration's top
-//! six chunks when it misses (with example commit ids). Request texts are never written.
+//! selection counts, and the kinds of files filling each configuration's top six chunks when it
+//! misses (with example commit ids). Request texts are never written.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use crate::cases::Split;
 use crate::metrics::{Scores, Summary, TOP_CHUNKS};
 use crate::paths::{Kind, classify};
-use crate::results::{CaseResult, LEXICAL, RepoRun};
+use crate::results::{CaseResult, RepoRun};
 
 pub struct Report<'a> {
     pub configs: &'a [&'static str],
@@ -166,11 +166,11 @@ impl<'a> Report<'a> {
         }
     }
 
-    fn crowding_text(&self, out: &mut String, split: Split) {
-        let c = self.crowding(split, LEXICAL);
+    fn crowding_text(&self, out: &mut String, split: Split, config: &str) {
+        let c = self.crowding(split, config);
         let _ = writeln!(
             out,
-            "\n{LEXICAL}, {} half: {} cases without a gold file among the top-6 chunks ({} of them answered with fewer than 6 chunks)",
+            "\n{config}, {} half: {} cases without a gold file among the top-6 chunks ({} of them answered with fewer than 6 chunks)",
             split.label(),
             c.misses,
             c.short_answers
@@ -225,7 +225,9 @@ impl<'a> Report<'a> {
         );
         self.table(&mut out, Split::HeldOut);
         self.breakdown(&mut out, Split::HeldOut);
-        self.crowding_text(&mut out, Split::HeldOut);
+        for config in self.configs {
+            self.crowding_text(&mut out, Split::HeldOut, config);
+        }
         self.table(&mut out, Split::Tuning);
         self.breakdown(&mut out, Split::Tuning);
         let _ = writeln!(
@@ -283,14 +285,19 @@ impl<'a> Report<'a> {
 
     pub fn json(&self) -> Value {
         let crowding = |split| {
-            let c = self.crowding(split, LEXICAL);
-            json!({
-                "configuration": LEXICAL,
-                "misses": c.misses,
-                "answers_shorter_than_6": c.short_answers,
-                "top6_chunks_by_kind": c.by_kind.iter().map(|(k, n)| (k.label(), *n)).collect::<BTreeMap<_, _>>(),
-                "examples": c.examples.iter().map(|(k, e)| (k.label(), e.clone())).collect::<BTreeMap<_, _>>(),
-            })
+            self.configs
+                .iter()
+                .map(|config| {
+                    let c = self.crowding(split, config);
+                    let value = json!({
+                        "misses": c.misses,
+                        "answers_shorter_than_6": c.short_answers,
+                        "top6_chunks_by_kind": c.by_kind.iter().map(|(k, n)| (k.label(), *n)).collect::<BTreeMap<_, _>>(),
+                        "examples": c.examples.iter().map(|(k, e)| (k.label(), e.clone())).collect::<BTreeMap<_, _>>(),
+                    });
+                    (config.to_string(), value)
+                })
+                .collect::<serde_json::Map<_, _>>()
         };
         json!({
             "build": if cfg!(debug_assertions) { "debug" } else { "optimised" },
