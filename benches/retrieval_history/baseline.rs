@@ -2,10 +2,9 @@
 //! repository's language (tests, docs and vendored code of that language included: no
 //! filtering), its text in one field with tantivy's default tokenizer (split on
 //! non-alphanumerics, lower-cased; no stemming, no identifier splitting). The query is the
-//! request's distinct tokens, OR-ed. The index lives in memory and follows the work tree from
-//! case to case: only files whose content changed are replaced.
+//! request's distinct tokens, OR-ed. The index is built in memory for each case's tree.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::Path;
 
 use tantivy::collector::TopDocs;
@@ -17,12 +16,10 @@ use crate::paths::Lang;
 
 pub struct WholeFileBm25 {
     index: Index,
-    writer: IndexWriter,
     reader: IndexReader,
     path: Field,
     body: Field,
-    /// Content hash of every indexed file.
-    indexed: HashMap<String, blake3::Hash>,
+    files: usize,
 }
 
 fn tv(e: tantivy::TantivyError) -> String {
@@ -30,76 +27,38 @@ fn tv(e: tantivy::TantivyError) -> String {
 }
 
 impl WholeFileBm25 {
-    pub fn new() -> Result<WholeFileBm25, String> {
+    /// Indexes the files of `langs` among `tracked`, read from `tree`.
+    pub fn build(tree: &Path, tracked: &[String], langs: &[Lang]) -> Result<WholeFileBm25, String> {
         let mut builder = Schema::builder();
         let path = builder.add_text_field("path", STRING | STORED);
         let body = builder.add_text_field("body", TEXT);
         let index = Index::create_in_ram(builder.build());
-        let writer = index.writer_with_num_threads(1, 50_000_000).map_err(tv)?;
-        let reader = index.reader().map_err(tv)?;
-        Ok(WholeFileBm25 {
-            index,
-            writer,
-            reader,
-            path,
-            body,
-            indexed: HashMap::new(),
-        })
-    }
-
-    /// Makes the index hold exactly the files of `langs` among `tracked`, read from `tree`.
-    /// Returns how many documents were added or replaced.
-    pub fn sync(
-        &mut self,
-        tree: &Path,
-        tracked: &[String],
-        langs: &[Lang],
-    ) -> Result<usize, String> {
-        let wanted: BTreeSet<&str> = tracked
-            .iter()
-            .map(String::as_str)
-            .filter(|p| langs.iter().any(|l| l.owns(p)))
-            .collect();
-        let mut changed = 0;
-        let gone: Vec<String> = self
-            .indexed
-            .keys()
-            .filter(|p| !wanted.contains(String::as_str(p)))
-            .cloned()
-            .collect();
-        for p in gone {
-            self.writer
-                .delete_term(Term::from_field_text(self.path, &p));
-            self.indexed.remove(&p);
-            changed += 1;
-        }
-        for p in wanted {
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 50_000_000).map_err(tv)?;
+        let mut files = 0;
+        for p in tracked.iter().filter(|p| langs.iter().any(|l| l.owns(p))) {
             // Symlinks and submodules are tracked but are no readable file: skipped.
             let Ok(bytes) = std::fs::read(tree.join(p)) else {
                 continue;
             };
-            let hash = blake3::hash(&bytes);
-            if self.indexed.get(p) == Some(&hash) {
-                continue;
-            }
-            if self.indexed.insert(p.to_string(), hash).is_some() {
-                self.writer.delete_term(Term::from_field_text(self.path, p));
-            }
             let text = String::from_utf8_lossy(&bytes);
-            self.writer
-                .add_document(doc!(self.path => p, self.body => text.as_ref()))
+            writer
+                .add_document(doc!(path => p.as_str(), body => text.as_ref()))
                 .map_err(tv)?;
-            changed += 1;
+            files += 1;
         }
-        if changed > 0 {
-            self.writer.commit().map_err(tv)?;
-            self.reader.reload().map_err(tv)?;
-        }
-        Ok(changed)
+        writer.commit().map_err(tv)?;
+        let reader = index.reader().map_err(tv)?;
+        Ok(WholeFileBm25 {
+            index,
+            reader,
+            path,
+            body,
+            files,
+        })
     }
 
     pub fn files(&self) -> usize {
-        self.indexed.len()
+        self.files
     }
 
     /// The `limit` best files for `request`, best first.

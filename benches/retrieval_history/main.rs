@@ -2,7 +2,7 @@
 //! a configuration rank a file the fix changed? Cases are built at run time from bare git
 //! repositories (never committed; see `repos.rs` for the list, pinned commits and where they
 //! are looked for), each asked against its parent commit's tree, checked out case after case
-//! into one scratch clone per repository so indexes refresh incrementally. Configurations in
+//! into one scratch clone per repository, where every ranker indexes it anew. Configurations in
 //! the same run: whole-file BM25 (the naive baseline), promptd's shipped defaults with a
 //! lexical index, and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
 //! defaults with vectors. Prints Acc@1, Acc@5, Chunks@6, Recall@5, MRR@10 and latency per
@@ -128,6 +128,36 @@ fn index(retriever: &Retriever) -> Result<(), String> {
     Ok(())
 }
 
+/// promptd's cache of chunk vectors inside `.rag/` (its name in `src/rag/embed.rs`; should it
+/// change, vectors are computed again: slower, same numbers).
+const VECTOR_CACHE: &str = "vectors.bin";
+
+/// Removes promptd's index from the work tree so the next retriever builds it anew. An index
+/// refreshed along the history ranks differently from one built on the same tree (tantivy
+/// counts deleted documents in BM25 statistics until segments merge, and merges run in the
+/// background), which made two runs disagree on the order of a third of the cases. The
+/// vector cache is kept when vectors are used (vectors are keyed by chunk content).
+fn fresh_index(tree: &Path, keep_vectors: bool) -> Result<(), String> {
+    let rag_dir = tree.join(promptd::rag::discover::RAG_DIR);
+    let Ok(entries) = std::fs::read_dir(&rag_dir) else {
+        return Ok(());
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("{}: {e}", rag_dir.display()))?;
+        let path = entry.path();
+        if keep_vectors && entry.file_name() == VECTOR_CACHE {
+            continue;
+        }
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
 fn run_repo(
     repo: &'static Repo,
     work_root: &Path,
@@ -149,14 +179,6 @@ fn run_repo(
         git_dir.display()
     );
     let tree = WorkTree::prepare(repo, &git_dir, work_root)?;
-    let mut baseline = WholeFileBm25::new()?;
-    let lexical_shipped = open(&tree.dir, shipped(false))?;
-    let lexical_deep = open(&tree.dir, deep(false))?;
-    let hybrid_shipped = if hybrid {
-        Some(open(&tree.dir, shipped(true))?)
-    } else {
-        None
-    };
     let mut run = RepoRun {
         repo,
         selection,
@@ -170,8 +192,11 @@ fn run_repo(
         tree.checkout(&case.parent)?;
         let tracked = tree.files_at(&case.parent)?;
         let indexing = Instant::now();
-        baseline.sync(&tree.dir, &tracked, repo.langs)?;
+        let baseline = WholeFileBm25::build(&tree.dir, &tracked, repo.langs)?;
+        fresh_index(&tree.dir, hybrid)?;
+        let lexical_shipped = open(&tree.dir, shipped(false))?;
         index(&lexical_shipped)?;
+        let lexical_deep = open(&tree.dir, deep(false))?;
         index(&lexical_deep)?;
         run.index_seconds += indexing.elapsed().as_secs_f64();
         run.baseline_files = baseline.files();
@@ -190,16 +215,16 @@ fn run_repo(
         ));
         let (lexical, _) = promptd_outcome(&lexical_shipped, &lexical_deep, &case.request, false)?;
         outcomes.push((LEXICAL, lexical));
-        if let Some(h_shipped) = &hybrid_shipped {
-            // The deep retriever is reopened per case, after the shipped one embedded the new
-            // chunks: each retriever keeps its own in-memory vector cache (loaded from disk
-            // when its model loads), so a long-lived second one would embed them again.
+        if hybrid {
+            // The deep retriever opens after the shipped one embedded the new chunks: each
+            // keeps its own in-memory vector cache, loaded from disk with its model.
             let indexing = Instant::now();
-            index(h_shipped)?;
+            let h_shipped = open(&tree.dir, shipped(true))?;
+            index(&h_shipped)?;
             let h_deep = open(&tree.dir, deep(true))?;
             index(&h_deep)?;
             run.index_seconds += indexing.elapsed().as_secs_f64();
-            let (outcome, fell_back) = promptd_outcome(h_shipped, &h_deep, &case.request, true)?;
+            let (outcome, fell_back) = promptd_outcome(&h_shipped, &h_deep, &case.request, true)?;
             run.hybrid_fallbacks += usize::from(fell_back);
             outcomes.push((HYBRID, outcome));
         }
