@@ -181,7 +181,8 @@ pub fn git(dir: Option<&Path>, args: &[&str]) -> Result<String, String> {
 }
 
 /// A scratch clone sharing the bare repository's objects, whose work tree is moved from case
-/// to case: promptd's index (`.rag/` inside it) and the baseline refresh only what changed.
+/// to case: a checkout rewrites only the files that differ, and promptd's index lives inside it
+/// (`.rag/`, untracked).
 pub struct WorkTree {
     pub dir: PathBuf,
 }
