@@ -33,6 +33,7 @@ mod results;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use promptd::rag::store::RagDir;
 use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 
 use crate::baseline::WholeFileBm25;
@@ -128,34 +129,28 @@ fn index(retriever: &Retriever) -> Result<(), String> {
     Ok(())
 }
 
-/// promptd's cache of chunk vectors inside `.rag/` (its name in `src/rag/embed.rs`; should it
-/// change, vectors are computed again: slower, same numbers).
-const VECTOR_CACHE: &str = "vectors.bin";
-
-/// Removes promptd's index from the work tree so the next retriever builds it anew. An index
-/// refreshed along the history ranks differently from one built on the same tree (tantivy
-/// counts deleted documents in BM25 statistics until segments merge, and merges run in the
-/// background), which made two runs disagree on the order of a third of the cases. The
-/// vector cache is kept when vectors are used (vectors are keyed by chunk content).
-fn fresh_index(tree: &Path, keep_vectors: bool) -> Result<(), String> {
-    let rag_dir = tree.join(promptd::rag::discover::RAG_DIR);
-    let Ok(entries) = std::fs::read_dir(&rag_dir) else {
-        return Ok(());
-    };
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("{}: {e}", rag_dir.display()))?;
-        let path = entry.path();
-        if keep_vectors && entry.file_name() == VECTOR_CACHE {
-            continue;
+/// Removes promptd's index (tantivy folder and manifest) from the work tree so the next
+/// retriever builds it anew; the vector cache stays (vectors are keyed by chunk content). An
+/// index refreshed along the history ranks differently from one built on the same tree
+/// (tantivy counts deleted documents in BM25 statistics until segments merge, and merges run
+/// in the background), which made two runs disagree on the order of a third of the cases.
+fn fresh_index(tree: &Path) -> Result<(), String> {
+    let rag_dir = RagDir::of(tree);
+    for file in [rag_dir.manifest(), rag_dir.manifest_next()] {
+        match std::fs::remove_file(&file) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("{}: {e}", file.display()));
+            }
+            _ => {}
         }
-        let removed = if path.is_dir() {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        removed.map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    Ok(())
+    let index = rag_dir.index_dir();
+    match std::fs::remove_dir_all(&index) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(format!("{}: {e}", index.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn run_repo(
@@ -193,7 +188,7 @@ fn run_repo(
         let tracked = tree.files_at(&case.parent)?;
         let indexing = Instant::now();
         let baseline = WholeFileBm25::build(&tree.dir, &tracked, repo.langs)?;
-        fresh_index(&tree.dir, hybrid)?;
+        fresh_index(&tree.dir)?;
         let lexical_shipped = open(&tree.dir, shipped(false))?;
         index(&lexical_shipped)?;
         let lexical_deep = open(&tree.dir, deep(false))?;
