@@ -12,7 +12,7 @@ use promptd::guard::Guard;
 use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::rag::RagConfig;
 use promptd::registry::{BuiltinSource, PromptSource};
-use promptd::stages::{RepositoryRetrievers, validate_enhance};
+use promptd::stages::{RetrieversUnder, validate_enhance};
 use promptd::tools::EnhanceRequest;
 
 fn registry_crate(name: &str) -> Option<PathBuf> {
@@ -66,7 +66,10 @@ fn bench(c: &mut Criterion) {
         snapshot: library.snapshot(),
         clock: *library.clock(),
         guard: Ok(Arc::new(Guard::builtin().unwrap())),
-        retriever: Arc::new(RepositoryRetrievers::new(rag)),
+        retriever: Arc::new(RetrieversUnder {
+            retrievers: Arc::default(),
+            config: rag,
+        }),
         llm: None,
     };
     let req = validate_enhance(

@@ -187,8 +187,6 @@ pub fn validate_enhance(
 /// rebuilt index; one that panics is marked damaged, and the next request rebuilds it.
 #[derive(Default)]
 pub struct RepositoryRetrievers {
-    /// The settings of [`ContextRetriever::retrieve`] (the other calls name theirs).
-    config: RagConfig,
     open: Mutex<HashMap<PathBuf, Slot>>,
 }
 
@@ -206,14 +204,6 @@ impl std::fmt::Debug for RepositoryRetrievers {
 }
 
 impl RepositoryRetrievers {
-    /// Retrievers whose [`ContextRetriever`] answers under `config`.
-    pub fn new(config: RagConfig) -> RepositoryRetrievers {
-        RepositoryRetrievers {
-            config,
-            open: Mutex::new(HashMap::new()),
-        }
-    }
-
     fn slots(&self) -> MutexGuard<'_, HashMap<PathBuf, Slot>> {
         // A panic while the map was held cannot leave it torn (each change is one insert).
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
@@ -333,21 +323,10 @@ impl RepositoryRetrievers {
     }
 }
 
-impl ContextRetriever for RepositoryRetrievers {
-    fn retrieve(
-        &self,
-        repo: &Workspace,
-        query: &str,
-        active_file: Option<&Path>,
-    ) -> Result<RetrievedContext, ContextError> {
-        Ok(self.context(repo, &self.config, query, active_file)?)
-    }
-}
-
-/// The shared retrievers under one call's settings.
-struct RetrieversUnder {
-    retrievers: Arc<RepositoryRetrievers>,
-    config: RagConfig,
+/// The shared retrievers under one call's settings: the enhance stage's [`ContextRetriever`].
+pub struct RetrieversUnder {
+    pub retrievers: Arc<RepositoryRetrievers>,
+    pub config: RagConfig,
 }
 
 impl ContextRetriever for RetrieversUnder {

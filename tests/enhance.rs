@@ -12,7 +12,7 @@ use promptd::enhance::{EnhanceStatus, Enhancer};
 use promptd::guard::Guard;
 use promptd::llm::{ChatClient, LlmConfig};
 use promptd::rag::RagConfig;
-use promptd::stages::{RepositoryRetrievers, validate_enhance};
+use promptd::stages::{RetrieversUnder, validate_enhance};
 use promptd::tools::EnhanceRequest;
 use serde_json::json;
 use support::guard::{Fake, fake_secret};
@@ -56,7 +56,10 @@ fn enhancer(url: Option<&str>, extra: Option<&Path>, timeout: Duration) -> Enhan
         snapshot: library.snapshot(),
         clock: *library.clock(),
         guard: Ok(Arc::new(Guard::builtin().unwrap())),
-        retriever: Arc::new(RepositoryRetrievers::new(rag)),
+        retriever: Arc::new(RetrieversUnder {
+            retrievers: Arc::default(),
+            config: rag,
+        }),
         llm: url.map(|u| {
             ChatClient::new(LlmConfig {
                 url: u.to_string(),
