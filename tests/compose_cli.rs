@@ -37,25 +37,19 @@ pub(crate) fn workspace() -> tempfile::TempDir {
 }
 
 fn compose(dir: &Path, extra: &[&str]) -> Value {
-    let out = process::promptd()
-        .args([
-            "compose",
-            "--query",
-            "add retries to send_with_retry",
-            "--dir",
-        ])
-        .arg(dir)
-        .args(extra)
-        .arg("--json")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    process::json_stdout(
+        process::promptd()
+            .args([
+                "compose",
+                "--query",
+                "add retries to send_with_retry",
+                "--dir",
+            ])
+            .arg(dir)
+            .args(extra)
+            .arg("--json")
+            .current_dir(dir),
+    )
 }
 
 #[test]

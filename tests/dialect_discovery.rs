@@ -158,18 +158,12 @@ fn config_gives_a_folder_its_dialect() {
 fn cli_list_json_shows_dialect_source_and_flags_turn_discovery_off() {
     let repo = repo();
     let run = |extra: &[&str]| {
-        let out = crate::support::process::promptd()
-            .args(["list", "--json"])
-            .args(extra)
-            .current_dir(repo.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let v = crate::support::process::json_stdout(
+            crate::support::process::promptd()
+                .args(["list", "--json"])
+                .args(extra)
+                .current_dir(repo.path()),
         );
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         v["data"]["prompts"].as_array().unwrap().clone()
     };
     let listed = run(&[]);

@@ -62,6 +62,17 @@ pub fn clear_env(cmd: &mut Command) -> &mut Command {
     cmd
 }
 
+/// Runs `cmd`, requires success (failing with its stderr), and parses its stdout as JSON.
+pub fn json_stdout(cmd: &mut Command) -> serde_json::Value {
+    let out = cmd.output().expect("run promptd");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
 /// Runs `cmd` to completion with `input` on its stdin, collecting both streams. The input is
 /// written from a thread and a write error ignored: the child may exit before it reads (a bad
 /// flag, a bad rules file), and what it printed is what the test asserts.
