@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::discover::IndexBounds;
 use super::error::RagError;
+use super::kind::FileKind;
+use super::request::TermWeights;
 
 /// How lexical and vector evidence combine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -21,6 +23,61 @@ pub enum Fusion {
     /// orders scores 1.0 and last in both 0.0. The shipped default: best measured Acc@1/MRR.
     #[default]
     Rrf,
+}
+
+/// Score multipliers by file kind ([`FileKind`]); source code always weighs 1.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq)]
+#[serde(default, rename_all = "camelCase")]
+pub struct KindWeights {
+    pub test: f32,
+    pub docs: f32,
+    pub changelog: f32,
+    pub vendored: f32,
+    pub generated: f32,
+    pub other: f32,
+}
+
+impl KindWeights {
+    /// Every kind level with source code.
+    pub const NEUTRAL: KindWeights = KindWeights {
+        test: 1.0,
+        docs: 1.0,
+        changelog: 1.0,
+        vendored: 1.0,
+        generated: 1.0,
+        other: 1.0,
+    };
+
+    /// The shipped weights: source first, then configuration and data, then tests, then
+    /// vendored, generated and documentation, changelogs last (best on the history benchmark's
+    /// tuning half).
+    pub const SOURCE_FIRST: KindWeights = KindWeights {
+        test: 0.15,
+        docs: 0.1,
+        changelog: 0.05,
+        vendored: 0.1,
+        generated: 0.1,
+        other: 0.4,
+    };
+
+    /// The multiplier of `kind`.
+    pub fn of(&self, kind: FileKind) -> f32 {
+        match kind {
+            FileKind::Source => 1.0,
+            FileKind::Test => self.test,
+            FileKind::Docs => self.docs,
+            FileKind::Changelog => self.changelog,
+            FileKind::Vendored => self.vendored,
+            FileKind::Generated => self.generated,
+            FileKind::Other => self.other,
+        }
+    }
+}
+
+impl Default for KindWeights {
+    fn default() -> Self {
+        KindWeights::SOURCE_FIRST
+    }
 }
 
 /// Retrieval settings, carried under `"rag"` in `.ado-mcp-config.json`; CLI flags override them.
@@ -51,6 +108,28 @@ pub struct RagConfig {
     /// Multiplier applied by action-aware boosts (fix → error handling, create → definitions,
     /// refactor → large blocks); 1.0 disables them.
     pub action_boost: f32,
+    /// Weight of a search term the request writes as an identifier or a path (`find_user`,
+    /// `Session.send`, `auth/login.py`); plain words weigh 1.
+    pub identifier_weight: f32,
+    /// In a request with more plain words than this, plain words are weighted down so that
+    /// together they weigh this many (0: never).
+    pub plain_words: usize,
+    /// Multiplier of the chunks of a file the request mentions by path or name.
+    pub mentioned_file_boost: f32,
+    /// Score multipliers of chunks by the kind of their file, for kinds the request does not
+    /// ask about by name (source code is 1).
+    pub kind_weights: KindWeights,
+    /// Share of a file's score in the final score of each of its chunks (0: chunks are ranked on
+    /// their own). A file scores by its whole-file BM25 match and its best chunk
+    /// ([`RagConfig::whole_file_weight`]).
+    pub file_rank_weight: f32,
+    /// Share of the whole-file BM25 match in a file's score; the rest is its best chunk's score.
+    pub whole_file_weight: f32,
+    /// How much a file's size (in chunks) raises its score: `1 + file_size_prior × ln(chunks)`.
+    /// Fixes land more often in large, central files.
+    pub file_size_prior: f32,
+    /// Most chunks returned from one file (0: no limit); more only when nothing else is left.
+    pub max_chunks_per_file: usize,
     /// Minimum final score kept (the best chunk is always kept).
     pub threshold: f32,
     /// Token budget of the formatted context (cl100k_base tokens).
@@ -99,9 +178,17 @@ impl Default for RagConfig {
             lexical_weight: 0.5,
             vector_weight: 0.5,
             symbol_boost: 2.0,
-            path_boost: 1.0,
+            path_boost: 2.0,
             file_aggregation: 0.0,
             action_boost: 1.1,
+            identifier_weight: 2.0,
+            plain_words: 0,
+            mentioned_file_boost: 2.0,
+            kind_weights: KindWeights::SOURCE_FIRST,
+            max_chunks_per_file: 1,
+            file_rank_weight: 0.5,
+            whole_file_weight: 0.8,
+            file_size_prior: 0.25,
             threshold: 0.3,
             token_budget: 8000,
             index_budget_secs: 20,
@@ -129,6 +216,14 @@ impl RagConfig {
         let mut rag: RagConfig = config.section_as("rag").map_err(RagError::Section)?;
         rag.index_bounds = IndexBounds::from_limits(limits);
         Ok(rag)
+    }
+
+    /// How the terms of a request are weighted.
+    pub fn term_weights(&self) -> TermWeights {
+        TermWeights {
+            identifier: self.identifier_weight,
+            plain_words: self.plain_words,
+        }
     }
 
     /// These settings for a process that answers once and exits (`promptd context`, `index`,

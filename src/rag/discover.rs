@@ -346,18 +346,3 @@ pub fn rel_to_string(rel: &Path) -> Option<String> {
 pub fn looks_binary(bytes: &[u8]) -> bool {
     bytes[..bytes.len().min(8192)].contains(&0)
 }
-
-/// True for prose files (Markdown, reStructuredText, plain text…), which are never promoted to
-/// active file.
-pub fn is_documentation(path: &str) -> bool {
-    let lower = path.to_ascii_lowercase();
-    let name = lower.rsplit('/').next().unwrap_or(&lower);
-    let ext = name.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-    matches!(
-        ext,
-        "md" | "markdown" | "mdx" | "rst" | "txt" | "adoc" | "asciidoc" | "org" | "textile"
-    ) || matches!(
-        name,
-        "readme" | "changelog" | "license" | "licence" | "authors" | "contributing" | "notice"
-    )
-}

@@ -1,4 +1,6 @@
-//! The persisted lexical index: a tantivy BM25 index of chunks under `<repo>/.rag/index/` plus a
+//! The persisted lexical index: a tantivy BM25 index under `<repo>/.rag/index/` holding every
+//! chunk and, per file, one whole-file document (its path words and text, searched apart with
+//! statistics of their own so that chunks and files each score as their own collection), plus a
 //! manifest of per-file fingerprints (size, mtime, content hash) in `.rag/manifest.json`, so a
 //! refresh reads only files whose size or mtime moved and re-chunks only those whose content
 //! hash changed. Tantivy commits are atomic; the manifest is tied to a commit through the commit
@@ -12,22 +14,28 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Count, TopDocs};
+use tantivy::query::Bm25StatisticsProvider;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+use tantivy::{
+    Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term, doc,
+};
 
 use super::chunk::{Chunk, ChunkOptions, chunk_file};
 use super::discover::{DiscoveredFile, looks_binary};
 use super::error::RagError;
 use super::hash::{ContentHash, content_hash, tagged_hash};
+use super::request::QueryTerm;
 use super::store::{RagDir, write_atomic};
 use super::tokenize;
 
 /// Bumped whenever the schema, chunking or manifest layout changes.
-pub const INDEX_FORMAT_VERSION: u32 = 1;
+pub const INDEX_FORMAT_VERSION: u32 = 2;
+/// The `kind` of a whole-file document (chunks have none).
+const FILE_DOC: &str = "file";
 /// Files chunked between two deadline checks.
 const BATCH_FILES: usize = 256;
 
@@ -86,6 +94,12 @@ struct Fields {
     end_line: Field,
     language: Field,
     hash: Field,
+    /// [`FILE_DOC`] on whole-file documents.
+    kind: Field,
+    /// A whole-file document's path words and text.
+    file_body: Field,
+    /// A whole-file document's number of chunks.
+    file_chunks: Field,
 }
 
 fn schema() -> (Schema, Fields) {
@@ -99,11 +113,14 @@ fn schema() -> (Schema, Fields) {
         path_terms: builder.add_text_field("path_terms", searchable.clone()),
         symbols: builder.add_text_field("symbols", searchable.clone().set_stored()),
         tags: builder.add_text_field("tags", STORED),
-        body: builder.add_text_field("body", searchable.set_stored()),
+        body: builder.add_text_field("body", searchable.clone().set_stored()),
         start_line: builder.add_u64_field("start_line", STORED),
         end_line: builder.add_u64_field("end_line", STORED),
         language: builder.add_text_field("language", STRING | STORED),
         hash: builder.add_bytes_field("hash", STORED),
+        kind: builder.add_text_field("kind", STRING | STORED),
+        file_body: builder.add_text_field("file_body", searchable),
+        file_chunks: builder.add_u64_field("file_chunks", STORED),
     };
     (builder.build(), fields)
 }
@@ -149,6 +166,17 @@ impl IndexedChunk {
             bm25: 0.0,
         }
     }
+}
+
+/// A whole file matching a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileHit {
+    /// Path relative to the repository, `/`-separated.
+    pub path: String,
+    /// Raw BM25 score of the whole file.
+    pub bm25: f32,
+    /// Chunks the file was cut into.
+    pub chunks: usize,
 }
 
 /// What one refresh changed.
@@ -436,7 +464,7 @@ impl CodeIndex {
                         }
                         if let Outcome::Chunked(docs) = p.outcome {
                             counts.chunked += 1;
-                            counts.new_chunks += docs.len();
+                            counts.new_chunks += docs.len().saturating_sub(1);
                             for d in docs {
                                 w.add_document(d)
                                     .map_err(|e| index_error(&self.rag_dir.index_dir(), e))?;
@@ -516,18 +544,44 @@ impl CodeIndex {
 
     /// Number of chunks searchable now.
     pub fn num_chunks(&self) -> usize {
-        self.reader.searcher().num_docs() as usize
+        let searcher = self.reader.searcher();
+        let files = searcher.search(&self.file_docs(), &Count).unwrap_or(0);
+        (searcher.num_docs() as usize).saturating_sub(files)
     }
 
-    /// BM25 search: every query term against chunk bodies, symbol names (boosted by
-    /// `symbol_boost`) and path components (`path_boost`). `only_path` restricts to one file.
+    fn file_docs(&self) -> TermQuery {
+        TermQuery::new(
+            Term::from_field_text(self.fields.kind, FILE_DOC),
+            IndexRecordOption::Basic,
+        )
+    }
+
+    /// BM25 statistics of one collection of the index: chunks or whole files.
+    fn statistics<'a>(&self, searcher: &'a Searcher, files: bool) -> Collection<'a> {
+        let all: u64 = searcher
+            .segment_readers()
+            .iter()
+            .map(|s| u64::from(s.max_doc()))
+            .sum();
+        let file_docs = searcher
+            .doc_freq(&Term::from_field_text(self.fields.kind, FILE_DOC))
+            .unwrap_or(0);
+        Collection {
+            searcher,
+            docs: if files { file_docs } else { all - file_docs }.max(1),
+        }
+    }
+
+    /// BM25 search: every query term, boosted by its weight, against chunk bodies, symbol names
+    /// (boosted by `symbol_boost`) and path components (`path_boost`). A non-empty `only_paths`
+    /// restricts it to those files.
     pub fn search(
         &self,
-        terms: &[String],
+        terms: &[QueryTerm],
         symbol_boost: f32,
         path_boost: f32,
         limit: usize,
-        only_path: Option<&str>,
+        only_paths: &[&str],
     ) -> Result<Vec<IndexedChunk>, RagError> {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
@@ -535,11 +589,12 @@ impl CodeIndex {
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = Vec::new();
         for term in terms {
             let mut per_field = |field: Field, boost: f32| {
+                let boost = boost * term.weight;
                 if boost <= 0.0 {
                     return;
                 }
                 let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(field, term),
+                    Term::from_field_text(field, &term.text),
                     IndexRecordOption::WithFreqs,
                 ));
                 let q: Box<dyn Query> = if (boost - 1.0).abs() < f32::EPSILON {
@@ -554,29 +609,96 @@ impl CodeIndex {
             per_field(self.fields.path_terms, path_boost);
         }
         let terms_query: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
-        let query: Box<dyn Query> = match only_path {
-            Some(p) => Box::new(BooleanQuery::new(vec![
-                (
-                    Occur::Must,
-                    Box::new(TermQuery::new(
+        let query: Box<dyn Query> = if only_paths.is_empty() {
+            terms_query
+        } else {
+            let paths: Vec<(Occur, Box<dyn Query>)> = only_paths
+                .iter()
+                .map(|p| {
+                    let q: Box<dyn Query> = Box::new(TermQuery::new(
                         Term::from_field_text(self.fields.path, p),
                         IndexRecordOption::Basic,
-                    )) as Box<dyn Query>,
+                    ));
+                    (Occur::Should, q)
+                })
+                .collect();
+            Box::new(BooleanQuery::new(vec![
+                (
+                    Occur::Must,
+                    Box::new(BooleanQuery::new(paths)) as Box<dyn Query>,
                 ),
                 (Occur::Must, terms_query),
-            ])),
-            None => terms_query,
+            ]))
         };
         let searcher = self.reader.searcher();
         let dir = self.rag_dir.index_dir();
         let hits = searcher
-            .search(&query, &TopDocs::with_limit(limit).order_by_score())
+            .search_with_statistics_provider(
+                &query,
+                &TopDocs::with_limit(limit).order_by_score(),
+                &self.statistics(&searcher, false),
+            )
             .map_err(|e| index_error(&dir, e))?;
         hits.into_iter()
             .map(|(score, address)| {
                 let doc: TantivyDocument =
                     searcher.doc(address).map_err(|e| index_error(&dir, e))?;
                 Ok(self.to_chunk(&doc, score))
+            })
+            .collect()
+    }
+
+    /// BM25 search over whole files: every query term, boosted by its weight, against each
+    /// file's path words and text. The `limit` best files, best first.
+    pub fn search_files(
+        &self,
+        terms: &[QueryTerm],
+        limit: usize,
+    ) -> Result<Vec<FileHit>, RagError> {
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .filter(|t| t.weight > 0.0)
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.file_body, &t.text),
+                    IndexRecordOption::WithFreqs,
+                ));
+                (
+                    Occur::Should,
+                    Box::new(BoostQuery::new(q, t.weight)) as Box<dyn Query>,
+                )
+            })
+            .collect();
+        let searcher = self.reader.searcher();
+        let dir = self.rag_dir.index_dir();
+        let hits = searcher
+            .search_with_statistics_provider(
+                &BooleanQuery::new(clauses),
+                &TopDocs::with_limit(limit).order_by_score(),
+                &self.statistics(&searcher, true),
+            )
+            .map_err(|e| index_error(&dir, e))?;
+        hits.into_iter()
+            .map(|(score, address)| {
+                let doc: TantivyDocument =
+                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+                let path = doc
+                    .get_first(self.fields.path)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or_default()
+                    .to_string();
+                let chunks = doc
+                    .get_first(self.fields.file_chunks)
+                    .and_then(|v| v.as_u64())
+                    .unwrap_or(1) as usize;
+                Ok(FileHit {
+                    path,
+                    bm25: score,
+                    chunks,
+                })
             })
             .collect()
     }
@@ -592,14 +714,13 @@ impl CodeIndex {
         let hits = searcher
             .search(&query, &TopDocs::with_limit(10_000).order_by_score())
             .map_err(|e| index_error(&dir, e))?;
-        let mut out = hits
-            .into_iter()
-            .map(|(_, address)| {
-                let doc: TantivyDocument =
-                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
-                Ok(self.to_chunk(&doc, 0.0))
-            })
-            .collect::<Result<Vec<_>, RagError>>()?;
+        let mut out = Vec::new();
+        for (_, address) in hits {
+            let doc: TantivyDocument = searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+            if !self.is_file_doc(&doc) {
+                out.push(self.to_chunk(&doc, 0.0));
+            }
+        }
         out.sort_by_key(|c| c.start_line);
         Ok(out)
     }
@@ -622,12 +743,19 @@ impl CodeIndex {
                     continue;
                 }
                 let doc: TantivyDocument = store.get(doc_id).map_err(|e| index_error(&dir, e))?;
+                if self.is_file_doc(&doc) {
+                    continue;
+                }
                 if !visit(self.to_chunk(&doc, 0.0)) {
                     return Ok(());
                 }
             }
         }
         Ok(())
+    }
+
+    fn is_file_doc(&self, doc: &TantivyDocument) -> bool {
+        doc.get_first(self.fields.kind).and_then(|v| v.as_str()) == Some(FILE_DOC)
     }
 
     fn to_chunk(&self, doc: &TantivyDocument, bm25: f32) -> IndexedChunk {
@@ -735,27 +863,54 @@ fn process_file(
     let chunks = chunk_file(&file.rel_path, &text, options);
     record.chunks = chunks.len() as u32;
     let path_terms = file.rel_path.replace(['/', '.', '-'], " ");
-    let docs = chunks
-        .into_iter()
-        .map(|c| {
-            let hash = tagged_hash(&c.tags, &c.text);
-            doc!(
-                fields.path => file.rel_path.as_str(),
-                fields.path_terms => path_terms.as_str(),
-                fields.symbols => c.symbols.join("\n"),
-                fields.tags => c.tags.join("\n"),
-                fields.body => c.text,
-                fields.start_line => c.start_line as u64,
-                fields.end_line => c.end_line as u64,
-                fields.language => c.language.name(),
-                fields.hash => hash.to_vec(),
-            )
-        })
-        .collect();
+    let mut docs: Vec<TantivyDocument> = Vec::with_capacity(chunks.len() + 1);
+    if !chunks.is_empty() {
+        docs.push(doc!(
+            fields.path => file.rel_path.as_str(),
+            fields.kind => FILE_DOC,
+            fields.file_body => format!("{path_terms}\n{text}"),
+            fields.file_chunks => chunks.len() as u64,
+        ));
+    }
+    docs.extend(chunks.into_iter().map(|c| {
+        let hash = tagged_hash(&c.tags, &c.text);
+        doc!(
+            fields.path => file.rel_path.as_str(),
+            fields.path_terms => path_terms.as_str(),
+            fields.symbols => c.symbols.join("\n"),
+            fields.tags => c.tags.join("\n"),
+            fields.body => c.text,
+            fields.start_line => c.start_line as u64,
+            fields.end_line => c.end_line as u64,
+            fields.language => c.language.name(),
+            fields.hash => hash.to_vec(),
+        )
+    }));
     Processed {
         path: file.rel_path.clone(),
         existed,
         record,
         outcome: Outcome::Chunked(docs),
+    }
+}
+
+/// BM25 statistics over one collection of the index (chunks, or whole files): its own document
+/// count, so that neither collection's lengths and frequencies skew the other's scores.
+struct Collection<'a> {
+    searcher: &'a Searcher,
+    docs: u64,
+}
+
+impl Bm25StatisticsProvider for Collection<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        self.searcher.total_num_tokens(field)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.searcher.doc_freq(term)
     }
 }

@@ -1,14 +1,18 @@
 //! Ranking and filtering of lexical candidates: lexical/vector fusion (linear blend or
-//! reciprocal-rank fusion), optional file-level aggregation, action-aware boosts (fix →
-//! error-handling code, create → definitions and exports, refactor → large blocks), then the
-//! filters in order: relevance threshold, exact/overlapping-range dedupe keeping the
-//! higher score, token budget counted with cl100k_base, `top_k`; the best chunk always survives.
+//! reciprocal-rank fusion), the weight of each file's kind (tests, docs, changelogs, vendored
+//! and generated code below source unless the request asks for them) and of files the request
+//! mentions, optional file-level aggregation, action-aware boosts (fix → error-handling code,
+//! create → definitions and exports, refactor → large blocks), then the filters in order:
+//! relevance threshold, exact/overlapping-range dedupe keeping the higher score, a cap of chunks
+//! per file, token budget counted with cl100k_base, `top_k`; the best chunk always survives.
 
 use std::collections::HashMap;
 
 use super::config::{Fusion, RagConfig};
-use super::index::IndexedChunk;
+use super::index::{FileHit, IndexedChunk};
+use super::kind::FileKind;
 use super::query::{Action, FilterCounts, RetrievedChunk};
+use super::request::Request;
 use crate::tokens::count_tokens;
 
 /// Reads the action from the prompt's words.
@@ -109,12 +113,71 @@ fn matches_action(action: Action, chunk: &IndexedChunk) -> bool {
 
 const RRF_K: f32 = 60.0;
 
-/// Scores candidates (in BM25 order) and sorts them best first. `vectors[i]` is the cosine of
-/// candidate `i` when every candidate has one.
+/// Moves each chunk's score toward its file's. A file scores `whole_file_weight` × its
+/// whole-file BM25 (relative to the best file, times the file's weight) plus
+/// `1 − whole_file_weight` × its best chunk, all times `1 + file_size_prior × ln(chunks)`; a
+/// chunk keeps `1 − file_rank_weight` of its own score. Chunks of the best files come first,
+/// each file's best chunk first.
+fn rank_by_file(
+    scored: &mut [RetrievedChunk],
+    files: &[FileHit],
+    weights: &HashMap<String, f32>,
+    config: &RagConfig,
+    request: &Request,
+) {
+    let max_file = files
+        .iter()
+        .map(|f| f.bm25)
+        .fold(0.0f32, f32::max)
+        .max(f32::MIN_POSITIVE);
+    let mut whole: HashMap<&str, (f32, usize)> = HashMap::new();
+    for f in files {
+        let weight = weights
+            .get(&f.path)
+            .copied()
+            .unwrap_or_else(|| file_weight(&f.path, config, request));
+        whole.insert(f.path.as_str(), (f.bm25 / max_file * weight, f.chunks));
+    }
+    let mut best: HashMap<String, f32> = HashMap::new();
+    for s in scored.iter() {
+        let b = best.entry(s.chunk.path.clone()).or_default();
+        *b = b.max(s.score);
+    }
+    let w = config.whole_file_weight.clamp(0.0, 1.0);
+    let share = config.file_rank_weight.clamp(0.0, 1.0);
+    for s in scored.iter_mut() {
+        let path = s.chunk.path.as_str();
+        let (whole_score, chunks) = whole.get(path).copied().unwrap_or((0.0, 1));
+        let size = 1.0 + config.file_size_prior * (chunks.max(1) as f32).ln();
+        let file = (w * whole_score + (1.0 - w) * best[path]) * size;
+        s.score = share * file + (1.0 - share) * s.score;
+    }
+}
+
+/// The multiplier of every chunk of `path`: its kind's weight (1 for source code and for a
+/// kind the request asks about), times the mentioned-file boost when the request names it.
+fn file_weight(path: &str, config: &RagConfig, request: &Request) -> f32 {
+    let kind = FileKind::of(path);
+    let mut weight = if request.asked.includes(kind) {
+        1.0
+    } else {
+        config.kind_weights.of(kind)
+    };
+    if request.mentions(path) {
+        weight *= config.mentioned_file_boost;
+    }
+    weight
+}
+
+/// Scores candidates (in BM25 order) for `request` and sorts them best first. `vectors[i]` is
+/// the cosine of candidate `i` when every candidate has one; `files` are the best whole-file
+/// matches with their BM25 scores (empty when file-level ranking is off).
 pub fn fuse(
     candidates: Vec<IndexedChunk>,
     vectors: Option<Vec<f32>>,
+    files: &[FileHit],
     config: &RagConfig,
+    request: &Request,
     action: Option<Action>,
 ) -> Vec<RetrievedChunk> {
     let max_bm25 = candidates
@@ -165,6 +228,21 @@ pub fn fuse(
             }
         })
         .collect();
+    let mut file_weights: HashMap<String, f32> = HashMap::new();
+    for s in &mut scored {
+        let weight = match file_weights.get(&s.chunk.path) {
+            Some(w) => *w,
+            None => {
+                let w = file_weight(&s.chunk.path, config, request);
+                file_weights.insert(s.chunk.path.clone(), w);
+                w
+            }
+        };
+        s.score *= weight;
+    }
+    if config.file_rank_weight > 0.0 {
+        rank_by_file(&mut scored, files, &file_weights, config, request);
+    }
     if config.file_aggregation > 0.0 {
         let mut per_file: HashMap<String, f32> = HashMap::new();
         for s in &scored {
@@ -188,12 +266,15 @@ pub fn fuse(
     scored
 }
 
-/// Threshold, dedupe and budget. `render` gives the text a chunk adds to the formatted context;
-/// `available_tokens` is what the budget leaves after the active-file section.
+/// Threshold, dedupe, the per-file cap and the budget. `render` gives the text a chunk adds to
+/// the formatted context; `available_tokens` is what the budget leaves after the active-file
+/// section; `max_per_file` (0: no cap) chunks of one file are taken before any beyond the cap,
+/// which only fill places nothing else took.
 pub fn filter(
     scored: Vec<RetrievedChunk>,
     threshold: f32,
     top_k: usize,
+    max_per_file: usize,
     available_tokens: usize,
     render: impl Fn(&RetrievedChunk) -> String,
 ) -> (Vec<RetrievedChunk>, FilterCounts) {
@@ -221,9 +302,23 @@ pub fn filter(
         }
     }
     counts.after_dedup = unique.len();
+    // Within the cap first, then the rest, each in score order.
+    let mut per_file: HashMap<&str, usize> = HashMap::new();
+    let within_cap: Vec<bool> = unique
+        .iter()
+        .map(|s| {
+            let n = per_file.entry(s.chunk.path.as_str()).or_default();
+            *n += 1;
+            max_per_file == 0 || *n <= max_per_file
+        })
+        .collect();
+    let (first, rest): (Vec<_>, Vec<_>) = unique
+        .into_iter()
+        .zip(within_cap)
+        .partition(|(_, within)| *within);
     let mut used = 0usize;
     let mut within: Vec<RetrievedChunk> = Vec::new();
-    for s in unique {
+    for (s, _) in first.into_iter().chain(rest) {
         if within.len() >= top_k.max(1) {
             break;
         }
@@ -233,9 +328,10 @@ pub fn filter(
             within.push(s);
         }
     }
+    within.sort_by(|a, b| b.score.total_cmp(&a.score));
     counts.after_budget = within.len();
     tracing::debug!(
-        "Filtered: {} → {} (threshold) → {} (dedup) → {} (budget)",
+        "Filtered: {} → {} (threshold) → {} (dedup) → {} (cap and budget)",
         counts.candidates,
         counts.after_threshold,
         counts.after_dedup,
@@ -274,8 +370,8 @@ mod tests {
             chunk("b.rs", 1, 10, 8.0),
             chunk("c.rs", 1, 10, 1.0),
         ];
-        let scored = fuse(candidates, None, &config, None);
-        let (kept, counts) = filter(scored, 0.3, 6, 10_000, |s| s.chunk.text.clone());
+        let scored = fuse(candidates, None, &[], &config, &Request::default(), None);
+        let (kept, counts) = filter(scored, 0.3, 6, 0, 10_000, |s| s.chunk.text.clone());
         assert_eq!(
             counts,
             FilterCounts {
@@ -287,9 +383,17 @@ mod tests {
         );
         assert_eq!(kept[0].chunk.path, "a.rs");
         let (kept, counts) = filter(
-            fuse(vec![chunk("z.rs", 1, 2, 1.0)], None, &config, None),
+            fuse(
+                vec![chunk("z.rs", 1, 2, 1.0)],
+                None,
+                &[],
+                &config,
+                &Request::default(),
+                None,
+            ),
             2.0,
             6,
+            0,
             0,
             |s| s.chunk.text.clone(),
         );

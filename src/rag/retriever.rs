@@ -17,11 +17,13 @@ use super::embed::{Embedder, VectorCache, cosine};
 use super::error::RagError;
 use super::format::{active_section, chunk_block, format_context, summary_line};
 use super::hash::ContentHash;
-use super::index::{CodeIndex, IndexedChunk, Manifest, RefreshCounts};
+use super::index::{CodeIndex, FileHit, IndexedChunk, Manifest, RefreshCounts};
+use super::kind;
 use super::query::{
     ActiveFileContext, Retrieval, RetrievalMode, RetrievalQuery, RetrievalStats, RetrievedChunk,
 };
 use super::rank;
+use super::request::Request;
 use super::store::RagDir;
 use super::tokenize;
 use super::watch::{Changes, RepoWatcher};
@@ -626,7 +628,7 @@ impl Inner {
         let active = match &query.active_file {
             Some(p) => {
                 let rel = self.resolve_active(p)?;
-                if discover::is_documentation(&rel) {
+                if kind::is_prose_file(&rel) {
                     warnings.push(format!(
                         "{rel} is documentation; not used as the active file"
                     ));
@@ -648,13 +650,14 @@ impl Inner {
         stats.timings.wait_for_index_ms = ms(started);
 
         let lexical_started = Instant::now();
-        let terms = tokenize::query_terms(&query.query);
+        let request = Request::parse(&query.query, config.term_weights());
+        let terms = request.term_texts();
         if terms.is_empty() {
             warnings.push("the query has no searchable words".into());
         }
         let limit = top_k * config.candidate_multiplier.max(1);
         let mut candidates = self.index.search(
-            &terms,
+            &request.terms,
             config.symbol_boost,
             config.path_boost,
             limit
@@ -663,12 +666,13 @@ impl Inner {
                 } else {
                     0
                 },
-            None,
+            &[],
         )?;
         if let Some(rel) = &active {
             candidates.retain(|c| &c.path != rel);
         }
         candidates.truncate(limit);
+        let files = self.file_candidates(&request, active.as_deref(), top_k, &mut candidates)?;
         stats.timings.lexical_ms = ms(lexical_started);
 
         // Vector scores only when every candidate already has a cached vector: mixing ranked
@@ -707,7 +711,7 @@ impl Inner {
         if cosines.is_some() {
             stats.mode = RetrievalMode::Hybrid;
         }
-        let scored = rank::fuse(candidates, cosines, config, stats.action);
+        let scored = rank::fuse(candidates, cosines, &files, config, &request, stats.action);
 
         let active_context = match &active {
             Some(rel) => Some(self.active_context(rel, &terms, query_vector.as_deref())?),
@@ -717,9 +721,14 @@ impl Inner {
             .as_ref()
             .map_or(0, |a| count_tokens(&active_section(a)));
         let available = config.token_budget.saturating_sub(active_tokens + 16);
-        let (kept, filter) = rank::filter(scored, config.threshold, top_k, available, |s| {
-            chunk_block(&s.chunk)
-        });
+        let (kept, filter) = rank::filter(
+            scored,
+            config.threshold,
+            top_k,
+            config.max_chunks_per_file,
+            available,
+            |s| chunk_block(&s.chunk),
+        );
         stats.filter = filter;
         let chunks = kept;
         let formatted = format_context(active_context.as_ref(), &chunks);
@@ -734,6 +743,43 @@ impl Inner {
             formatted,
             tokens,
         })
+    }
+
+    /// The whole files that best match `request` (the active file left out), with their BM25
+    /// scores, when file-level ranking is on; the best `top_k` of them that no candidate chunk
+    /// comes from get their best-matching chunks added to `candidates` (kept in BM25 order).
+    fn file_candidates(
+        &self,
+        request: &Request,
+        active: Option<&str>,
+        top_k: usize,
+        candidates: &mut Vec<IndexedChunk>,
+    ) -> Result<Vec<FileHit>, RagError> {
+        let config = &self.config;
+        if config.file_rank_weight <= 0.0 {
+            return Ok(Vec::new());
+        }
+        let limit = top_k * config.candidate_multiplier.max(1);
+        let mut files = self.index.search_files(&request.terms, limit + 1)?;
+        files.retain(|f| Some(f.path.as_str()) != active);
+        files.truncate(limit);
+        let missing: Vec<&str> = files
+            .iter()
+            .take(top_k)
+            .map(|f| f.path.as_str())
+            .filter(|p| !candidates.iter().any(|c| c.path == *p))
+            .collect();
+        if !missing.is_empty() {
+            candidates.extend(self.index.search(
+                &request.terms,
+                config.symbol_boost,
+                config.path_boost,
+                missing.len() * 2,
+                &missing,
+            )?);
+            candidates.sort_by(|a, b| b.bm25.total_cmp(&a.bm25));
+        }
+        Ok(files)
     }
 
     /// Path of the active file relative to the repository; it must be a file inside it.

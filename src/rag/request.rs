@@ -1,0 +1,286 @@
+//! What a request names, read before searching: the identifiers it quotes (snake_case,
+//! camelCase, `dotted.paths`, `Type::method`, calls `name(`, anything in backticks), the file
+//! paths and names it mentions (stack-trace frames included), and the kinds of files it asks
+//! about. The result is the weighted term list the lexical search runs: every analyzed word of
+//! the request once, identifiers weighted up, and in a long request the plain words weighted
+//! down so that they cannot drown what the request names.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+use super::kind::KindsAsked;
+use super::tokenize;
+
+/// One search term with its weight (1.0 for a plain word).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueryTerm {
+    /// The analyzed (lower-case, stemmed) term.
+    pub text: String,
+    pub weight: f32,
+}
+
+/// Weights of the terms of a request.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TermWeights {
+    /// Weight of a term the request writes as an identifier or path.
+    pub identifier: f32,
+    /// Plain words beyond this many are weighted down so their weights sum to this many.
+    pub plain_words: usize,
+}
+
+/// A request read for searching.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request {
+    pub terms: Vec<QueryTerm>,
+    /// Identifiers as written (`find_user`, `Session.send`).
+    pub identifiers: Vec<String>,
+    /// Paths and file names as written, `/`-separated, without a leading `./`.
+    pub paths: Vec<String>,
+    pub asked: KindsAsked,
+}
+
+const CODE_EXTENSIONS: &str = "py|pyi|go|rs|ts|tsx|mts|cts|js|jsx|mjs|cjs|java|kt|rb|php|cs|c|h|cc|cpp|hpp|swift|scala|lua|sh|toml|ya?ml|json|md|rst";
+
+fn path_pattern() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(&format!(
+            r"(?:[A-Za-z0-9_.@-]+/)*[A-Za-z0-9_@-][A-Za-z0-9_.-]*\.(?:{CODE_EXTENSIONS})\b"
+        ))
+        .expect("path pattern")
+    })
+}
+
+fn identifier_pattern() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        // A word that is visibly code: inner `_`, a lower→upper change, a dotted or `::` chain,
+        // or a call.
+        Regex::new(
+            r"(?x)
+            [A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)+   # a.b.c, A::b
+            | [A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+                           # snake_case
+            | _[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*                          # _private
+            | [a-z]+[A-Z][A-Za-z0-9]*                                      # camelCase
+            | [A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*                              # PascalCase
+            | [A-Za-z_][A-Za-z0-9_]*\(                                     # call(
+            ",
+        )
+        .expect("identifier pattern")
+    })
+}
+
+/// A commit-style head naming what it is about: `fix(router)!: …` (Conventional Commits: the
+/// type is no identifier, the scope names a part of the code) or `printer: …` (a component).
+fn commit_head_pattern() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^\s*([A-Za-z][A-Za-z0-9_-]*)(?:\(([^()\n]{1,80})\))?!?:\s")
+            .expect("commit head pattern")
+    })
+}
+
+/// Conventional Commits types: a head's first word that names no component.
+const COMMIT_TYPES: &[&str] = &[
+    "fix", "feat", "feature", "chore", "docs", "doc", "refactor", "perf", "test", "tests", "build",
+    "ci", "style", "revert", "bug", "bugfix", "hotfix", "wip", "release", "deps", "security",
+    "note", "warning", "error", "todo",
+];
+
+fn backtick_pattern() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"`([^`\n]{1,200})`").expect("backtick pattern"))
+}
+
+impl Request {
+    /// Reads `text` with the given weights.
+    pub fn parse(text: &str, weights: TermWeights) -> Request {
+        let mut paths: Vec<String> = Vec::new();
+        for m in path_pattern().find_iter(text) {
+            let p = m.as_str().trim_start_matches("./").to_string();
+            // A version number or a sentence's last word followed by `.md` is no path; a dotted
+            // identifier (`requests.models`) has no code extension and is not matched here.
+            if !paths.contains(&p) {
+                paths.push(p);
+            }
+        }
+        let mut identifiers: Vec<String> = Vec::new();
+        let mut push = |s: &str| {
+            let s = s.trim_end_matches('(').trim_matches('.');
+            if s.len() >= 2 && !identifiers.iter().any(|i| i == s) {
+                identifiers.push(s.to_string());
+            }
+        };
+        let mut body = text;
+        if let Some(head) = commit_head_pattern().captures(text) {
+            let kind = head[1].to_ascii_lowercase();
+            if !COMMIT_TYPES.contains(&kind.as_str()) {
+                push(&head[1]);
+            }
+            if let Some(scope) = head.get(2) {
+                for part in scope.as_str().split([',', ' ', '/']) {
+                    push(part.trim());
+                }
+            }
+            body = &text[head.get(0).map_or(0, |m| m.end())..];
+        }
+        for m in identifier_pattern().find_iter(body) {
+            push(m.as_str());
+        }
+        for c in backtick_pattern().captures_iter(text) {
+            for m in identifier_pattern().find_iter(&c[1]) {
+                push(m.as_str());
+            }
+            // A single plain word in backticks is an identifier too.
+            let inner = c[1].trim();
+            if !inner.is_empty() && inner.chars().all(|ch| ch.is_alphanumeric() || ch == '_') {
+                push(inner);
+            }
+        }
+        let mut weight_of: HashMap<String, f32> = HashMap::new();
+        for ident in identifiers.iter().chain(&paths) {
+            for part in ident.split(['.', ':', '/']).filter(|p| !p.is_empty()) {
+                for term in tokenize::query_terms(part) {
+                    weight_of.insert(term, weights.identifier);
+                }
+            }
+        }
+        let terms = tokenize::query_terms(text);
+        let plain = terms.iter().filter(|t| !weight_of.contains_key(*t)).count();
+        let plain_weight = if weights.plain_words > 0 && plain > weights.plain_words {
+            weights.plain_words as f32 / plain as f32
+        } else {
+            1.0
+        };
+        let words = text
+            .split(|c: char| !c.is_alphanumeric())
+            .map(str::to_lowercase)
+            .collect::<Vec<_>>();
+        Request {
+            terms: terms
+                .into_iter()
+                .map(|t| QueryTerm {
+                    weight: weight_of.get(&t).copied().unwrap_or(plain_weight),
+                    text: t,
+                })
+                .collect(),
+            identifiers,
+            paths,
+            asked: KindsAsked::from_words(words.iter().map(String::as_str)),
+        }
+    }
+
+    /// The analyzed terms, without weights.
+    pub fn term_texts(&self) -> Vec<String> {
+        self.terms.iter().map(|t| t.text.clone()).collect()
+    }
+
+    /// Whether `path` (relative, `/`-separated) is a file the request mentions: they end in the
+    /// same components, all of the shorter one's or at least a folder and the file name
+    /// (`sessions.py` or `requests/sessions.py` for `src/requests/sessions.py`; a stack trace's
+    /// `…/site-packages/requests/sessions.py` for it too).
+    pub fn mentions(&self, path: &str) -> bool {
+        self.paths.iter().any(|m| {
+            let common = m
+                .rsplit('/')
+                .zip(path.rsplit('/'))
+                .take_while(|(a, b)| a == b)
+                .count();
+            let shorter = m.split('/').count().min(path.split('/').count());
+            common >= shorter.min(2)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WEIGHTS: TermWeights = TermWeights {
+        identifier: 3.0,
+        plain_words: 8,
+    };
+
+    fn weight(r: &Request, term: &str) -> f32 {
+        r.terms
+            .iter()
+            .find(|t| t.text == term)
+            .unwrap_or_else(|| panic!("no term {term} in {:?}", r.terms))
+            .weight
+    }
+
+    #[test]
+    fn identifiers_paths_and_calls() {
+        let r = Request::parse(
+            "Fix crash in `Session.send` when find_user() returns None; see src/auth/login.py and parseHttpRequest",
+            WEIGHTS,
+        );
+        for ident in ["Session.send", "find_user", "parseHttpRequest"] {
+            assert!(
+                r.identifiers.iter().any(|i| i == ident),
+                "{ident}: {:?}",
+                r.identifiers
+            );
+        }
+        assert_eq!(r.paths, ["src/auth/login.py"]);
+        assert_eq!(weight(&r, "find_us"), 3.0);
+        assert_eq!(weight(&r, "send"), 3.0);
+        assert_eq!(weight(&r, "login"), 3.0);
+        assert_eq!(weight(&r, "crash"), 1.0);
+        assert!(r.mentions("src/auth/login.py"));
+        assert!(!r.mentions("src/auth/xlogin.py"));
+    }
+
+    #[test]
+    fn commit_heads_name_a_scope_not_a_call() {
+        let r = Request::parse("fix(jsx): keep the key of a fragment", WEIGHTS);
+        assert_eq!(r.identifiers, ["jsx"]);
+        assert_eq!(weight(&r, "jsx"), 3.0);
+        assert_eq!(weight(&r, "fix"), 1.0);
+        let r = Request::parse("feat!: drop the old router", WEIGHTS);
+        assert!(r.identifiers.is_empty());
+        let r = Request::parse("printer: fix a panic on long lines", WEIGHTS);
+        assert_eq!(r.identifiers, ["printer"]);
+    }
+
+    #[test]
+    fn stack_trace_frames_name_files() {
+        let r = Request::parse(
+            "Traceback:\n  File \"/usr/lib/python3/site-packages/requests/adapters.py\", line 12, in send\n  ValueError",
+            WEIGHTS,
+        );
+        assert!(r.mentions("requests/adapters.py"));
+        assert!(r.mentions("adapters.py"));
+        assert!(r.mentions("src/requests/adapters.py"));
+        assert!(!r.mentions("src/httpx/adapters.py"));
+    }
+
+    #[test]
+    fn long_requests_weigh_plain_words_down() {
+        let text = "the session object should keep the configured proxies when a redirect \
+                    happens across hosts and also when the environment changes between calls \
+                    to merge_environment_settings";
+        let r = Request::parse(text, WEIGHTS);
+        let plain: Vec<&QueryTerm> = r.terms.iter().filter(|t| t.weight < 3.0).collect();
+        assert!(plain.len() > 8);
+        let sum: f32 = plain.iter().map(|t| t.weight).sum();
+        assert!((sum - 8.0).abs() < 1e-3, "{sum}");
+        assert_eq!(weight(&r, "merge_environment_set"), 3.0);
+    }
+
+    #[test]
+    fn asks_for_tests_and_docs() {
+        assert!(
+            Request::parse("add a test for retries", WEIGHTS)
+                .asked
+                .tests
+        );
+        assert!(Request::parse("Fix typo in the docs", WEIGHTS).asked.docs);
+        let plain = Request::parse("fix the retry loop", WEIGHTS).asked;
+        assert!(!plain.tests && !plain.docs && !plain.changelog);
+    }
+}
