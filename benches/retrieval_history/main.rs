@@ -3,8 +3,9 @@
 //! repositories (never committed; see `repos.rs` for the list, pinned commits and where they
 //! are looked for), each asked against its parent commit's tree, checked out case after case
 //! into one scratch clone per repository, where every ranker indexes it anew. Configurations in
-//! the same run: whole-file BM25 (the naive baseline), promptd's shipped defaults with a
-//! lexical index, and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
+//! the same run: whole-file BM25 (the naive baseline), promptd's previous ranking (file kinds,
+//! request analysis and file-level ranking off), promptd's shipped defaults with a lexical
+//! index, and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
 //! defaults with vectors. Prints Acc@1, Acc@5, Chunks@6, Recall@5, MRR@10 and latency per
 //! configuration for the held-out half (the number to report) and the tuning half, with
 //! per-repository and per-language breakdowns and the kinds of files that crowd the shipped
@@ -21,6 +22,10 @@
 //!   `target/eval-history`).
 //! - `EVAL_HISTORY_OUT`: the JSON file (default `<work>/results.json`).
 //! - `EVAL_VERBOSE=1`: one line per case.
+//! - `EVAL_VARIANTS`: extra lexical configurations to compare, `name={json};name2={json}`, each
+//!   a `rag` config section applied over the shipped defaults (e.g.
+//!   `nocap={"maxChunksPerFile":0}`).
+//! - `EVAL_SPLIT`: `tuning` or `held-out` to run only that half (tune on `tuning`).
 
 mod baseline;
 mod cases;
@@ -33,13 +38,14 @@ mod results;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use promptd::rag::config::KindWeights;
 use promptd::rag::store::RagDir;
 use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 
 use crate::baseline::WholeFileBm25;
 use crate::metrics::{Outcome, TOP_FILES};
 use crate::repos::{REPOS, Repo, WorkTree};
-use crate::results::{BASELINE, CaseResult, HYBRID, LEXICAL, RepoRun};
+use crate::results::{BASELINE, CaseResult, HYBRID, LEXICAL, PREVIOUS, RepoRun};
 
 // The allocator the `promptd` binary uses.
 #[global_allocator]
@@ -59,14 +65,61 @@ fn shipped(embeddings: bool) -> RagConfig {
     }
 }
 
+/// The ranking promptd shipped before file kinds, request analysis and file-level ranking:
+/// the shipped configuration with those turned off, the baseline the changes are measured
+/// against.
+fn previous() -> RagConfig {
+    RagConfig {
+        symbol_boost: 2.0,
+        path_boost: 1.0,
+        identifier_weight: 1.0,
+        plain_words: 0,
+        mentioned_file_boost: 1.0,
+        kind_weights: KindWeights::NEUTRAL,
+        file_rank_weight: 0.0,
+        file_size_prior: 0.0,
+        max_chunks_per_file: 0,
+        ..shipped(false)
+    }
+}
+
+/// The named configurations of `EVAL_VARIANTS`, each its JSON over the shipped lexical one.
+fn variants() -> Result<Vec<(&'static str, RagConfig)>, String> {
+    let Ok(spec) = std::env::var("EVAL_VARIANTS") else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::new();
+    for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, json) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("EVAL_VARIANTS: `{entry}` is not name={{json}}"))?;
+        let mut base = serde_json::to_value(shipped(false)).map_err(|e| e.to_string())?;
+        let over: serde_json::Value =
+            serde_json::from_str(json).map_err(|e| format!("EVAL_VARIANTS {name}: {e}"))?;
+        let serde_json::Value::Object(over) = over else {
+            return Err(format!("EVAL_VARIANTS {name}: not a JSON object"));
+        };
+        for (k, v) in over {
+            base[k] = v;
+        }
+        let config: RagConfig =
+            serde_json::from_value(base).map_err(|e| format!("EVAL_VARIANTS {name}: {e}"))?;
+        out.push((
+            &*Box::leak(name.trim().to_string().into_boxed_str()),
+            config,
+        ));
+    }
+    Ok(out)
+}
+
 /// The same ranking with the output filters lifted (no threshold, no token budget, 40 chunks),
 /// so file-level metrics see ten files.
-fn deep(embeddings: bool) -> RagConfig {
+fn deep(config: RagConfig) -> RagConfig {
     RagConfig {
         top_k: 40,
         threshold: 0.0,
         token_budget: 1_000_000,
-        ..shipped(embeddings)
+        ..config
     }
 }
 
@@ -158,10 +211,15 @@ fn run_repo(
     work_root: &Path,
     max_cases: usize,
     hybrid: bool,
+    variants: &[(&'static str, RagConfig)],
+    split: Option<cases::Split>,
     results: &mut Vec<CaseResult>,
 ) -> Result<RepoRun, String> {
     let git_dir = repos::git_dir(repo, work_root)?;
-    let (cases, selection) = cases::build(repo, &git_dir, max_cases)?;
+    let (mut cases, selection) = cases::build(repo, &git_dir, max_cases)?;
+    if let Some(split) = split {
+        cases.retain(|c| c.split == split);
+    }
     eprintln!(
         "{}: {} eligible fix commits, {} kept ({} held-out) from {}",
         repo.slug,
@@ -191,7 +249,7 @@ fn run_repo(
         fresh_index(&tree.dir)?;
         let lexical_shipped = open(&tree.dir, shipped(false))?;
         index(&lexical_shipped)?;
-        let lexical_deep = open(&tree.dir, deep(false))?;
+        let lexical_deep = open(&tree.dir, deep(shipped(false)))?;
         index(&lexical_deep)?;
         run.index_seconds += indexing.elapsed().as_secs_f64();
         run.baseline_files = baseline.files();
@@ -210,13 +268,32 @@ fn run_repo(
         ));
         let (lexical, _) = promptd_outcome(&lexical_shipped, &lexical_deep, &case.request, false)?;
         outcomes.push((LEXICAL, lexical));
+        let indexing = Instant::now();
+        let previous_shipped = open(&tree.dir, previous())?;
+        index(&previous_shipped)?;
+        let previous_deep = open(&tree.dir, deep(previous()))?;
+        index(&previous_deep)?;
+        run.index_seconds += indexing.elapsed().as_secs_f64();
+        let (outcome, _) =
+            promptd_outcome(&previous_shipped, &previous_deep, &case.request, false)?;
+        outcomes.push((PREVIOUS, outcome));
+        for (name, config) in variants {
+            let indexing = Instant::now();
+            let shipped = open(&tree.dir, config.clone())?;
+            index(&shipped)?;
+            let deep = open(&tree.dir, deep(config.clone()))?;
+            index(&deep)?;
+            run.index_seconds += indexing.elapsed().as_secs_f64();
+            let (outcome, _) = promptd_outcome(&shipped, &deep, &case.request, false)?;
+            outcomes.push((*name, outcome));
+        }
         if hybrid {
             // The deep retriever opens after the shipped one embedded the new chunks: each
             // keeps its own in-memory vector cache, loaded from disk with its model.
             let indexing = Instant::now();
             let h_shipped = open(&tree.dir, shipped(true))?;
             index(&h_shipped)?;
-            let h_deep = open(&tree.dir, deep(true))?;
+            let h_deep = open(&tree.dir, deep(shipped(true)))?;
             index(&h_deep)?;
             run.index_seconds += indexing.elapsed().as_secs_f64();
             let (outcome, fell_back) = promptd_outcome(&h_shipped, &h_deep, &case.request, true)?;
@@ -274,6 +351,19 @@ fn main() {
         .ok()
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     let hybrid = env_flag("EVAL_HYBRID");
+    let variants = variants().unwrap_or_else(|e| {
+        eprintln!("eval-history: {e}");
+        std::process::exit(2);
+    });
+    let split = match std::env::var("EVAL_SPLIT").as_deref() {
+        Err(_) => None,
+        Ok("tuning") => Some(cases::Split::Tuning),
+        Ok("held-out") => Some(cases::Split::HeldOut),
+        Ok(other) => {
+            eprintln!("eval-history: EVAL_SPLIT is tuning or held-out, not {other}");
+            std::process::exit(2);
+        }
+    };
     let out = std::env::var_os("EVAL_HISTORY_OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|| work_root.join("results.json"));
@@ -287,7 +377,15 @@ fn main() {
         {
             continue;
         }
-        match run_repo(repo, &work_root, max_cases, hybrid, &mut results) {
+        match run_repo(
+            repo,
+            &work_root,
+            max_cases,
+            hybrid,
+            &variants,
+            split,
+            &mut results,
+        ) {
             Ok(run) => runs.push(run),
             Err(e) => {
                 eprintln!("eval-history: {e}");
@@ -295,7 +393,8 @@ fn main() {
             }
         }
     }
-    let mut configs = vec![BASELINE, LEXICAL];
+    let mut configs = vec![BASELINE, PREVIOUS, LEXICAL];
+    configs.extend(variants.iter().map(|(name, _)| *name));
     if hybrid {
         configs.push(HYBRID);
     }

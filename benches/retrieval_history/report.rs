@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::cases::Split;
 use crate::metrics::{Scores, Summary, TOP_CHUNKS};
-use crate::paths::{Kind, classify};
+use crate::paths::{FileKind as Kind, classify};
 use crate::results::{CaseResult, RepoRun};
 
 pub struct Report<'a> {
@@ -223,13 +223,22 @@ impl<'a> Report<'a> {
             out,
             "Acc@k: a gold file among the first k files; Chunks@6: among the files of the 6 chunks returned as shipped; Recall@5: every gold file in the first 5 files; [Wilson 95%]"
         );
-        self.table(&mut out, Split::HeldOut);
-        self.breakdown(&mut out, Split::HeldOut);
-        for config in self.configs {
-            self.crowding_text(&mut out, Split::HeldOut, config);
+        if held > 0 {
+            self.table(&mut out, Split::HeldOut);
+            self.breakdown(&mut out, Split::HeldOut);
+            for config in self.configs {
+                self.crowding_text(&mut out, Split::HeldOut, config);
+            }
         }
-        self.table(&mut out, Split::Tuning);
-        self.breakdown(&mut out, Split::Tuning);
+        if held < self.results.len() {
+            self.table(&mut out, Split::Tuning);
+            self.breakdown(&mut out, Split::Tuning);
+            if held == 0 {
+                for config in self.configs {
+                    self.crowding_text(&mut out, Split::Tuning, config);
+                }
+            }
+        }
         let _ = writeln!(
             out,
             "\ncase selection per repository: commits / not a fix / release-revert / source files not 1–5 / gold not in parent / message too short / duplicate → eligible → kept"

@@ -7,6 +7,7 @@ use crate::repos::Repo;
 
 /// The configurations compared, in table order.
 pub const BASELINE: &str = "whole-file BM25";
+pub const PREVIOUS: &str = "promptd previous ranking";
 pub const LEXICAL: &str = "promptd default, lexical";
 pub const HYBRID: &str = "promptd default, hybrid";
 
