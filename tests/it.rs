@@ -44,6 +44,7 @@ mod rag_cli_workspace;
 mod rag_embed;
 mod rag_eval;
 mod rag_one_shot;
+mod rag_ranking;
 mod rag_retrieval;
 mod rag_watch;
 mod render_fixtures;
