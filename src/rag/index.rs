@@ -13,6 +13,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tantivy::collector::TopDocs;
+use tantivy::index::SegmentId;
+use tantivy::indexer::NoMergePolicy;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
@@ -30,6 +32,17 @@ use super::tokenize;
 pub const INDEX_FORMAT_VERSION: u32 = 1;
 /// Files chunked between two deadline checks.
 const BATCH_FILES: usize = 256;
+/// A segment is rewritten without its deleted chunks once they are this share of its chunks:
+/// BM25 counts deleted chunks in its document frequencies and field lengths until then, so an
+/// index refreshed along many edits would otherwise rank unlike one built fresh from the same
+/// files.
+const DELETED_SHARE_BEFORE_MERGE: f32 = 0.05;
+/// Segments holding fewer chunks than this are small: every refresh that changes something
+/// adds one.
+const SMALL_SEGMENT_CHUNKS: u32 = 20_000;
+/// Small segments kept before they are merged into one (each segment costs every search a
+/// term lookup per query term).
+const MAX_SMALL_SEGMENTS: usize = 4;
 
 fn hex(hash: &ContentHash) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
@@ -341,9 +354,62 @@ impl CodeIndex {
         // A large arena per thread means fewer, larger segments: every segment serialises its
         // own term dictionary, and the merge policy merges small segments again later.
         let per_thread = if files < 64 { 16_000_000 } else { 160_000_000 };
-        self.index
+        let writer = self
+            .index
             .writer_with_num_threads(threads, per_thread * threads)
-            .map_err(|e| index_error(&self.rag_dir.index_dir(), e))
+            .map_err(|e| index_error(&self.rag_dir.index_dir(), e))?;
+        // Merges run in [`CodeIndex::compact`], to their end: tantivy's own start after a
+        // commit and are abandoned when the writer is dropped.
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        Ok(writer)
+    }
+
+    /// Merges segments so that deleted chunks stop counting in BM25 statistics and the segment
+    /// count stays bounded: every segment whose deleted chunks reach
+    /// [`DELETED_SHARE_BEFORE_MERGE`] of it, and all small segments once there are
+    /// [`MAX_SMALL_SEGMENTS`] of them, become one. Returns the number of segments merged (0:
+    /// nothing to do). Call with the index lock held, after a refresh; the commit (and the
+    /// manifest tied to it) stays the same, only its segments change.
+    pub fn compact(&self) -> Result<usize, RagError> {
+        let dir = self.rag_dir.index_dir();
+        let metas = self
+            .index
+            .searchable_segment_metas()
+            .map_err(|e| index_error(&dir, e))?;
+        let mut merged: Vec<SegmentId> = metas
+            .iter()
+            .filter(|m| {
+                m.num_deleted_docs() > 0
+                    && m.num_deleted_docs() as f32
+                        >= DELETED_SHARE_BEFORE_MERGE * m.max_doc() as f32
+            })
+            .map(|m| m.id())
+            .collect();
+        let small: Vec<SegmentId> = metas
+            .iter()
+            .filter(|m| m.max_doc() < SMALL_SEGMENT_CHUNKS)
+            .map(|m| m.id())
+            .collect();
+        if small.len() >= MAX_SMALL_SEGMENTS {
+            for id in small {
+                if !merged.contains(&id) {
+                    merged.push(id);
+                }
+            }
+        }
+        if merged.is_empty() {
+            return Ok(0);
+        }
+        let mut writer = self.writer(0)?;
+        writer
+            .merge(&merged)
+            .wait()
+            .map_err(|e| index_error(&dir, e))?;
+        writer
+            .wait_merging_threads()
+            .map_err(|e| index_error(&dir, e))?;
+        self.reader.reload().map_err(|e| index_error(&dir, e))?;
+        Ok(merged.len())
     }
 
     /// Commits `writer` as `manifest.generation + 1` and persists the manifest alongside.

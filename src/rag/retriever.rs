@@ -368,6 +368,12 @@ impl Inner {
             },
         );
         let counts = counts.map_err(|e| self.refresh_failed(e))?;
+        // After the commit queries already answer from: merging only rewrites segments.
+        match self.index.compact() {
+            Ok(0) => {}
+            Ok(merged) => tracing::debug!(merged, "index segments merged"),
+            Err(e) => tracing::warn!("merging index segments failed: {e}"),
+        }
         let summary = IndexSummary {
             files: manifest.files.len(),
             chunks: self.index.num_chunks(),
