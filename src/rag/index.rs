@@ -292,15 +292,10 @@ impl CodeIndex {
         if index.schema() != schema {
             return Err("has another schema".into());
         }
-        // Every segment file carries a CRC32 footer: damage from outside (a disk error, a stray
-        // write) shows here, before a search trips over it.
-        let damaged = index
-            .validate_checksum()
+        let damaged = damaged_files(rag_dir, &index)
             .map_err(|e| format!("is damaged (cannot verify its files: {e})"))?;
         if !damaged.is_empty() {
-            let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
-            names.sort();
-            return Err(format!("has damaged files ({})", names.join(", ")));
+            return Err(format!("has damaged files ({})", damaged.join(", ")));
         }
         let code_index = Self::wrap(rag_dir, index, fields).map_err(|e| e.to_string())?;
         Ok(Some((code_index, manifest)))
@@ -318,10 +313,10 @@ impl CodeIndex {
         let (schema, fields) = schema();
         let index = Index::create_in_dir(&dir, schema).map_err(|e| index_error(&dir, e))?;
         let code_index = Self::wrap(rag_dir, index, fields)?;
-        let manifest = Manifest::empty(options);
-        // An empty first commit ties generation 0 to an empty manifest.
+        let mut manifest = Manifest::empty(options);
+        // An empty first commit ties generation 1 to an empty manifest.
         let mut writer = code_index.writer(0)?;
-        code_index.commit(&mut writer, &manifest)?;
+        code_index.commit(&mut writer, &mut manifest)?;
         Ok((code_index, manifest))
     }
 
@@ -412,13 +407,21 @@ impl CodeIndex {
         Ok(merged.len())
     }
 
-    /// Commits `writer` as `manifest.generation + 1` and persists the manifest alongside.
-    fn commit(&self, writer: &mut IndexWriter, manifest: &Manifest) -> Result<u64, RagError> {
+    /// Commits `writer` as the next generation of `manifest` and persists the manifest
+    /// alongside; `manifest.generation` is that of the commit afterwards (unchanged on error).
+    fn commit(&self, writer: &mut IndexWriter, manifest: &mut Manifest) -> Result<(), RagError> {
+        manifest.generation += 1;
+        let committed = self.commit_generation(writer, manifest);
+        if committed.is_err() {
+            manifest.generation -= 1;
+        }
+        committed
+    }
+
+    fn commit_generation(&self, writer: &mut IndexWriter, next: &Manifest) -> Result<(), RagError> {
         let dir = self.rag_dir.index_dir();
-        let mut next = manifest.clone();
-        next.generation = manifest.generation + 1;
         let next_path = self.rag_dir.manifest_next();
-        let bytes = serde_json::to_vec(&next).map_err(|e| RagError::Index {
+        let bytes = serde_json::to_vec(next).map_err(|e| RagError::Index {
             path: next_path.clone(),
             message: e.to_string(),
         })?;
@@ -429,7 +432,7 @@ impl CodeIndex {
         let manifest_path = self.rag_dir.manifest();
         std::fs::rename(&next_path, &manifest_path).map_err(|e| RagError::io(&manifest_path, e))?;
         self.reader.reload().map_err(|e| index_error(&dir, e))?;
-        Ok(next.generation)
+        Ok(())
     }
 
     /// Brings the index up to date with `files`. When `checkpoint` passes, what is done so far
@@ -520,7 +523,7 @@ impl CodeIndex {
                 && Instant::now() >= at
                 && dirty
             {
-                manifest.generation = self.commit(w, manifest)?;
+                self.commit(w, manifest)?;
                 counts.commits += 1;
                 dirty = false;
                 checkpoint = None;
@@ -529,7 +532,7 @@ impl CodeIndex {
         }
         match writer.as_mut() {
             Some(w) if dirty || counts.commits == 0 => {
-                manifest.generation = self.commit(w, manifest)?;
+                self.commit(w, manifest)?;
                 counts.commits += 1;
             }
             _ => {
@@ -730,6 +733,74 @@ impl CodeIndex {
             bm25,
         }
     }
+}
+
+/// Size and mtime (ns) of a file, as recorded when its checksum passed.
+type FileStamp = (u64, u64);
+
+/// The files of `index`'s committed segments whose CRC32 footer does not match their content,
+/// sorted. Every segment file carries one: damage from outside (a disk error, a stray write)
+/// shows here, before a search trips over it. Segment files are written once and never
+/// modified, so a file is checked only when its size or mtime differs from when it last passed
+/// (recorded in [`RagDir::index_verified`]): opening an unchanged index of a large repository
+/// reads none of its hundreds of megabytes.
+fn damaged_files(rag_dir: &RagDir, index: &Index) -> Result<Vec<String>, String> {
+    let segments: HashSet<String> = index
+        .load_metas()
+        .map_err(|e| e.to_string())?
+        .segments
+        .iter()
+        .map(|m| m.id().uuid_string())
+        .collect();
+    let record = rag_dir.index_verified();
+    let passed: BTreeMap<String, FileStamp> = std::fs::read(&record)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let dir = rag_dir.index_dir();
+    let mut now = BTreeMap::new();
+    let mut damaged = Vec::new();
+    for path in index.directory().list_managed_files() {
+        let Some(name) = path.to_str() else { continue };
+        if !name
+            .split('.')
+            .next()
+            .is_some_and(|segment| segments.contains(segment))
+        {
+            continue;
+        }
+        // A managed file that is gone belongs to no committed segment any more.
+        let Ok(meta) = std::fs::metadata(dir.join(&path)) else {
+            continue;
+        };
+        let stamp: FileStamp = (meta.len(), mtime_ns(&meta));
+        if passed.get(name) != Some(&stamp) {
+            let intact = index
+                .directory()
+                .validate_checksum(&path)
+                .map_err(|e| e.to_string())?;
+            if !intact {
+                damaged.push(name.to_string());
+                continue;
+            }
+        }
+        now.insert(name.to_string(), stamp);
+    }
+    if now != passed
+        && let Ok(bytes) = serde_json::to_vec(&now)
+    {
+        // Only a cache: without it the next open checks every file again.
+        let _ = write_atomic(&record, &bytes);
+    }
+    damaged.sort();
+    Ok(damaged)
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Logs and records why the index in `rag_dir` is rebuilt.
