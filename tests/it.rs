@@ -46,6 +46,7 @@ mod rag_eval;
 mod rag_index_history;
 mod rag_one_shot;
 mod rag_retrieval;
+mod rag_stat_refresh;
 mod rag_watch;
 mod render_fixtures;
 mod shipped_files;

@@ -7,6 +7,8 @@
 //!   is under way): the per-file fingerprints tied to a tantivy commit;
 //! - `index-verified.json`: the index files whose checksums passed, with their size and mtime
 //!   then, so opening the index re-checks only files written or touched since;
+//! - `tree.json`: the folders and ignore files the last walk saw, for the commit it belongs to,
+//!   so a refresh without a watcher can tell by `stat` alone whether it must walk;
 //! - `vectors.bin`: the chunk vector cache;
 //! - `index.lock`: held for a whole index refresh;
 //! - `watch-sync-N`: short-lived markers a folder watcher writes to flush its event queue.
@@ -37,6 +39,7 @@ const MANIFEST_NEXT: &str = "manifest.next.json";
 const INDEX_DIR: &str = "index";
 const INDEX_LOCK: &str = "index.lock";
 const INDEX_VERIFIED: &str = "index-verified.json";
+const TREE_STAMP: &str = "tree.json";
 const VECTORS: &str = "vectors.bin";
 /// Prefix of the watcher's marker files.
 const SYNC_PREFIX: &str = "watch-sync-";
@@ -114,6 +117,11 @@ impl RagDir {
     /// The index files whose checksums passed, with their size and mtime at the time.
     pub fn index_verified(&self) -> PathBuf {
         self.path.join(INDEX_VERIFIED)
+    }
+
+    /// The folders and ignore files of the last walk ([`super::discover::TreeStamp`]).
+    pub fn tree_stamp(&self) -> PathBuf {
+        self.path.join(TREE_STAMP)
     }
 
     /// The chunk vector cache.
