@@ -53,14 +53,15 @@ fn refresh(repo: &Path) -> IndexSummary {
         .unwrap()
 }
 
-/// An index built by a walk over an aged tree.
+/// An index built by a walk, then refreshed over the aged tree (every folder's mtime moved:
+/// each is re-listed, none is new, so no walk) to record mtimes older than the racy window.
 fn indexed() -> tempfile::TempDir {
     let repo = repo();
-    // The first open creates `.rag/`, which moves the root's mtime: age after it.
-    refresh(repo.path());
+    assert!(refresh(repo.path()).full_walk);
     age(repo.path());
     let summary = refresh(repo.path());
-    assert!(summary.full_walk);
+    assert!(!summary.full_walk);
+    assert_eq!((summary.files, summary.rechunked), (3, 0));
     repo
 }
 

@@ -4,7 +4,10 @@
 //! hash changed. Tantivy commits are atomic; the manifest is tied to a commit through the commit
 //! payload (its generation number) and written with write-then-rename, so a crash at any point
 //! leaves a consistent pair. A corrupt, inconsistent or older-format index is rebuilt with a
-//! warning, never an error.
+//! warning, never an error; segment checksums are verified on open for files written or
+//! touched since they last passed. After each refresh, [`CodeIndex::compact`] merges segments
+//! so that chunks replaced by edits stop counting in BM25 statistics and the segment count
+//! stays bounded.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
