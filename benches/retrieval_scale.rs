@@ -77,21 +77,8 @@ fn git_dir(name: &str) -> Option<PathBuf> {
     .find(|p| p.join("HEAD").is_file())
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        let ty = entry.file_type().unwrap();
-        if ty.is_dir() {
-            copy_tree(&entry.path(), &target);
-        } else if ty.is_file() {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
-fn link_tree(from: &Path, to: &Path) {
+/// Recreates the files under `from` at `to` with `place` (a copy or a hard link), but `.rag/`.
+fn recreate_tree(from: &Path, to: &Path, place: &dyn Fn(&Path, &Path) -> std::io::Result<()>) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -101,9 +88,9 @@ fn link_tree(from: &Path, to: &Path) {
             continue;
         }
         if ty.is_dir() {
-            link_tree(&entry.path(), &target);
+            recreate_tree(&entry.path(), &target, place);
         } else if ty.is_file() {
-            std::fs::hard_link(entry.path(), &target).unwrap();
+            place(&entry.path(), &target).unwrap();
         }
     }
 }
@@ -166,7 +153,9 @@ fn scale_tree(wanted: usize) -> PathBuf {
     let _ = std::fs::remove_dir_all(&tree);
     let base = tree.join("copy-0");
     if let Some(registry) = cargo_registry_src() {
-        copy_tree(&registry, &base.join("registry"));
+        recreate_tree(&registry, &base.join("registry"), &|a, b| {
+            std::fs::copy(a, b).map(drop)
+        });
     }
     check_out_mirrors(&base.join("mirrors"));
     let per_copy = indexable(&base).len();
@@ -174,7 +163,9 @@ fn scale_tree(wanted: usize) -> PathBuf {
     assert!(per_copy > 0, "no source files found for the bench tree");
     let copies = wanted.div_ceil(per_copy);
     for n in 1..copies {
-        link_tree(&base, &tree.join(format!("copy-{n}")));
+        recreate_tree(&base, &tree.join(format!("copy-{n}")), &|a, b| {
+            std::fs::hard_link(a, b)
+        });
     }
     std::fs::write(&done, wanted.to_string()).unwrap();
     tree
