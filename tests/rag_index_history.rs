@@ -81,6 +81,15 @@ fn an_index_refreshed_along_edits_ranks_like_one_built_fresh() {
             edited.path(),
             &[("src/journal.rs", journal(round, round == ROUNDS))],
         );
+        // A file that stays: the segment this refresh writes outlives the journal version in
+        // it (a segment whose chunks are all replaced is dropped at once).
+        write_files(
+            edited.path(),
+            &[(
+                &format!("src/note_{round}.rs"),
+                format!("pub fn note_{round}() -> u32 {{\n    {round}\n}}\n"),
+            )],
+        );
         // A file that comes and goes, as branches switch.
         let scratch = edited.path().join("src/scratch.rs");
         if round % 3 == 0 {
@@ -95,6 +104,10 @@ fn an_index_refreshed_along_edits_ranks_like_one_built_fresh() {
     let fresh = tempfile::tempdir().unwrap();
     write(fresh.path(), &base_files());
     write_files(fresh.path(), &[("src/journal.rs", journal(ROUNDS, true))]);
+    for round in 0..=ROUNDS {
+        let note = format!("src/note_{round}.rs");
+        std::fs::copy(edited.path().join(&note), fresh.path().join(&note)).unwrap();
+    }
     if edited.path().join("src/scratch.rs").exists() {
         std::fs::copy(
             edited.path().join("src/scratch.rs"),

@@ -35,10 +35,10 @@ use super::tokenize;
 pub const INDEX_FORMAT_VERSION: u32 = 1;
 /// Files chunked between two deadline checks.
 const BATCH_FILES: usize = 256;
-/// A segment is rewritten without its deleted chunks once they are this share of its chunks:
-/// BM25 counts deleted chunks in its document frequencies and field lengths until then, so an
-/// index refreshed along many edits would otherwise rank unlike one built fresh from the same
-/// files.
+/// A large segment is rewritten without its deleted chunks once they are this share of its
+/// chunks (a small one as soon as it holds any): BM25 counts deleted chunks in its document
+/// frequencies and field lengths until then, so an index refreshed along many edits would
+/// otherwise rank unlike one built fresh from the same files.
 const DELETED_SHARE_BEFORE_MERGE: f32 = 0.05;
 /// Segments holding fewer chunks than this are small: every refresh that changes something
 /// adds one.
@@ -363,9 +363,9 @@ impl CodeIndex {
     }
 
     /// Merges segments so that deleted chunks stop counting in BM25 statistics and the segment
-    /// count stays bounded: every segment whose deleted chunks reach
-    /// [`DELETED_SHARE_BEFORE_MERGE`] of it, and all small segments once there are
-    /// [`MAX_SMALL_SEGMENTS`] of them, become one. Returns the number of segments merged (0:
+    /// count stays bounded: every small segment holding deleted chunks, every large one whose
+    /// deleted chunks reach [`DELETED_SHARE_BEFORE_MERGE`] of it, and all small segments once
+    /// there are [`MAX_SMALL_SEGMENTS`] of them, become one. Returns the number of segments merged (0:
     /// nothing to do). Call with the index lock held, after a refresh; the commit (and the
     /// manifest tied to it) stays the same, only its segments change.
     pub fn compact(&self) -> Result<usize, RagError> {
@@ -378,8 +378,9 @@ impl CodeIndex {
             .iter()
             .filter(|m| {
                 m.num_deleted_docs() > 0
-                    && m.num_deleted_docs() as f32
-                        >= DELETED_SHARE_BEFORE_MERGE * m.max_doc() as f32
+                    && (m.max_doc() < SMALL_SEGMENT_CHUNKS
+                        || m.num_deleted_docs() as f32
+                            >= DELETED_SHARE_BEFORE_MERGE * m.max_doc() as f32)
             })
             .map(|m| m.id())
             .collect();
