@@ -3,14 +3,23 @@
 //! (gitignore syntax, recreated with a protective default set when missing) adds the user's own
 //! exclusions. Exclusion is decided by path only, never by words in a file's content, so code
 //! that talks about tokens or passwords stays retrievable while `.env` or `id_rsa` never is read.
+//!
+//! A walk can record a [`TreeStamp`] (the folders it entered and the ignore files that shaped
+//! it, with their mtimes); [`files_by_stat`] then rebuilds the same file list from the last
+//! indexed files with one `stat` per file and folder, re-listing only folders whose mtime
+//! moved, and asks for a full walk when it cannot be sure (a folder appeared or vanished, an
+//! ignore file changed).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::UNIX_EPOCH;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use ignore::{WalkBuilder, WalkState};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use super::error::RagError;
 use super::store::{RAG_DIR, RagDir, write_atomic};
@@ -245,7 +254,17 @@ pub fn discover_dir(
     dir: &Path,
     excludes: &Gitignore,
 ) -> Result<Vec<DiscoveredFile>, RagError> {
+    Ok(list_dir(repo, dir, excludes)?.0)
+}
+
+/// [`discover_dir`], plus the folders inside `dir` a walk would enter (relative paths).
+fn list_dir(
+    repo: &Path,
+    dir: &Path,
+    excludes: &Gitignore,
+) -> Result<(Vec<DiscoveredFile>, Vec<String>), RagError> {
     let mut files = Vec::new();
+    let mut dirs = Vec::new();
     for entry in walk_builder(dir).max_depth(Some(1)).build() {
         let entry = entry.map_err(|e| RagError::Io {
             path: dir.to_path_buf(),
@@ -254,11 +273,246 @@ pub fn discover_dir(
         if entry.depth() == 0 {
             continue;
         }
-        if let Visit::File(file) = visit(repo, excludes, &entry) {
-            files.push(file);
+        match visit(repo, excludes, &entry) {
+            Visit::File(file) => files.push(file),
+            Visit::Dir => dirs.extend(entry.path().strip_prefix(repo).ok().and_then(rel_to_string)),
+            Visit::Prune | Visit::Nothing => {}
         }
     }
-    Ok(files)
+    Ok((files, dirs))
+}
+
+/// Size and mtime (ns) of a file.
+pub type FileStamp = (u64, u64);
+
+/// A folder mtime this close to the moment it was read may still move within the same clock
+/// tick as a later change (file systems keep coarse timestamps): such a folder is recorded as
+/// unknown and re-listed next time.
+const RACY_WINDOW: Duration = Duration::from_secs(2);
+/// The recorded mtime of a folder that must be re-listed.
+const UNKNOWN_MTIME: u64 = u64::MAX;
+/// The ignore files a walk reads in each folder (besides `.git/info/exclude` at the root).
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// What a full walk saw beyond its files: every folder it entered, and every file whose rules
+/// decided what it kept. As long as no folder's mtime moved and no rule file changed, the
+/// indexable files are the ones found then (each with its current size and mtime).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TreeStamp {
+    /// Folders entered (relative, `/`-separated, "" for the root) and their mtimes (ns).
+    pub dirs: BTreeMap<String, u64>,
+    /// Rule files by absolute path: the exclusion file, `.git/info/exclude`, the global git
+    /// excludes, the ignore files of the root's parents (`None`: absent then) and those present
+    /// in the folders entered.
+    pub rules: BTreeMap<String, Option<FileStamp>>,
+}
+
+fn stamp_of(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), mtime_of(&meta)))
+}
+
+fn mtime_of(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// A folder's mtime as recorded at `read_at`: [`UNKNOWN_MTIME`] when gone or too recent.
+fn dir_mtime(dir: &Path, read_at: SystemTime) -> u64 {
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return UNKNOWN_MTIME;
+    };
+    let mtime = meta.modified().ok();
+    match mtime.and_then(|m| read_at.duration_since(m).ok()) {
+        Some(age) if age > RACY_WINDOW => mtime_of(&meta),
+        _ => UNKNOWN_MTIME,
+    }
+}
+
+fn path_key(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// Rule files outside the folders a walk enters: whether each exists, and its stamp.
+fn outer_rules(repo: &Path) -> BTreeMap<String, Option<FileStamp>> {
+    let mut paths = vec![
+        RagDir::of(repo).exclude_file(),
+        repo.join(".git/info/exclude"),
+    ];
+    for parent in repo.ancestors().skip(1) {
+        paths.extend(IGNORE_FILES.iter().map(|name| parent.join(name)));
+    }
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        paths.push(home.join(".gitconfig"));
+        paths.push(home.join(".config/git/ignore"));
+    }
+    if let Some(config) = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from) {
+        paths.push(config.join("git/ignore"));
+    }
+    paths
+        .into_iter()
+        .map(|p| (path_key(&p), stamp_of(&p)))
+        .collect()
+}
+
+/// The ignore files present in `dir`, with their stamps.
+fn inner_rules(dir: &Path) -> impl Iterator<Item = (String, Option<FileStamp>)> {
+    IGNORE_FILES.into_iter().filter_map(move |name| {
+        let path = dir.join(name);
+        stamp_of(&path).map(|stamp| (path_key(&path), Some(stamp)))
+    })
+}
+
+/// [`discover_with`], also returning the [`TreeStamp`] of the walk.
+pub fn discover_stamped(
+    repo: &Path,
+    bounds: IndexBounds,
+    entering: &(dyn Fn(&Path) + Sync),
+) -> Result<(Vec<DiscoveredFile>, TreeStamp), RagError> {
+    let read_at = SystemTime::now();
+    let stamp = Mutex::new(TreeStamp {
+        dirs: BTreeMap::new(),
+        rules: outer_rules(repo),
+    });
+    let files = discover_with(repo, bounds, &|dir| {
+        entering(dir);
+        let Some(rel) = dir.strip_prefix(repo).ok().and_then(rel_to_string) else {
+            return;
+        };
+        let mtime = dir_mtime(dir, read_at);
+        let mut stamp = stamp.lock().expect("tree stamp lock");
+        stamp.dirs.insert(rel, mtime);
+        stamp.rules.extend(inner_rules(dir));
+    })?;
+    Ok((files, stamp.into_inner().expect("tree stamp lock")))
+}
+
+/// The stamp saved with [`save_stamp`] for the index commit `generation`, if that is the
+/// last one saved.
+pub fn load_stamp(repo: &Path, generation: u64) -> Option<TreeStamp> {
+    let bytes = std::fs::read(RagDir::of(repo).tree_stamp()).ok()?;
+    let saved: SavedStamp = serde_json::from_slice(&bytes).ok()?;
+    (saved.generation == generation).then_some(saved.stamp)
+}
+
+/// Keeps `stamp` as the one of index commit `generation` (a cache: failing to write it only
+/// means a walk next time).
+pub fn save_stamp(repo: &Path, generation: u64, stamp: TreeStamp) {
+    let saved = SavedStamp { generation, stamp };
+    if let Ok(bytes) = serde_json::to_vec(&saved) {
+        let _ = write_atomic(&RagDir::of(repo).tree_stamp(), &bytes);
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct SavedStamp {
+    generation: u64,
+    stamp: TreeStamp,
+}
+
+/// The indexable files of `repo` without walking it, when `stamp` (from the walk or check that
+/// produced `known`, the files indexed then) shows that nothing but the files' own contents
+/// can have changed: every rule file is as it was and every folder is still there. Folders
+/// whose mtime moved (a file added, removed or renamed in them) are re-listed; every other
+/// file of `known` is `stat`ed for its size and mtime. `None`: a full walk is needed. Returns
+/// the files, sorted by path, and the stamp to keep for the next check.
+pub fn files_by_stat(
+    repo: &Path,
+    stamp: &TreeStamp,
+    known: &[&str],
+) -> Result<Option<(Vec<DiscoveredFile>, TreeStamp)>, RagError> {
+    let read_at = SystemTime::now();
+    let outer = outer_rules(repo);
+    let inner_unchanged = stamp
+        .rules
+        .par_iter()
+        .filter(|(path, _)| !outer.contains_key(*path))
+        .all(|(path, was)| stamp_of(Path::new(path)) == *was);
+    let outer_unchanged = outer
+        .iter()
+        .all(|(path, now)| stamp.rules.get(path) == Some(now));
+    if !(inner_unchanged && outer_unchanged) {
+        return Ok(None);
+    }
+    let dirs: Vec<(&String, u64)> = stamp
+        .dirs
+        .par_iter()
+        .map(|(rel, &was)| {
+            let now = std::fs::metadata(repo.join(rel)).map_or(UNKNOWN_MTIME, |m| {
+                if m.is_dir() {
+                    mtime_of(&m)
+                } else {
+                    UNKNOWN_MTIME
+                }
+            });
+            (rel, if now == was { was } else { UNKNOWN_MTIME })
+        })
+        .collect();
+    let mut next = TreeStamp {
+        dirs: BTreeMap::new(),
+        rules: stamp.rules.clone(),
+    };
+    let mut files = Vec::new();
+    let mut excludes = None;
+    let mut relisted = BTreeMap::new();
+    for (rel, mtime) in dirs {
+        if mtime != UNKNOWN_MTIME {
+            next.dirs.insert(rel.clone(), mtime);
+            continue;
+        }
+        let abs = repo.join(rel);
+        if !abs.is_dir() {
+            return Ok(None);
+        }
+        let excludes = match &excludes {
+            Some(e) => e,
+            None => excludes.insert(load_excludes(repo)?),
+        };
+        relisted.insert(rel.clone(), dir_mtime(&abs, read_at));
+        next.dirs.insert(rel.clone(), UNKNOWN_MTIME);
+        let (listed, subdirs) = list_dir(repo, &abs, excludes)?;
+        // A new folder, or a new ignore file (its rules reach into subfolders): walk.
+        if subdirs.iter().any(|d| !stamp.dirs.contains_key(d))
+            || inner_rules(&abs).any(|(path, _)| !stamp.rules.contains_key(&path))
+        {
+            return Ok(None);
+        }
+        files.extend(listed);
+    }
+    // `None` for a file the stamp cannot vouch for (its folder unknown to it, or the file gone
+    // or grown past the size limit while its folder's mtime held still): walk.
+    let stated: Option<Vec<Option<DiscoveredFile>>> = known
+        .par_iter()
+        .map(|rel| {
+            let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
+            match next.dirs.get(parent) {
+                None => return None,
+                // Re-listed above.
+                Some(&UNKNOWN_MTIME) => return Some(None),
+                Some(_) => {}
+            }
+            let abs_path = repo.join(rel);
+            let meta = std::fs::symlink_metadata(&abs_path).ok()?;
+            if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
+                return None;
+            }
+            Some(Some(DiscoveredFile {
+                rel_path: (*rel).to_string(),
+                abs_path,
+                size: meta.len(),
+                mtime_ns: mtime_of(&meta),
+            }))
+        })
+        .collect();
+    let Some(stated) = stated else {
+        return Ok(None);
+    };
+    files.extend(stated.into_iter().flatten());
+    next.dirs.extend(relisted);
+    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    Ok(Some((files, next)))
 }
 
 fn walk_builder(root: &Path) -> WalkBuilder {
@@ -314,11 +568,7 @@ fn visit(repo: &Path, excludes: &Gitignore, entry: &ignore::DirEntry) -> Visit {
     if meta.len() > MAX_FILE_BYTES {
         return Visit::Nothing;
     }
-    let mtime_ns = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as u64);
+    let mtime_ns = mtime_of(&meta);
     let Some(rel_path) = rel_to_string(rel) else {
         return Visit::Nothing;
     };

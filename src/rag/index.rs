@@ -6,7 +6,10 @@
 //! hash changed. Tantivy commits are atomic; the manifest is tied to a commit through the commit
 //! payload (its generation number) and written with write-then-rename, so a crash at any point
 //! leaves a consistent pair. A corrupt, inconsistent or older-format index is rebuilt with a
-//! warning, never an error.
+//! warning, never an error; segment checksums are verified on open for files written or
+//! touched since they last passed. After each refresh, [`CodeIndex::compact`] merges segments
+//! so that chunks replaced by edits stop counting in BM25 statistics and the segment count
+//! stays bounded.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -15,6 +18,8 @@ use std::time::Instant;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tantivy::collector::{Count, TopDocs};
+use tantivy::index::SegmentId;
+use tantivy::indexer::NoMergePolicy;
 use tantivy::query::Bm25StatisticsProvider;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
@@ -38,6 +43,17 @@ pub const INDEX_FORMAT_VERSION: u32 = 2;
 const FILE_DOC: &str = "file";
 /// Files chunked between two deadline checks.
 const BATCH_FILES: usize = 256;
+/// A large segment is rewritten without its deleted chunks once they are this share of its
+/// chunks (a small one as soon as it holds any): BM25 counts deleted chunks in its document
+/// frequencies and field lengths until then, so an index refreshed along many edits would
+/// otherwise rank unlike one built fresh from the same files.
+const DELETED_SHARE_BEFORE_MERGE: f32 = 0.05;
+/// Segments holding fewer chunks than this are small: every refresh that changes something
+/// adds one.
+const SMALL_SEGMENT_CHUNKS: u32 = 20_000;
+/// Small segments kept before they are merged into one (each segment costs every search a
+/// term lookup per query term).
+const MAX_SMALL_SEGMENTS: usize = 4;
 
 fn hex(hash: &ContentHash) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
@@ -307,15 +323,10 @@ impl CodeIndex {
         if index.schema() != schema {
             return Err("has another schema".into());
         }
-        // Every segment file carries a CRC32 footer: damage from outside (a disk error, a stray
-        // write) shows here, before a search trips over it.
-        let damaged = index
-            .validate_checksum()
+        let damaged = damaged_files(rag_dir, &index)
             .map_err(|e| format!("is damaged (cannot verify its files: {e})"))?;
         if !damaged.is_empty() {
-            let mut names: Vec<String> = damaged.iter().map(|p| p.display().to_string()).collect();
-            names.sort();
-            return Err(format!("has damaged files ({})", names.join(", ")));
+            return Err(format!("has damaged files ({})", damaged.join(", ")));
         }
         let code_index = Self::wrap(rag_dir, index, fields).map_err(|e| e.to_string())?;
         Ok(Some((code_index, manifest)))
@@ -333,10 +344,10 @@ impl CodeIndex {
         let (schema, fields) = schema();
         let index = Index::create_in_dir(&dir, schema).map_err(|e| index_error(&dir, e))?;
         let code_index = Self::wrap(rag_dir, index, fields)?;
-        let manifest = Manifest::empty(options);
-        // An empty first commit ties generation 0 to an empty manifest.
+        let mut manifest = Manifest::empty(options);
+        // An empty first commit ties generation 1 to an empty manifest.
         let mut writer = code_index.writer(0)?;
-        code_index.commit(&mut writer, &manifest)?;
+        code_index.commit(&mut writer, &mut manifest)?;
         Ok((code_index, manifest))
     }
 
@@ -369,18 +380,80 @@ impl CodeIndex {
         // A large arena per thread means fewer, larger segments: every segment serialises its
         // own term dictionary, and the merge policy merges small segments again later.
         let per_thread = if files < 64 { 16_000_000 } else { 160_000_000 };
-        self.index
+        let writer = self
+            .index
             .writer_with_num_threads(threads, per_thread * threads)
-            .map_err(|e| index_error(&self.rag_dir.index_dir(), e))
+            .map_err(|e| index_error(&self.rag_dir.index_dir(), e))?;
+        // Merges run in [`CodeIndex::compact`], to their end: tantivy's own start after a
+        // commit and are abandoned when the writer is dropped.
+        writer.set_merge_policy(Box::new(NoMergePolicy));
+        Ok(writer)
     }
 
-    /// Commits `writer` as `manifest.generation + 1` and persists the manifest alongside.
-    fn commit(&self, writer: &mut IndexWriter, manifest: &Manifest) -> Result<u64, RagError> {
+    /// Merges segments so that deleted chunks stop counting in BM25 statistics and the segment
+    /// count stays bounded: every small segment holding deleted chunks, every large one whose
+    /// deleted chunks reach [`DELETED_SHARE_BEFORE_MERGE`] of it, and all small segments once
+    /// there are [`MAX_SMALL_SEGMENTS`] of them, become one. Returns the number of segments merged (0:
+    /// nothing to do). Call with the index lock held, after a refresh; the commit (and the
+    /// manifest tied to it) stays the same, only its segments change.
+    pub fn compact(&self) -> Result<usize, RagError> {
         let dir = self.rag_dir.index_dir();
-        let mut next = manifest.clone();
-        next.generation = manifest.generation + 1;
+        let metas = self
+            .index
+            .searchable_segment_metas()
+            .map_err(|e| index_error(&dir, e))?;
+        let mut merged: Vec<SegmentId> = metas
+            .iter()
+            .filter(|m| {
+                m.num_deleted_docs() > 0
+                    && (m.max_doc() < SMALL_SEGMENT_CHUNKS
+                        || m.num_deleted_docs() as f32
+                            >= DELETED_SHARE_BEFORE_MERGE * m.max_doc() as f32)
+            })
+            .map(|m| m.id())
+            .collect();
+        let small: Vec<SegmentId> = metas
+            .iter()
+            .filter(|m| m.max_doc() < SMALL_SEGMENT_CHUNKS)
+            .map(|m| m.id())
+            .collect();
+        if small.len() >= MAX_SMALL_SEGMENTS {
+            for id in small {
+                if !merged.contains(&id) {
+                    merged.push(id);
+                }
+            }
+        }
+        if merged.is_empty() {
+            return Ok(0);
+        }
+        let mut writer = self.writer(0)?;
+        writer
+            .merge(&merged)
+            .wait()
+            .map_err(|e| index_error(&dir, e))?;
+        writer
+            .wait_merging_threads()
+            .map_err(|e| index_error(&dir, e))?;
+        self.reader.reload().map_err(|e| index_error(&dir, e))?;
+        Ok(merged.len())
+    }
+
+    /// Commits `writer` as the next generation of `manifest` and persists the manifest
+    /// alongside; `manifest.generation` is that of the commit afterwards (unchanged on error).
+    fn commit(&self, writer: &mut IndexWriter, manifest: &mut Manifest) -> Result<(), RagError> {
+        manifest.generation += 1;
+        let committed = self.commit_generation(writer, manifest);
+        if committed.is_err() {
+            manifest.generation -= 1;
+        }
+        committed
+    }
+
+    fn commit_generation(&self, writer: &mut IndexWriter, next: &Manifest) -> Result<(), RagError> {
+        let dir = self.rag_dir.index_dir();
         let next_path = self.rag_dir.manifest_next();
-        let bytes = serde_json::to_vec(&next).map_err(|e| RagError::Index {
+        let bytes = serde_json::to_vec(next).map_err(|e| RagError::Index {
             path: next_path.clone(),
             message: e.to_string(),
         })?;
@@ -391,7 +464,7 @@ impl CodeIndex {
         let manifest_path = self.rag_dir.manifest();
         std::fs::rename(&next_path, &manifest_path).map_err(|e| RagError::io(&manifest_path, e))?;
         self.reader.reload().map_err(|e| index_error(&dir, e))?;
-        Ok(next.generation)
+        Ok(())
     }
 
     /// Brings the index up to date with `files`. When `checkpoint` passes, what is done so far
@@ -482,7 +555,7 @@ impl CodeIndex {
                 && Instant::now() >= at
                 && dirty
             {
-                manifest.generation = self.commit(w, manifest)?;
+                self.commit(w, manifest)?;
                 counts.commits += 1;
                 dirty = false;
                 checkpoint = None;
@@ -491,7 +564,7 @@ impl CodeIndex {
         }
         match writer.as_mut() {
             Some(w) if dirty || counts.commits == 0 => {
-                manifest.generation = self.commit(w, manifest)?;
+                self.commit(w, manifest)?;
                 counts.commits += 1;
             }
             _ => {
@@ -792,6 +865,74 @@ impl CodeIndex {
             bm25,
         }
     }
+}
+
+/// Size and mtime (ns) of a file, as recorded when its checksum passed.
+type FileStamp = (u64, u64);
+
+/// The files of `index`'s committed segments whose CRC32 footer does not match their content,
+/// sorted. Every segment file carries one: damage from outside (a disk error, a stray write)
+/// shows here, before a search trips over it. Segment files are written once and never
+/// modified, so a file is checked only when its size or mtime differs from when it last passed
+/// (recorded in [`RagDir::index_verified`]): opening an unchanged index of a large repository
+/// reads none of its hundreds of megabytes.
+fn damaged_files(rag_dir: &RagDir, index: &Index) -> Result<Vec<String>, String> {
+    let segments: HashSet<String> = index
+        .load_metas()
+        .map_err(|e| e.to_string())?
+        .segments
+        .iter()
+        .map(|m| m.id().uuid_string())
+        .collect();
+    let record = rag_dir.index_verified();
+    let passed: BTreeMap<String, FileStamp> = std::fs::read(&record)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default();
+    let dir = rag_dir.index_dir();
+    let mut now = BTreeMap::new();
+    let mut damaged = Vec::new();
+    for path in index.directory().list_managed_files() {
+        let Some(name) = path.to_str() else { continue };
+        if !name
+            .split('.')
+            .next()
+            .is_some_and(|segment| segments.contains(segment))
+        {
+            continue;
+        }
+        // A managed file that is gone belongs to no committed segment any more.
+        let Ok(meta) = std::fs::metadata(dir.join(&path)) else {
+            continue;
+        };
+        let stamp: FileStamp = (meta.len(), mtime_ns(&meta));
+        if passed.get(name) != Some(&stamp) {
+            let intact = index
+                .directory()
+                .validate_checksum(&path)
+                .map_err(|e| e.to_string())?;
+            if !intact {
+                damaged.push(name.to_string());
+                continue;
+            }
+        }
+        now.insert(name.to_string(), stamp);
+    }
+    if now != passed
+        && let Ok(bytes) = serde_json::to_vec(&now)
+    {
+        // Only a cache: without it the next open checks every file again.
+        let _ = write_atomic(&record, &bytes);
+    }
+    damaged.sort();
+    Ok(damaged)
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Logs and records why the index in `rag_dir` is rebuilt.

@@ -341,7 +341,8 @@ impl Inner {
             }
             state.manifest.clone()
         };
-        let (mut files, full_walk) = self
+        let generation_before = manifest.generation;
+        let (mut files, full_walk, tree_stamp) = self
             .files_now(&manifest)
             .map_err(|e| self.refresh_failed(e))?;
         let bounds_warning = self.config.index_bounds.apply(&mut files);
@@ -370,6 +371,17 @@ impl Inner {
             },
         );
         let counts = counts.map_err(|e| self.refresh_failed(e))?;
+        if let Some((stamp, changed)) = tree_stamp
+            && (changed || manifest.generation != generation_before)
+        {
+            discover::save_stamp(&self.repo, manifest.generation, stamp);
+        }
+        // After the commit queries already answer from: merging only rewrites segments.
+        match self.index.compact() {
+            Ok(0) => {}
+            Ok(merged) => tracing::debug!(merged, "index segments merged"),
+            Err(e) => tracing::warn!("merging index segments failed: {e}"),
+        }
         let summary = IndexSummary {
             files: manifest.files.len(),
             chunks: self.index.num_chunks(),
@@ -399,16 +411,38 @@ impl Inner {
     }
 
     /// The indexable files as they are now: the full walk, or — when the watcher can say what
-    /// changed — the manifest's files with only the folders holding changed paths re-listed.
-    /// The bool says whether the whole tree was walked.
-    fn files_now(&self, manifest: &Manifest) -> Result<(Vec<DiscoveredFile>, bool), RagError> {
+    /// changed — the manifest's files with only the folders holding changed paths re-listed,
+    /// or — without a watcher, when the tree stamp of the last walk still holds
+    /// ([`discover::files_by_stat`]) — the manifest's files `stat`ed one by one. The bool says
+    /// whether the whole tree was walked; without a watcher, the tree stamp to keep and whether
+    /// it differs from the one kept.
+    #[allow(clippy::type_complexity)]
+    fn files_now(
+        &self,
+        manifest: &Manifest,
+    ) -> Result<
+        (
+            Vec<DiscoveredFile>,
+            bool,
+            Option<(discover::TreeStamp, bool)>,
+        ),
+        RagError,
+    > {
         let bounds = self.config.index_bounds;
         let Some(watcher) = &self.watcher else {
-            return Ok((discover::discover(&self.repo, bounds)?, true));
+            if let Some(stamp) = discover::load_stamp(&self.repo, manifest.generation) {
+                let known: Vec<&str> = manifest.files.keys().map(String::as_str).collect();
+                if let Some((files, next)) = discover::files_by_stat(&self.repo, &stamp, &known)? {
+                    let changed = next != stamp;
+                    return Ok((files, false, Some((next, changed))));
+                }
+            }
+            let (files, stamp) = discover::discover_stamped(&self.repo, bounds, &|_| {})?;
+            return Ok((files, true, Some((stamp, true))));
         };
         let walk = || {
             discover::discover_with(&self.repo, bounds, &|dir| watcher.watch_dir(dir))
-                .map(|f| (f, true))
+                .map(|f| (f, true, None))
         };
         let paths = match watcher.changes() {
             Changes::Walk => return walk(),
@@ -469,7 +503,7 @@ impl Inner {
             )?);
         }
         files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-        Ok((files, false))
+        Ok((files, false, None))
     }
 
     fn spawn_refresh(this: &Arc<Inner>, checkpoint: Option<Instant>) -> bool {

@@ -5,6 +5,10 @@
 //!   committed), and `.gitignore`, which keeps the rest out of `git status`;
 //! - `index/`: the tantivy index, and `manifest.json` (with `manifest.next.json` while a commit
 //!   is under way): the per-file fingerprints tied to a tantivy commit;
+//! - `index-verified.json`: the index files whose checksums passed, with their size and mtime
+//!   then, so opening the index re-checks only files written or touched since;
+//! - `tree.json`: the folders and ignore files the last walk saw, for the commit it belongs to,
+//!   so a refresh without a watcher can tell by `stat` alone whether it must walk;
 //! - `vectors.bin`: the chunk vector cache;
 //! - `index.lock`: held for a whole index refresh;
 //! - `watch-sync-N`: short-lived markers a folder watcher writes to flush its event queue.
@@ -34,6 +38,8 @@ const MANIFEST: &str = "manifest.json";
 const MANIFEST_NEXT: &str = "manifest.next.json";
 const INDEX_DIR: &str = "index";
 const INDEX_LOCK: &str = "index.lock";
+const INDEX_VERIFIED: &str = "index-verified.json";
+const TREE_STAMP: &str = "tree.json";
 const VECTORS: &str = "vectors.bin";
 /// Prefix of the watcher's marker files.
 const SYNC_PREFIX: &str = "watch-sync-";
@@ -106,6 +112,16 @@ impl RagDir {
     /// The manifest of a commit under way (renamed to [`RagDir::manifest`] once committed).
     pub fn manifest_next(&self) -> PathBuf {
         self.path.join(MANIFEST_NEXT)
+    }
+
+    /// The index files whose checksums passed, with their size and mtime at the time.
+    pub fn index_verified(&self) -> PathBuf {
+        self.path.join(INDEX_VERIFIED)
+    }
+
+    /// The folders and ignore files of the last walk ([`super::discover::TreeStamp`]).
+    pub fn tree_stamp(&self) -> PathBuf {
+        self.path.join(TREE_STAMP)
     }
 
     /// The chunk vector cache.
