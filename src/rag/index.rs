@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use tantivy::collector::TopDocs;
+use tantivy::collector::{Count, TopDocs};
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions, Value,
@@ -602,6 +602,50 @@ impl CodeIndex {
             .collect::<Result<Vec<_>, RagError>>()?;
         out.sort_by_key(|c| c.start_line);
         Ok(out)
+    }
+
+    /// The chunks whose symbols include `name` (exactly, case included), or `None` when more
+    /// than `limit` chunks have symbols made of its words: a name that common (`get`, `new`)
+    /// is not worth following, and its chunks are not read.
+    pub fn chunks_defining(
+        &self,
+        name: &str,
+        limit: usize,
+    ) -> Result<Option<Vec<IndexedChunk>>, RagError> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = tokenize::query_terms(name)
+            .iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.symbols, t),
+                    IndexRecordOption::Basic,
+                ));
+                (Occur::Must, q)
+            })
+            .collect();
+        if clauses.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let searcher = self.reader.searcher();
+        let dir = self.rag_dir.index_dir();
+        let (count, hits) = searcher
+            .search(
+                &BooleanQuery::new(clauses),
+                &(Count, TopDocs::with_limit(limit.max(1)).order_by_score()),
+            )
+            .map_err(|e| index_error(&dir, e))?;
+        if count > limit {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for (_, address) in hits {
+            let doc: TantivyDocument = searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+            let chunk = self.to_chunk(&doc, 0.0);
+            if chunk.symbols.iter().any(|s| s == name) {
+                out.push(chunk);
+            }
+        }
+        out.sort_by(|a, b| (&a.path, a.start_line).cmp(&(&b.path, b.start_line)));
+        Ok(Some(out))
     }
 
     /// Calls `visit` for every chunk in the index (background embedding finds missing vectors
