@@ -8,6 +8,7 @@ use crate::repos::Repo;
 /// The configurations compared, in table order.
 pub const BASELINE: &str = "whole-file BM25";
 pub const LEXICAL: &str = "promptd default, lexical";
+pub const FOLLOWING: &str = "promptd lexical, following hits";
 pub const HYBRID: &str = "promptd default, hybrid";
 
 /// One case's answers from every configuration.
