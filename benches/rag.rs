@@ -252,7 +252,10 @@ fn active_file_latencies(retriever: &Retriever, tree: &Path) {
         QUERIES.len(),
         line(&total),
         line(&follow),
-        load.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
 }
 

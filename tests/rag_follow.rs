@@ -207,25 +207,28 @@ fn a_name_defined_in_twenty_files_is_not_followed() {
 }
 
 #[test]
-fn follow_hits_follows_the_best_hits_without_an_active_file() {
+fn the_best_hits_are_followed_without_an_active_file() {
     let repo = fixture("python");
     // The request meets `logout` in src/auth.py; `find_user` is only reached through it.
     let request = "logout clears the session";
-    let hits_only = RagConfig {
-        follow_hits: 2,
-        ..lexical_config()
-    };
-    let retrieval = ask(repo.path(), hits_only, request, None);
+    let retrieval = ask(repo.path(), lexical_config(), request, None);
     assert_eq!(retrieval.chunks[0].chunk.path, "src/auth.py");
+    let from_hit = followed(&retrieval);
     assert!(
-        followed(&retrieval)
-            .iter()
-            .any(|c| c.chunk.path == "src/users/store.py"),
+        from_hit.iter().any(|c| c.chunk.path == "src/users/store.py"
+            && c.chunk
+                .tags
+                .iter()
+                .any(|t| t.contains("find_user from src/auth.py:"))),
         "{}",
         retrieval.formatted
     );
-    let shipped = ask(repo.path(), lexical_config(), request, None);
-    assert!(followed(&shipped).is_empty(), "{}", shipped.formatted);
+    let not_hits = RagConfig {
+        follow_hits: 0,
+        ..lexical_config()
+    };
+    let retrieval = ask(repo.path(), not_hits, request, None);
+    assert!(followed(&retrieval).is_empty(), "{}", retrieval.formatted);
 }
 
 #[test]

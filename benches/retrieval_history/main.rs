@@ -4,8 +4,9 @@
 //! are looked for), each asked against its parent commit's tree, checked out case after case
 //! into one scratch clone per repository, where every ranker indexes it anew. Configurations in
 //! the same run: whole-file BM25 (the naive baseline), promptd's shipped defaults with a
-//! lexical index, the same following the symbols its best hits use to their definitions
-//! (`rag.followHits`), and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
+//! lexical index, the same following the symbols of another number of best hits to their
+//! definitions (`rag.followHits`, `EVAL_FOLLOW_HITS`: 0 by default, against the shipped 3),
+//! and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
 //! defaults with vectors. Prints Acc@1, Acc@5, Chunks@6, Recall@5, MRR@10 and latency per
 //! configuration for the held-out half (the number to report) and the tuning half, with
 //! per-repository and per-language breakdowns and the kinds of files that crowd the shipped
@@ -21,8 +22,8 @@
 //! - `EVAL_HISTORY_WORK`: the scratch folder of work trees and results (default
 //!   `target/eval-history`).
 //! - `EVAL_HISTORY_OUT`: the JSON file (default `<work>/results.json`).
-//! - `EVAL_FOLLOW_HITS`: best hits whose used symbols the following configuration follows
-//!   (default 3).
+//! - `EVAL_FOLLOW_HITS`: best hits whose used symbols the third configuration follows
+//!   (default 0; the shipped configuration follows 3).
 //! - `EVAL_VERBOSE=1`: one line per case.
 
 mod baseline;
@@ -42,7 +43,7 @@ use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 use crate::baseline::WholeFileBm25;
 use crate::metrics::{Outcome, TOP_FILES};
 use crate::repos::{REPOS, Repo, WorkTree};
-use crate::results::{BASELINE, CaseResult, FOLLOWING, HYBRID, LEXICAL, RepoRun};
+use crate::results::{BASELINE, CaseResult, HITS_FOLLOWED, HYBRID, LEXICAL, RepoRun};
 
 // The allocator the `promptd` binary uses.
 #[global_allocator]
@@ -62,18 +63,18 @@ fn shipped(embeddings: bool) -> RagConfig {
     }
 }
 
-/// Best-ranked chunks whose used symbols the `following` configuration follows to their
-/// definitions (`EVAL_FOLLOW_HITS`, default 3).
+/// Best-ranked chunks whose used symbols the `hits_followed` configuration follows to their
+/// definitions (`EVAL_FOLLOW_HITS`, default 0: what following adds to the shipped ranking).
 fn follow_hits() -> usize {
     std::env::var("EVAL_FOLLOW_HITS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(3)
+        .unwrap_or(0)
 }
 
-/// `config` also following the symbols its best hits use (there is no active file here, so
-/// the shipped configuration follows nothing).
-fn following(config: RagConfig) -> RagConfig {
+/// `config` following the symbols of another number of best hits (there is no active file
+/// here, so that is all it follows).
+fn hits_followed(config: RagConfig) -> RagConfig {
     RagConfig {
         follow_hits: follow_hits(),
         ..config
@@ -214,9 +215,9 @@ fn run_repo(
         index(&lexical_shipped)?;
         let lexical_deep = open(&tree.dir, deep(false))?;
         index(&lexical_deep)?;
-        let following_shipped = open(&tree.dir, following(shipped(false)))?;
+        let following_shipped = open(&tree.dir, hits_followed(shipped(false)))?;
         index(&following_shipped)?;
-        let following_deep = open(&tree.dir, following(deep(false)))?;
+        let following_deep = open(&tree.dir, hits_followed(deep(false)))?;
         index(&following_deep)?;
         run.index_seconds += indexing.elapsed().as_secs_f64();
         run.baseline_files = baseline.files();
@@ -237,7 +238,7 @@ fn run_repo(
         outcomes.push((LEXICAL, lexical));
         let (followed, _) =
             promptd_outcome(&following_shipped, &following_deep, &case.request, false)?;
-        outcomes.push((FOLLOWING, followed));
+        outcomes.push((HITS_FOLLOWED, followed));
         if hybrid {
             // The deep retriever opens after the shipped one embedded the new chunks: each
             // keeps its own in-memory vector cache, loaded from disk with its model.
@@ -323,7 +324,7 @@ fn main() {
             }
         }
     }
-    let mut configs = vec![BASELINE, LEXICAL, FOLLOWING];
+    let mut configs = vec![BASELINE, LEXICAL, HITS_FOLLOWED];
     if hybrid {
         configs.push(HYBRID);
     }

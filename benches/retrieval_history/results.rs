@@ -8,7 +8,8 @@ use crate::repos::Repo;
 /// The configurations compared, in table order.
 pub const BASELINE: &str = "whole-file BM25";
 pub const LEXICAL: &str = "promptd default, lexical";
-pub const FOLLOWING: &str = "promptd lexical, following hits";
+/// The shipped lexical configuration with `rag.followHits` from `EVAL_FOLLOW_HITS`.
+pub const HITS_FOLLOWED: &str = "promptd lexical, followHits from env";
 pub const HYBRID: &str = "promptd default, hybrid";
 
 /// One case's answers from every configuration.
