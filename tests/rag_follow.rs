@@ -109,58 +109,45 @@ fn python_login_gets_the_find_user_it_calls() {
 }
 
 #[test]
-fn go_login_gets_the_find_account_it_calls() {
-    let repo = fixture("go");
-    let retrieval = ask(
-        repo.path(),
-        lexical_config(),
-        "add error handling to Login",
-        Some("auth/login.go"),
-    );
-    // The file is one chunk: the function and the two types the signature uses.
-    assert_followed(
-        &retrieval,
-        "users/store.go",
-        "FindAccount",
-        "Account, Database, FindAccount",
-        "auth/login.go:6",
-    );
-}
-
-#[test]
-fn typescript_login_gets_the_imported_find_user() {
-    let repo = fixture("typescript");
-    let retrieval = ask(
-        repo.path(),
-        lexical_config(),
-        "add error handling to login",
-        Some("src/auth.ts"),
-    );
-    assert_followed(
-        &retrieval,
-        "src/users/store.ts",
-        "findUser",
-        "findUser",
-        "src/auth.ts:1",
-    );
-}
-
-#[test]
-fn rust_login_gets_the_used_find_user() {
-    let repo = fixture("rust");
-    let retrieval = ask(
-        repo.path(),
-        lexical_config(),
-        "add error handling to login",
-        Some("src/auth.rs"),
-    );
-    assert_followed(
-        &retrieval,
-        "src/users.rs",
-        "find_user",
-        "find_user",
-        "src/auth.rs:3",
-    );
+fn go_typescript_and_rust_logins_get_what_they_call() {
+    // (fixture, active file, defining file, symbol, followed names, first use)
+    let cases = [
+        // The Go file is one chunk: the function and the two types the signature uses.
+        (
+            "go",
+            "auth/login.go",
+            "users/store.go",
+            "FindAccount",
+            "Account, Database, FindAccount",
+            "auth/login.go:6",
+        ),
+        (
+            "typescript",
+            "src/auth.ts",
+            "src/users/store.ts",
+            "findUser",
+            "findUser",
+            "src/auth.ts:1",
+        ),
+        (
+            "rust",
+            "src/auth.rs",
+            "src/users.rs",
+            "find_user",
+            "find_user",
+            "src/auth.rs:3",
+        ),
+    ];
+    for (name, active, path, symbol, names, used_at) in cases {
+        let repo = fixture(name);
+        let retrieval = ask(
+            repo.path(),
+            lexical_config(),
+            "add error handling to login",
+            Some(active),
+        );
+        assert_followed(&retrieval, path, symbol, names, used_at);
+    }
 }
 
 #[test]

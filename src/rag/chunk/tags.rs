@@ -29,7 +29,7 @@ pub struct SymbolTag {
     pub role: TagRole,
 }
 
-/// Uses the shipped tag queries leave out.
+// Uses the shipped tag queries leave out.
 const PYTHON_EXTRA: &str = r#"
 (import_from_statement name: (dotted_name (identifier) @name) @reference.import)
 (import_from_statement name: (aliased_import name: (dotted_name (identifier) @name)) @reference.import)
@@ -37,47 +37,38 @@ const PYTHON_EXTRA: &str = r#"
 (type (attribute attribute: (identifier) @name)) @reference.type
 (class_definition superclasses: (argument_list (identifier) @name) @reference.class)
 "#;
-const JS_EXTRA: &str = r#"
-(import_specifier name: (identifier) @name) @reference.import
-"#;
-const TS_EXTRA: &str = r#"
-(import_specifier name: (identifier) @name) @reference.import
-(type_identifier) @name @reference.type
-"#;
+const JS_IMPORTS: &str = "(import_specifier name: (identifier) @name) @reference.import";
 const RUST_EXTRA: &str = r#"
 (call_expression function: (scoped_identifier name: (identifier) @name)) @reference.call
 (use_declaration argument: (scoped_identifier name: (identifier) @name)) @reference.import
 (use_list (identifier) @name) @reference.import
 (use_list (scoped_identifier name: (identifier) @name)) @reference.import
-(type_identifier) @name @reference.type
 "#;
-const C_EXTRA: &str = r#"
-(call_expression function: (identifier) @name) @reference.call
-(type_identifier) @name @reference.type
-"#;
-const CPP_EXTRA: &str = r#"
-(call_expression function: (identifier) @name) @reference.call
+const C_CALLS: &str = "(call_expression function: (identifier) @name) @reference.call";
+const CPP_CALLS: &str = r#"
 (call_expression function: (field_expression field: (field_identifier) @name)) @reference.call
 (call_expression function: (qualified_identifier name: (identifier) @name)) @reference.call
-(type_identifier) @name @reference.type
 "#;
+/// Every named type in TypeScript, Rust, C and C++.
+const TYPE_USES: &str = "(type_identifier) @name @reference.type";
 
 /// The tag query of `language`: the grammar's own, then ours.
 fn query_source(language: Language) -> Option<String> {
     let parts: &[&str] = match language {
         Language::Python => &[tree_sitter_python::TAGS_QUERY, PYTHON_EXTRA],
-        Language::JavaScript => &[tree_sitter_javascript::TAGS_QUERY, JS_EXTRA],
+        Language::JavaScript => &[tree_sitter_javascript::TAGS_QUERY, JS_IMPORTS],
         // TypeScript's queries only add what JavaScript's lack.
         Language::TypeScript | Language::Tsx => &[
             tree_sitter_javascript::TAGS_QUERY,
             tree_sitter_typescript::TAGS_QUERY,
-            TS_EXTRA,
+            JS_IMPORTS,
+            TYPE_USES,
         ],
-        Language::Rust => &[tree_sitter_rust::TAGS_QUERY, RUST_EXTRA],
+        Language::Rust => &[tree_sitter_rust::TAGS_QUERY, RUST_EXTRA, TYPE_USES],
         Language::Go => &[tree_sitter_go::TAGS_QUERY],
         Language::Java => &[tree_sitter_java::TAGS_QUERY],
-        Language::C => &[tree_sitter_c::TAGS_QUERY, C_EXTRA],
-        Language::Cpp => &[tree_sitter_cpp::TAGS_QUERY, CPP_EXTRA],
+        Language::C => &[tree_sitter_c::TAGS_QUERY, C_CALLS, TYPE_USES],
+        Language::Cpp => &[tree_sitter_cpp::TAGS_QUERY, C_CALLS, CPP_CALLS, TYPE_USES],
         Language::CSharp => &[tree_sitter_c_sharp::TAGS_QUERY],
         Language::Ruby => &[tree_sitter_ruby::TAGS_QUERY],
         _ => return None,
@@ -121,24 +112,27 @@ fn compile(language: Language) -> Option<TagQuery> {
     Some(TagQuery { query, roles, name })
 }
 
+/// The languages with a tag query.
+const TAGGED: [Language; 11] = [
+    Language::Python,
+    Language::JavaScript,
+    Language::TypeScript,
+    Language::Tsx,
+    Language::Rust,
+    Language::Go,
+    Language::Java,
+    Language::C,
+    Language::Cpp,
+    Language::CSharp,
+    Language::Ruby,
+];
+
 /// Compiled once per language, on first use, outside any parse.
 static QUERIES: LazyLock<HashMap<Language, TagQuery>> = LazyLock::new(|| {
-    [
-        Language::Python,
-        Language::JavaScript,
-        Language::TypeScript,
-        Language::Tsx,
-        Language::Rust,
-        Language::Go,
-        Language::Java,
-        Language::C,
-        Language::Cpp,
-        Language::CSharp,
-        Language::Ruby,
-    ]
-    .into_iter()
-    .filter_map(|l| compile(l).map(|q| (l, q)))
-    .collect()
+    TAGGED
+        .into_iter()
+        .filter_map(|l| compile(l).map(|q| (l, q)))
+        .collect()
 });
 
 /// The names `text` (source in `language`, its first line being line `first_line`) defines and
@@ -194,19 +188,7 @@ mod tests {
 
     #[test]
     fn every_tag_query_compiles() {
-        for language in [
-            Language::Python,
-            Language::JavaScript,
-            Language::TypeScript,
-            Language::Tsx,
-            Language::Rust,
-            Language::Go,
-            Language::Java,
-            Language::C,
-            Language::Cpp,
-            Language::CSharp,
-            Language::Ruby,
-        ] {
+        for language in TAGGED {
             let source = query_source(language).unwrap();
             let grammar = language.grammar().unwrap();
             if let Err(e) = heap::query(&grammar, &source) {
