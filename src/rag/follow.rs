@@ -1,7 +1,8 @@
 //! Following the code: adds to a ranking the definitions of the symbols that the file being
-//! edited (and, when configured, the best hits) use, the way a reader jumps from a call to the
-//! function it calls. The uses come from tree-sitter tag queries ([`symbol_tags`]); where each
-//! used name is defined comes from the index's symbol field ([`CodeIndex::chunks_defining`]).
+//! edited and the best hits use (`rag.followHits` of them), the way a reader jumps from a call
+//! to the function it calls. The uses come from tree-sitter tag queries ([`symbol_tags`]); where
+//! each used name is defined comes from the index's symbol field
+//! ([`CodeIndex::chunks_with_symbol_words`], at most [`MAX_CHUNKS_READ`] chunks read a query).
 //!
 //! Which definitions are worth their place is a weighting in the spirit of Aider's repo map
 //! (its def/ref graph, without the PageRank iterations: here every use starts at the active file
@@ -40,6 +41,9 @@ pub const MAX_SYMBOL_CHUNKS: usize = 48;
 pub const FOLLOW_DISCOUNT: f32 = 0.9;
 /// Used names looked up in the index, best weighted first.
 const MAX_NAMES: usize = 24;
+/// Stored chunks read per query while looking names up (best weighted names first): bounds
+/// the cost on large trees, where a name's words can sit in the symbols of dozens of chunks.
+const MAX_CHUNKS_READ: usize = 256;
 /// Names shorter than this (`i`, `ok`, `id`) say too little to follow.
 const MIN_NAME_CHARS: usize = 3;
 
@@ -212,15 +216,19 @@ pub fn add_definitions(
         .collect();
     let active_path = request.active.map(|(p, _)| p);
     let mut candidates: Vec<Candidate> = Vec::new();
+    let mut budget = MAX_CHUNKS_READ;
     for (name, used) in names {
-        let Some(chunks) = index.chunks_defining(&name, MAX_SYMBOL_CHUNKS)? else {
+        let limit = MAX_SYMBOL_CHUNKS.min(budget);
+        let Some(chunks) = index.chunks_with_symbol_words(&name, limit)? else {
             continue;
         };
+        budget -= chunks.len();
         // The first chunk of each file defining the name (a long definition spans windows);
         // none in the active file or in a chunk that uses it.
         let mut per_file: Vec<IndexedChunk> = Vec::new();
         for chunk in chunks {
-            if Some(chunk.path.as_str()) == active_path
+            if !chunk.symbols.contains(&name)
+                || Some(chunk.path.as_str()) == active_path
                 || sources_ranked.iter().any(|s| overlaps(s, &chunk))
             {
                 continue;

@@ -604,10 +604,10 @@ impl CodeIndex {
         Ok(out)
     }
 
-    /// The chunks whose symbols include `name` (exactly, case included), or `None` when more
-    /// than `limit` chunks have symbols made of its words: a name that common (`get`, `new`)
-    /// is not worth following, and its chunks are not read.
-    pub fn chunks_defining(
+    /// The chunks whose symbols hold every word of `name` (`find_user` finds the chunks
+    /// defining `find_user` and `FindUser`, `get` those defining `get` and `get_user`), or
+    /// `None`, reading nothing, when there are more than `limit`.
+    pub fn chunks_with_symbol_words(
         &self,
         name: &str,
         limit: usize,
@@ -636,14 +636,14 @@ impl CodeIndex {
         if count > limit {
             return Ok(None);
         }
-        let mut out = Vec::new();
-        for (_, address) in hits {
-            let doc: TantivyDocument = searcher.doc(address).map_err(|e| index_error(&dir, e))?;
-            let chunk = self.to_chunk(&doc, 0.0);
-            if chunk.symbols.iter().any(|s| s == name) {
-                out.push(chunk);
-            }
-        }
+        let mut out = hits
+            .into_iter()
+            .map(|(_, address)| {
+                let doc: TantivyDocument =
+                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+                Ok(self.to_chunk(&doc, 0.0))
+            })
+            .collect::<Result<Vec<_>, RagError>>()?;
         out.sort_by(|a, b| (&a.path, a.start_line).cmp(&(&b.path, b.start_line)));
         Ok(Some(out))
     }
