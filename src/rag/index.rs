@@ -592,21 +592,14 @@ impl CodeIndex {
         let hits = searcher
             .search(&query, &TopDocs::with_limit(10_000).order_by_score())
             .map_err(|e| index_error(&dir, e))?;
-        let mut out = hits
-            .into_iter()
-            .map(|(_, address)| {
-                let doc: TantivyDocument =
-                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
-                Ok(self.to_chunk(&doc, 0.0))
-            })
-            .collect::<Result<Vec<_>, RagError>>()?;
+        let mut out = self.stored(&searcher, hits)?;
         out.sort_by_key(|c| c.start_line);
         Ok(out)
     }
 
-    /// The chunks whose symbols hold every word of `name` (`find_user` finds the chunks
-    /// defining `find_user` and `FindUser`, `get` those defining `get` and `get_user`), or
-    /// `None`, reading nothing, when there are more than `limit`.
+    /// The chunks whose symbols hold every word of `name` (`get` finds the chunks defining
+    /// `get` and those defining `get_user`), or `None`, reading nothing, when there are more
+    /// than `limit`.
     pub fn chunks_with_symbol_words(
         &self,
         name: &str,
@@ -636,16 +629,25 @@ impl CodeIndex {
         if count > limit {
             return Ok(None);
         }
-        let mut out = hits
-            .into_iter()
+        let mut out = self.stored(&searcher, hits)?;
+        out.sort_by(|a, b| (&a.path, a.start_line).cmp(&(&b.path, b.start_line)));
+        Ok(Some(out))
+    }
+
+    /// The stored chunks of search `hits`, unscored.
+    fn stored(
+        &self,
+        searcher: &tantivy::Searcher,
+        hits: Vec<(tantivy::Score, tantivy::DocAddress)>,
+    ) -> Result<Vec<IndexedChunk>, RagError> {
+        let dir = self.rag_dir.index_dir();
+        hits.into_iter()
             .map(|(_, address)| {
                 let doc: TantivyDocument =
                     searcher.doc(address).map_err(|e| index_error(&dir, e))?;
                 Ok(self.to_chunk(&doc, 0.0))
             })
-            .collect::<Result<Vec<_>, RagError>>()?;
-        out.sort_by(|a, b| (&a.path, a.start_line).cmp(&(&b.path, b.start_line)));
-        Ok(Some(out))
+            .collect()
     }
 
     /// Calls `visit` for every chunk in the index (background embedding finds missing vectors
