@@ -1,7 +1,8 @@
 //! Retrieval speed on real trees: full lexical index of a copy of `~/.cargo/registry/src`
-//! (files/s), re-index after one changed file, query latency (p50) lexical-only and with cached
-//! vectors, and background embedding throughput (chunks/s). One-shot numbers are printed
-//! first; criterion then measures the repeatable operations.
+//! (files/s), re-index after one changed file, query latency (p50) lexical-only, with an active
+//! file whose used symbols are followed to their definitions (min, median, p99), and with
+//! cached vectors, and background embedding throughput (chunks/s). One-shot numbers are
+//! printed first; criterion then measures the repeatable operations.
 //!
 //! `cargo bench --bench rag` (needs `scripts/setup-model` for the vector parts; set
 //! `RAG_BENCH_QUICK=1` to skip the criterion groups; `RAG_BENCH_FULL_INDEX_RUNS=N` full builds,
@@ -206,6 +207,58 @@ fn full_index(tree: &Path) -> (Retriever, promptd::rag::IndexSummary, f64) {
     (walking, summary, secs)
 }
 
+/// Query latency with an active file (the `lib.rs` of every 50th crate of the tree), where
+/// retrieval follows the symbols it uses to their definitions: min, median and p99 of the
+/// whole query and of the following step, and the machine's load.
+fn active_file_latencies(retriever: &Retriever, tree: &Path) {
+    let mut crates: Vec<PathBuf> = std::fs::read_dir(tree)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path().join("src/lib.rs")))
+        .filter(|p| p.is_file())
+        .collect();
+    crates.sort();
+    let active: Vec<PathBuf> = crates.into_iter().step_by(50).collect();
+    let (mut total, mut follow, mut followed) = (Vec::new(), Vec::new(), 0);
+    for file in &active {
+        for q in QUERIES {
+            let started = Instant::now();
+            let r = retriever
+                .retrieve(&RetrievalQuery {
+                    active_file: Some(file.clone()),
+                    ..RetrievalQuery::new(*q)
+                })
+                .unwrap();
+            total.push(started.elapsed().as_secs_f64() * 1000.0);
+            follow.push(r.stats.timings.follow_ms);
+            followed += r
+                .chunks
+                .iter()
+                .filter(|c| c.chunk.tags.iter().any(|t| t.starts_with("[Followed:")))
+                .count();
+        }
+    }
+    let line = |samples: &[f64]| {
+        format!(
+            "min {:.1}, median {:.1}, p99 {:.1} ms",
+            percentile(samples.to_vec(), 0.0),
+            percentile(samples.to_vec(), 0.5),
+            percentile(samples.to_vec(), 0.99)
+        )
+    };
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    println!(
+        "query with an active file ({} files x {} queries, {followed} definitions followed): total {}; following {}; load {}",
+        active.len(),
+        QUERIES.len(),
+        line(&total),
+        line(&follow),
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+}
+
 fn main() {
     let quick = std::env::var_os("RAG_BENCH_QUICK").is_some();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -281,6 +334,7 @@ fn main() {
         percentile(samples.clone(), 0.5),
         percentile(samples, 0.9)
     );
+    active_file_latencies(&retriever, &tree);
     drop(retriever);
 
     let Some(model) = model_config() else {

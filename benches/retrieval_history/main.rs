@@ -4,8 +4,10 @@
 //! are looked for), each asked against its parent commit's tree, checked out case after case
 //! into one scratch clone per repository, where every ranker indexes it anew. Configurations in
 //! the same run: whole-file BM25 (the naive baseline), promptd's previous ranking (file kinds,
-//! request analysis and file-level ranking off), promptd's shipped defaults with a lexical
-//! index, and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
+//! request analysis, file-level ranking and following off), promptd's shipped defaults with a
+//! lexical index, the same following the symbols of another number of best hits to their
+//! definitions (`rag.followHits`, `EVAL_FOLLOW_HITS`: 0 by default, against the shipped 3),
+//! and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
 //! defaults with vectors. Prints Acc@1, Acc@5, Chunks@6, Recall@5, MRR@10 and latency per
 //! configuration for the held-out half (the number to report) and the tuning half, with
 //! per-repository and per-language breakdowns and the kinds of files that crowd the shipped
@@ -21,6 +23,8 @@
 //! - `EVAL_HISTORY_WORK`: the scratch folder of work trees and results (default
 //!   `target/eval-history`).
 //! - `EVAL_HISTORY_OUT`: the JSON file (default `<work>/results.json`).
+//! - `EVAL_FOLLOW_HITS`: best hits whose used symbols the third configuration follows
+//!   (default 0; the shipped configuration follows 3).
 //! - `EVAL_VERBOSE=1`: one line per case.
 //! - `EVAL_VARIANTS`: extra lexical configurations to compare, `name={json};name2={json}`, each
 //!   a `rag` config section applied over the shipped defaults (e.g.
@@ -45,7 +49,7 @@ use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 use crate::baseline::WholeFileBm25;
 use crate::metrics::{Outcome, TOP_FILES};
 use crate::repos::{REPOS, Repo, WorkTree};
-use crate::results::{BASELINE, CaseResult, HYBRID, LEXICAL, PREVIOUS, RepoRun};
+use crate::results::{BASELINE, CaseResult, HITS_FOLLOWED, HYBRID, LEXICAL, PREVIOUS, RepoRun};
 
 // The allocator the `promptd` binary uses.
 #[global_allocator]
@@ -79,6 +83,7 @@ fn previous() -> RagConfig {
         file_rank_weight: 0.0,
         file_size_prior: 0.0,
         max_chunks_per_file: 0,
+        follow_hits: 0,
         ..shipped(false)
     }
 }
@@ -110,6 +115,24 @@ fn variants() -> Result<Vec<(&'static str, RagConfig)>, String> {
         ));
     }
     Ok(out)
+}
+
+/// Best-ranked chunks whose used symbols the `hits_followed` configuration follows to their
+/// definitions (`EVAL_FOLLOW_HITS`, default 0: what following adds to the shipped ranking).
+fn follow_hits() -> usize {
+    std::env::var("EVAL_FOLLOW_HITS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `config` following the symbols of another number of best hits (there is no active file
+/// here, so that is all it follows).
+fn hits_followed(config: RagConfig) -> RagConfig {
+    RagConfig {
+        follow_hits: follow_hits(),
+        ..config
+    }
 }
 
 /// The same ranking with the output filters lifted (no threshold, no token budget, 40 chunks),
@@ -251,6 +274,10 @@ fn run_repo(
         index(&lexical_shipped)?;
         let lexical_deep = open(&tree.dir, deep(shipped(false)))?;
         index(&lexical_deep)?;
+        let following_shipped = open(&tree.dir, hits_followed(shipped(false)))?;
+        index(&following_shipped)?;
+        let following_deep = open(&tree.dir, hits_followed(deep(shipped(false))))?;
+        index(&following_deep)?;
         run.index_seconds += indexing.elapsed().as_secs_f64();
         run.baseline_files = baseline.files();
 
@@ -268,6 +295,9 @@ fn run_repo(
         ));
         let (lexical, _) = promptd_outcome(&lexical_shipped, &lexical_deep, &case.request, false)?;
         outcomes.push((LEXICAL, lexical));
+        let (followed, _) =
+            promptd_outcome(&following_shipped, &following_deep, &case.request, false)?;
+        outcomes.push((HITS_FOLLOWED, followed));
         let indexing = Instant::now();
         let previous_shipped = open(&tree.dir, previous())?;
         index(&previous_shipped)?;
@@ -393,7 +423,7 @@ fn main() {
             }
         }
     }
-    let mut configs = vec![BASELINE, PREVIOUS, LEXICAL];
+    let mut configs = vec![BASELINE, PREVIOUS, LEXICAL, HITS_FOLLOWED];
     configs.extend(variants.iter().map(|(name, _)| *name));
     if hybrid {
         configs.push(HYBRID);

@@ -9,6 +9,8 @@ use crate::repos::Repo;
 pub const BASELINE: &str = "whole-file BM25";
 pub const PREVIOUS: &str = "promptd previous ranking";
 pub const LEXICAL: &str = "promptd default, lexical";
+/// The shipped lexical configuration with `rag.followHits` from `EVAL_FOLLOW_HITS`.
+pub const HITS_FOLLOWED: &str = "promptd lexical, followHits from env";
 pub const HYBRID: &str = "promptd default, hybrid";
 
 /// One case's answers from every configuration.

@@ -787,14 +787,62 @@ impl CodeIndex {
         let hits = searcher
             .search(&query, &TopDocs::with_limit(10_000).order_by_score())
             .map_err(|e| index_error(&dir, e))?;
-        let mut out = Vec::new();
+        let mut out = self.stored(&searcher, hits)?;
+        out.sort_by_key(|c| c.start_line);
+        Ok(out)
+    }
+
+    /// The chunks whose symbols hold every word of `name` (`get` finds the chunks defining
+    /// `get` and those defining `get_user`), or `None`, reading nothing, when there are more
+    /// than `limit`.
+    pub fn chunks_with_symbol_words(
+        &self,
+        name: &str,
+        limit: usize,
+    ) -> Result<Option<Vec<IndexedChunk>>, RagError> {
+        let clauses: Vec<(Occur, Box<dyn Query>)> = tokenize::query_terms(name)
+            .iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.fields.symbols, t),
+                    IndexRecordOption::Basic,
+                ));
+                (Occur::Must, q)
+            })
+            .collect();
+        if clauses.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let searcher = self.reader.searcher();
+        let dir = self.rag_dir.index_dir();
+        let (count, hits) = searcher
+            .search(
+                &BooleanQuery::new(clauses),
+                &(Count, TopDocs::with_limit(limit.max(1)).order_by_score()),
+            )
+            .map_err(|e| index_error(&dir, e))?;
+        if count > limit {
+            return Ok(None);
+        }
+        let mut out = self.stored(&searcher, hits)?;
+        out.sort_by(|a, b| (&a.path, a.start_line).cmp(&(&b.path, b.start_line)));
+        Ok(Some(out))
+    }
+
+    /// The stored chunks of search `hits` (whole-file documents left out), unscored.
+    fn stored(
+        &self,
+        searcher: &tantivy::Searcher,
+        hits: Vec<(tantivy::Score, tantivy::DocAddress)>,
+    ) -> Result<Vec<IndexedChunk>, RagError> {
+        let dir = self.rag_dir.index_dir();
+        let mut out = Vec::with_capacity(hits.len());
         for (_, address) in hits {
             let doc: TantivyDocument = searcher.doc(address).map_err(|e| index_error(&dir, e))?;
             if !self.is_file_doc(&doc) {
                 out.push(self.to_chunk(&doc, 0.0));
             }
         }
-        out.sort_by_key(|c| c.start_line);
         Ok(out)
     }
 

@@ -11,7 +11,8 @@
 //!
 //! The modules, from the bottom up: [`error`], [`hash`], [`tokenize`] and [`chunk`] depend on
 //! nothing else here; [`store`] (the `.rag/` folder: file names, atomic writes, locks) only on
-//! the error; [`discover`], [`config`], [`index`], [`embed`], `watch`, [`query`], [`rank`] and
+//! the error; [`discover`], [`config`], [`index`], [`embed`], `watch`, [`query`], [`rank`],
+//! `follow` (definitions of the symbols the active file and the best hits use) and
 //! [`format`](mod@format) build on those; `retriever` ties them together. This file only
 //! declares them and names the public surface.
 
@@ -20,6 +21,7 @@ pub mod config;
 pub mod discover;
 pub mod embed;
 pub mod error;
+mod follow;
 pub mod format;
 pub mod hash;
 pub mod index;

@@ -91,6 +91,8 @@ pub struct RetrievalTimings {
     pub lexical_ms: f64,
     pub embed_query_ms: f64,
     pub rank_ms: f64,
+    /// Following the used symbols to their definitions (part of `rank_ms`).
+    pub follow_ms: f64,
     pub total_ms: f64,
 }
 

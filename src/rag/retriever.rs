@@ -15,6 +15,7 @@ use super::config::{Fusion, RagConfig};
 use super::discover::{self, DiscoveredFile};
 use super::embed::{Embedder, VectorCache, cosine};
 use super::error::RagError;
+use super::follow;
 use super::format::{active_section, chunk_block, format_context, summary_line};
 use super::hash::ContentHash;
 use super::index::{CodeIndex, FileHit, IndexedChunk, Manifest, RefreshCounts};
@@ -745,7 +746,20 @@ impl Inner {
         if cosines.is_some() {
             stats.mode = RetrievalMode::Hybrid;
         }
-        let scored = rank::fuse(candidates, cosines, &files, config, &request, stats.action);
+        let mut scored = rank::fuse(candidates, cosines, &files, config, &request, stats.action);
+        let follow_started = Instant::now();
+        let active_abs = active.as_ref().map(|rel| self.repo.join(rel));
+        follow::add_definitions(
+            &self.index,
+            &mut scored,
+            &follow::FollowRequest {
+                query: &query.query,
+                active: active.as_deref().zip(active_abs.as_deref()),
+                hits: config.follow_hits,
+                max: config.follow_definitions,
+            },
+        )?;
+        stats.timings.follow_ms = ms(follow_started);
 
         let active_context = match &active {
             Some(rel) => Some(self.active_context(rel, &terms, query_vector.as_deref())?),

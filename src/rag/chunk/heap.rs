@@ -9,7 +9,8 @@
 //! [`parse`] is the one way the crate parses: it makes the parser and the tree inside a fresh
 //! heap, lends the root node to a walk, then destroys the heap. The parser and the tree are
 //! never dropped (their memory goes with the heap), so a walk must not keep a tree-sitter object
-//! past its return: it gets borrowed nodes and returns plain data.
+//! past its return: it gets borrowed nodes and returns plain data. [`query`] compiles the
+//! tag queries, outside any parse, so they can live for the whole process.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -34,6 +35,21 @@ pub(super) fn parse<R>(
     parser.set_language(grammar).ok()?;
     let tree = ManuallyDrop::new(parser.parse(text, None)?);
     Some(walk(tree.root_node()))
+}
+
+/// Compiles a tree-sitter query for `grammar` outside any parse: its memory comes from the
+/// allocator [`parse`] installs but from no parse's heap, so the query may live for the whole
+/// process (and must not be compiled inside a walk).
+pub(super) fn query(
+    grammar: &tree_sitter::Language,
+    source: &str,
+) -> Result<tree_sitter::Query, tree_sitter::QueryError> {
+    install_parser_allocator();
+    assert!(
+        PARSE_HEAP.get().is_null(),
+        "a query outlives the parse it would be compiled in"
+    );
+    tree_sitter::Query::new(grammar, source)
 }
 
 thread_local! {

@@ -13,12 +13,14 @@
 //!
 //! Here: the chunk types and the assembly of units into chunks (merge, window, trim), the
 //! Markdown splitter and the generated-file check. Below: `language` (the language table),
-//! `syntax` (the per-language walk of a syntax tree into units), `unit` (the unit type) and
+//! `syntax` (the per-language walk of a syntax tree into units), `tags` (the names a piece of
+//! source defines and uses, from tree-sitter tag queries), `unit` (the unit type) and
 //! `heap` (the per-parse memory of tree-sitter: the crate's only `unsafe` code).
 
 mod heap;
 mod language;
 mod syntax;
+mod tags;
 mod unit;
 
 use std::sync::LazyLock;
@@ -27,6 +29,7 @@ use regex::Regex;
 use serde::Serialize;
 
 pub use language::Language;
+pub use tags::{SymbolTag, TagRole, symbol_tags};
 use unit::Unit;
 
 /// Files larger than this are chunked by lines without parsing: they are nearly always
