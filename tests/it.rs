@@ -43,6 +43,7 @@ mod rag_cli;
 mod rag_cli_workspace;
 mod rag_embed;
 mod rag_eval;
+mod rag_model_load;
 mod rag_one_shot;
 mod rag_ranking;
 mod rag_retrieval;
