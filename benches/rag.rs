@@ -250,9 +250,9 @@ fn embedding_throughput(model: &RagConfig, cores: usize) {
                 ..model.clone()
             };
             let label = format!(
-                "{} ONNX thread(s), {window}-token window, batch {}",
+                "{} ONNX thread(s), {window}-token window, turns of {}",
                 threads.unwrap_or(cores),
-                config.embed_batch
+                promptd::rag::embed::BACKGROUND_TURN
             );
             let load_before = load_average();
             let mut rates = Vec::new();
@@ -288,13 +288,72 @@ fn embedding_throughput(model: &RagConfig, cores: usize) {
     }
 }
 
+/// How long a query waits for the model while background batches run: one thread embeds
+/// batches of the crate's 48-line windows back to back (as background embedding does) while
+/// queries are embedded one after another; prints query p50/p99 idle and under that load, and
+/// the time of one background turn (the most a query should wait).
+fn query_wait_under_background_embedding(model: &RagConfig) {
+    use promptd::rag::embed::Embedder;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let embedder = Embedder::load(model).unwrap();
+    let src = registry_crate("ignore-0.4.34").join("src");
+    let mut texts = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        texts.extend(lines.chunks(48).map(|w| w.join("\n")));
+    }
+    let batch = model.embed_batch.max(1);
+    let texts: Vec<&str> = texts.iter().map(String::as_str).take(batch * 8).collect();
+    let time_queries = |n: usize| {
+        let mut samples = Vec::new();
+        for i in 0..n {
+            let started = Instant::now();
+            embedder.embed_query(QUERIES[i % QUERIES.len()]).unwrap();
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        samples
+    };
+    let idle = time_queries(20);
+    let turn = promptd::rag::embed::BACKGROUND_TURN;
+    let started = Instant::now();
+    embedder.embed(&texts[..turn], batch).unwrap();
+    let turn_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let stop = AtomicBool::new(false);
+    let busy = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                for group in texts.chunks(batch) {
+                    embedder.embed_in_background(group, batch).unwrap();
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let samples = time_queries(20);
+        stop.store(true, Ordering::SeqCst);
+        samples
+    });
+    println!(
+        "query embedding: idle p50 {:.1} ms, p99 {:.1} ms; while background batches run p50 {:.1} ms, p99 {:.1} ms; one turn of {turn} windows {turn_ms:.0} ms; load {}",
+        percentile(idle.clone(), 0.5),
+        percentile(idle, 0.99),
+        percentile(busy.clone(), 0.5),
+        percentile(busy, 0.99),
+        load_average()
+    );
+}
+
 fn main() {
     let quick = std::env::var_os("RAG_BENCH_QUICK").is_some();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("rag bench on {cores} cores");
     if std::env::var_os("RAG_BENCH_EMBED_ONLY").is_some() {
         match model_config() {
-            Some(model) => embedding_throughput(&model, cores),
+            Some(model) => {
+                embedding_throughput(&model, cores);
+                query_wait_under_background_embedding(&model);
+            }
             None => println!("no model (run scripts/setup-model): embedding bench skipped"),
         }
         return;
@@ -379,6 +438,7 @@ fn main() {
 
     // 4. Background embedding throughput.
     embedding_throughput(&model, cores);
+    query_wait_under_background_embedding(&model);
 
     // 5. Query latency with cached vectors (tantivy's sources, fully embedded once).
     // Reuses the copy scripts/eval-retrieval embedded, when present.

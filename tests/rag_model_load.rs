@@ -3,8 +3,8 @@
 //! no model-load line and its peak memory stays well below a run that loads them); with vectors
 //! cached for the model it loads the model to embed the query and ranks hybrid. A long-lived
 //! retriever still loads the model and embeds in the background. The embedder keeps the order
-//! of its inputs while it runs them shortest first, and cached vectors of another token window
-//! are not used.
+//! of its inputs while it runs them shortest first or in background turns, and cached vectors
+//! of another token window are not used.
 
 use crate::support;
 
@@ -196,5 +196,15 @@ fn embedding_keeps_input_order_and_cuts_long_texts() {
     for (text, vector) in texts.iter().zip(&batched) {
         let alone = embedder.embed_query(text).unwrap();
         assert!(cosine(&alone, vector) > 0.999, "{text:.40}");
+    }
+    // Background turns (a few texts per hold of the model) give the same vectors in order.
+    let many: Vec<&str> = texts.iter().cycle().take(11).copied().collect();
+    let in_turns = embedder.embed_in_background(&many, 16).unwrap();
+    assert_eq!(in_turns.len(), many.len());
+    for (i, vector) in in_turns.iter().enumerate() {
+        assert!(
+            cosine(vector, &batched[i % texts.len()]) > 0.999,
+            "text {i}"
+        );
     }
 }

@@ -159,10 +159,12 @@ pub struct RagConfig {
     pub hub_cache_dir: Option<PathBuf>,
     /// Threads ONNX Runtime uses per embedding call (default: one per core).
     pub embed_threads: Option<usize>,
-    /// Chunks per embedding batch.
+    /// Chunks per embedding batch (progress and shutdown are checked between batches; the
+    /// background holds the model for [`super::embed::BACKGROUND_TURN`] chunks at a time).
     pub embed_batch: usize,
     /// Word pieces of each chunk the model sees (at most 256, the model's own limit); vectors
-    /// of another window are not reused.
+    /// of another window are not reused. 128 embeds about twice as many chunks per CPU-second
+    /// as 256 (`RAG_BENCH_EMBED_ONLY=1 RAG_BENCH_EMBED_TOKENS=128,256 cargo bench --bench rag`).
     pub embed_max_tokens: usize,
     /// Compute missing chunk vectors on a background thread after a refresh or a query that
     /// found some missing (a long-lived retriever). [`RagConfig::one_shot`] turns it off: such a

@@ -37,6 +37,10 @@ pub const MODEL_MAX_TOKENS: usize = 256;
 /// average about 3 bytes and indentation (not a token) rarely doubles that, so the cut does not
 /// shorten what the model sees; it only spares the tokenizer the rest of a long chunk.
 const BYTES_PER_TOKEN: usize = 16;
+/// Texts background embedding runs per hold of the model: what a query may have to wait for.
+/// Small enough that a turn takes tens of milliseconds on two cores; large enough that a turn's
+/// matrix products still fill them.
+pub const BACKGROUND_TURN: usize = 4;
 const CACHE_MAGIC: &[u8; 8] = b"PRDVEC01";
 /// Magic, model id, dimension.
 const HEADER_LEN: usize = 8 + 16 + 4;
@@ -306,17 +310,22 @@ impl Embedder {
             .ok_or_else(|| RagError::Embed("model returned no vector".into()))
     }
 
-    /// [`Embedder::embed`] for background work: waits while a query waits for the model, so a
-    /// query waits for at most the batch under way.
+    /// [`Embedder::embed`] for background work: runs [`BACKGROUND_TURN`] texts at a time and
+    /// waits before each turn while a query waits for the model, so a query waits for at most
+    /// one turn, not a whole batch.
     pub fn embed_in_background(
         &self,
         texts: &[&str],
         batch: usize,
     ) -> Result<Vec<Vec<f32>>, RagError> {
-        while self.queries_waiting.load(Ordering::SeqCst) > 0 {
-            std::thread::sleep(std::time::Duration::from_millis(1));
+        let mut out = Vec::with_capacity(texts.len());
+        for turn in texts.chunks(BACKGROUND_TURN) {
+            while self.queries_waiting.load(Ordering::SeqCst) > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            out.extend(self.embed(turn, batch)?);
         }
-        self.embed(texts, batch)
+        Ok(out)
     }
 }
 
