@@ -1,12 +1,15 @@
 //! Retrieval speed on real trees: full lexical index of a copy of `~/.cargo/registry/src`
 //! (files/s), re-index after one changed file, query latency (p50) lexical-only, with an active
 //! file whose used symbols are followed to their definitions (min, median, p99), and with
-//! cached vectors, and background embedding throughput (chunks/s). One-shot numbers are
-//! printed first; criterion then measures the repeatable operations.
+//! cached vectors, and background embedding throughput (chunks/s, min/median/p99 over runs,
+//! with the machine's load). One-shot numbers are printed first; criterion then measures the
+//! repeatable operations.
 //!
 //! `cargo bench --bench rag` (needs `scripts/setup-model` for the vector parts; set
 //! `RAG_BENCH_QUICK=1` to skip the criterion groups; `RAG_BENCH_FULL_INDEX_RUNS=N` full builds,
-//! default 3; `RAG_BENCH_FULL_INDEX_ONLY=1` to stop after them).
+//! default 3; `RAG_BENCH_FULL_INDEX_ONLY=1` to stop after them; `RAG_BENCH_EMBED_ONLY=1` to run
+//! only the embedding throughput part, `RAG_BENCH_EMBED_RUNS=N` runs of it, default 3;
+//! `RAG_BENCH_EMBED_TOKENS=128,256` token windows to compare, default the configured one).
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -245,17 +248,148 @@ fn active_file_latencies(retriever: &Retriever, tree: &Path) {
             percentile(samples.to_vec(), 0.99)
         )
     };
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "query with an active file ({} files x {} queries, {followed} definitions followed): total {}; following {}; load {}",
         active.len(),
         QUERIES.len(),
         line(&total),
         line(&follow),
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load_average()
+    );
+}
+
+/// The machine's load averages (1, 5, 15 minutes): throughput on a shared machine means little
+/// without them.
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Background embedding throughput on a fresh copy of a mid-size crate: model load plus
+/// embedding every chunk, the vector cache emptied before each run, with one ONNX thread and
+/// with the default (one per core), for each token window in `RAG_BENCH_EMBED_TOKENS` (default:
+/// the configured window). Prints each run, then min, median and p99 of chunks/s over the runs
+/// (`RAG_BENCH_EMBED_RUNS`, default 3), chunks per CPU-second (comparable on a loaded machine)
+/// and the load before and after.
+fn embedding_throughput(model: &RagConfig, cores: usize) {
+    let runs: usize = std::env::var("RAG_BENCH_EMBED_RUNS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3)
+        .max(1);
+    let windows: Vec<usize> = std::env::var("RAG_BENCH_EMBED_TOKENS")
+        .ok()
+        .map(|w| w.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![model.embed_max_tokens]);
+    let repo = prepared_copy("embed", &registry_crate("ignore-0.4.34"));
+    let indexer = Retriever::open(&repo, lexical()).unwrap();
+    indexer.index(&|_| {}).unwrap();
+    drop(indexer);
+    let vectors = repo.join(".rag/vectors.bin");
+    let mut threads_tried = vec![Some(1), None];
+    if cores == 1 {
+        threads_tried.pop();
+    }
+    for window in windows {
+        for &threads in &threads_tried {
+            let config = RagConfig {
+                embed_threads: threads,
+                embed_max_tokens: window,
+                ..model.clone()
+            };
+            let label = format!(
+                "{} ONNX thread(s), {window}-token window, turns of {}",
+                threads.unwrap_or(cores),
+                promptd::rag::embed::BACKGROUND_TURN
+            );
+            let load_before = load_average();
+            let mut rates = Vec::new();
+            let mut per_cpu = Vec::new();
+            for run in 0..runs {
+                let _ = std::fs::remove_file(&vectors);
+                // Timed: model load plus embedding every chunk on the background thread.
+                let retriever = Retriever::open(&repo, config.clone()).unwrap();
+                let started = Instant::now();
+                let cpu_started = cpu_seconds();
+                retriever.embed_in_background();
+                retriever.wait_idle(Duration::from_secs(1800));
+                let secs = started.elapsed().as_secs_f64();
+                let cpu = cpu_seconds() - cpu_started;
+                let n = retriever.cached_vectors();
+                let rate = n as f64 / secs;
+                println!(
+                    "background embedding run {run} ({label}): {n} chunks in {secs:.1} s = {rate:.1} chunks/s; {cpu:.1} CPU-s = {:.1} chunks per CPU-second",
+                    n as f64 / cpu
+                );
+                rates.push(rate);
+                per_cpu.push(n as f64 / cpu);
+            }
+            println!(
+                "background embedding ({label}, {runs} run(s)): min {:.1}, median {:.1}, p99 {:.1} chunks/s; median {:.1} chunks per CPU-second; load before {load_before}, after {}",
+                percentile(rates.clone(), 0.0),
+                percentile(rates.clone(), 0.5),
+                percentile(rates, 0.99),
+                percentile(per_cpu, 0.5),
+                load_average()
+            );
+        }
+    }
+}
+
+/// How long a query waits for the model while background batches run: one thread embeds
+/// batches of the crate's 48-line windows back to back (as background embedding does) while
+/// queries are embedded one after another; prints query p50/p99 idle and under that load, and
+/// the time of one background turn (the most a query should wait).
+fn query_wait_under_background_embedding(model: &RagConfig) {
+    use promptd::rag::embed::Embedder;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let embedder = Embedder::load(model).unwrap();
+    let src = registry_crate("ignore-0.4.34").join("src");
+    let mut texts = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        texts.extend(lines.chunks(48).map(|w| w.join("\n")));
+    }
+    let batch = model.embed_batch.max(1);
+    let texts: Vec<&str> = texts.iter().map(String::as_str).take(batch * 8).collect();
+    let time_queries = |n: usize| {
+        let mut samples = Vec::new();
+        for i in 0..n {
+            let started = Instant::now();
+            embedder.embed_query(QUERIES[i % QUERIES.len()]).unwrap();
+            samples.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+        samples
+    };
+    let idle = time_queries(20);
+    let turn = promptd::rag::embed::BACKGROUND_TURN;
+    let started = Instant::now();
+    embedder.embed(&texts[..turn], batch).unwrap();
+    let turn_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let stop = AtomicBool::new(false);
+    let busy = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::SeqCst) {
+                for group in texts.chunks(batch) {
+                    embedder.embed_in_background(group, batch).unwrap();
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let samples = time_queries(20);
+        stop.store(true, Ordering::SeqCst);
+        samples
+    });
+    println!(
+        "query embedding: idle p50 {:.1} ms, p99 {:.1} ms; while background batches run p50 {:.1} ms, p99 {:.1} ms; one turn of {turn} windows {turn_ms:.0} ms; load {}",
+        percentile(idle.clone(), 0.5),
+        percentile(idle, 0.99),
+        percentile(busy.clone(), 0.5),
+        percentile(busy, 0.99),
+        load_average()
     );
 }
 
@@ -263,6 +397,16 @@ fn main() {
     let quick = std::env::var_os("RAG_BENCH_QUICK").is_some();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("rag bench on {cores} cores");
+    if std::env::var_os("RAG_BENCH_EMBED_ONLY").is_some() {
+        match model_config() {
+            Some(model) => {
+                embedding_throughput(&model, cores);
+                query_wait_under_background_embedding(&model);
+            }
+            None => println!("no model (run scripts/setup-model): embedding bench skipped"),
+        }
+        return;
+    }
 
     // 1. Full lexical index of a large real tree.
     let tree = registry_tree();
@@ -342,39 +486,9 @@ fn main() {
         return;
     };
 
-    // 4. Background embedding throughput on a fresh copy of a mid-size crate.
-    for threads in [1, cores] {
-        let repo = prepared_copy(
-            &format!("embed-{threads}"),
-            &registry_crate("ignore-0.4.34"),
-        );
-        let _ = std::fs::remove_dir_all(repo.join(".rag"));
-        let config = RagConfig {
-            embed_threads: Some(threads),
-            ..model.clone()
-        };
-        let retriever = Retriever::open(
-            &repo,
-            RagConfig {
-                embeddings: false,
-                ..config.clone()
-            },
-        )
-        .unwrap();
-        retriever.index(&|_| {}).unwrap();
-        drop(retriever);
-        // Timed: model load plus embedding every chunk on the background thread.
-        let retriever = Retriever::open(&repo, config).unwrap();
-        let started = Instant::now();
-        retriever.embed_in_background();
-        retriever.wait_idle(Duration::from_secs(900));
-        let secs = started.elapsed().as_secs_f64();
-        let n = retriever.cached_vectors();
-        println!(
-            "background embedding ({threads} ONNX thread(s)): {n} chunks in {secs:.1} s = {:.1} chunks/s",
-            n as f64 / secs
-        );
-    }
+    // 4. Background embedding throughput.
+    embedding_throughput(&model, cores);
+    query_wait_under_background_embedding(&model);
 
     // 5. Query latency with cached vectors (tantivy's sources, fully embedded once).
     // Reuses the copy scripts/eval-retrieval embedded, when present.

@@ -45,6 +45,7 @@ mod rag_embed;
 mod rag_eval;
 mod rag_follow;
 mod rag_index_history;
+mod rag_model_load;
 mod rag_one_shot;
 mod rag_ranking;
 mod rag_retrieval;

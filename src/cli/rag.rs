@@ -194,6 +194,8 @@ struct JsonContext<'a> {
     chunks: Vec<JsonChunk<'a>>,
     filtered: [usize; 4],
     warnings: &'a [String],
+    /// Whether the embedding model was loaded to answer.
+    model_loaded: bool,
     tokens: usize,
     formatted: &'a str,
 }
@@ -250,6 +252,7 @@ pub fn run_context(
                 f.after_budget,
             ],
             warnings: &result.warnings,
+            model_loaded: result.stats.model_loaded,
             tokens: result.tokens,
             formatted: &result.formatted,
         };

@@ -165,10 +165,19 @@ pub struct RagConfig {
     pub hub_model: Option<String>,
     /// Where hub downloads are cached (fastembed's default when unset).
     pub hub_cache_dir: Option<PathBuf>,
-    /// Threads ONNX Runtime uses per embedding call (default: half the cores, at least 1).
+    /// Threads ONNX Runtime uses per embedding call (default: one per core).
     pub embed_threads: Option<usize>,
-    /// Chunks per embedding batch.
+    /// Chunks per embedding batch (progress and shutdown are checked between batches; the
+    /// background holds the model for [`super::embed::BACKGROUND_TURN`] chunks at a time).
     pub embed_batch: usize,
+    /// Word pieces of each chunk the model sees (at most 256, the model's own limit); vectors
+    /// of another window are not reused. 128 embeds about twice as many chunks per CPU-second
+    /// as 256 (`RAG_BENCH_EMBED_ONLY=1 RAG_BENCH_EMBED_TOKENS=128,256 cargo bench --bench rag`).
+    pub embed_max_tokens: usize,
+    /// Compute missing chunk vectors on a background thread after a refresh or a query that
+    /// found some missing (a long-lived retriever). [`RagConfig::one_shot`] turns it off: such a
+    /// process loads the model only to embed a query whose candidates all have cached vectors.
+    pub background_embedding: bool,
     /// How much one index may take (from the `limits` section: `maxIndexFiles`,
     /// `maxIndexBytes`).
     #[serde(skip)]
@@ -211,6 +220,8 @@ impl Default for RagConfig {
             hub_cache_dir: None,
             embed_threads: None,
             embed_batch: 16,
+            embed_max_tokens: 128,
+            background_embedding: true,
             index_bounds: IndexBounds::default(),
         }
     }
@@ -237,12 +248,15 @@ impl RagConfig {
     }
 
     /// These settings for a process that answers once and exits (`promptd context`, `index`,
-    /// `enhance`, `compose`): no folder watcher, and a query waits for the refresh of an
-    /// existing index up to the index budget, since no later query would see it finish.
+    /// `enhance`, `compose`): no folder watcher, a query waits for the refresh of an existing
+    /// index up to the index budget, since no later query would see it finish, and no
+    /// background embedding (the embedding model is loaded only when cached vectors can rank
+    /// the answer).
     pub fn one_shot(self) -> RagConfig {
         RagConfig {
             refresh_wait_ms: self.index_budget_secs.saturating_mul(1000),
             watch: false,
+            background_embedding: false,
             ..self
         }
     }
@@ -265,5 +279,14 @@ mod tests {
         let json = serde_json::to_value(RagConfig::default()).unwrap();
         assert_eq!(json["indexBudgetSecs"], 20);
         assert_eq!(json["fusion"], "rrf");
+    }
+
+    #[test]
+    fn one_shot_turns_off_the_watcher_and_background_embedding() {
+        let config = RagConfig::default().one_shot();
+        assert!(!config.watch);
+        assert!(!config.background_embedding);
+        assert_eq!(config.refresh_wait_ms, 20_000);
+        assert!(RagConfig::default().background_embedding);
     }
 }

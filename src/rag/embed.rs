@@ -3,12 +3,20 @@
 //! the on-disk vector cache `.rag/vectors.bin` keyed by chunk content hash. Vectors for chunks
 //! are computed in the background after indexing; at query time only the query is embedded.
 //! A user-defined fastembed model defaults to CLS pooling, wrong for this model: mean pooling and
-//! a 256-token window are set explicitly.
+//! the token window ([`RagConfig::embed_max_tokens`]) are set explicitly.
+//!
+//! Throughput comes from three things: texts are embedded shortest first so a batch pads to
+//! little more than its own length, a text is cut to what the window can see before it is
+//! tokenized, and ONNX Runtime runs one thread per core without spinning between calls. The
+//! cache is keyed by [`model_key`] (model bytes and window), which is computed without loading
+//! the runtime, so a caller can tell whether cached vectors exist before paying for a model
+//! load.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, RwLock};
 
 use fastembed::{
@@ -18,14 +26,24 @@ use fastembed::{
 
 use super::config::RagConfig;
 use super::error::RagError;
-use super::hash::{ContentHash, content_hash};
+use super::hash::ContentHash;
 use super::store::RagDir;
 
 /// The model directory's conventional name under `$PROMPTD_DEPS_DIR/models/`.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// all-MiniLM-L6-v2 sees at most 256 word pieces.
-pub const MAX_LENGTH: usize = 256;
+pub const MODEL_MAX_TOKENS: usize = 256;
+/// Bytes of text kept per token of the window before tokenizing: word pieces of source code
+/// average about 3 bytes and indentation (not a token) rarely doubles that, so the cut does not
+/// shorten what the model sees; it only spares the tokenizer the rest of a long chunk.
+const BYTES_PER_TOKEN: usize = 16;
+/// Texts background embedding runs per hold of the model: what a query may have to wait for.
+/// Small enough that a turn takes tens of milliseconds on two cores; large enough that a turn's
+/// matrix products still fill them.
+pub const BACKGROUND_TURN: usize = 4;
 const CACHE_MAGIC: &[u8; 8] = b"PRDVEC01";
+/// Magic, model id, dimension.
+const HEADER_LEN: usize = 8 + 16 + 4;
 
 /// Where the model comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +84,35 @@ pub fn locate_runtime(config: &RagConfig) -> Option<PathBuf> {
         .filter(|p| p.is_file())
 }
 
+/// The key vectors of the model `config` names are cached under: a hash of the model's bytes
+/// and the token window (vectors of another window differ). Reads the model file but loads no
+/// runtime; `None` when no model is found.
+pub fn model_key(config: &RagConfig) -> Option<ContentHash> {
+    let window = RunOptions::of(config).max_tokens.to_le_bytes();
+    match locate_model(config)? {
+        ModelSource::Dir(dir) => {
+            let file = File::open(dir.join("model.onnx")).ok()?;
+            let mut hasher = blake3::Hasher::new();
+            hasher.update_reader(file).ok()?;
+            hasher.update(&window);
+            Some(truncate_hash(hasher.finalize()))
+        }
+        ModelSource::Hub(name) => {
+            let mut hasher = blake3::Hasher::new();
+            hasher.update(b"hub:");
+            hasher.update(name.as_bytes());
+            hasher.update(&window);
+            Some(truncate_hash(hasher.finalize()))
+        }
+    }
+}
+
+fn truncate_hash(hash: blake3::Hash) -> ContentHash {
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&hash.as_bytes()[..16]);
+    out
+}
+
 /// Loads ONNX Runtime once per process. ort panics when it cannot find the library on first
 /// use, so the library is loaded explicitly and a failure becomes an error.
 fn init_runtime(path: &Path) -> Result<(), RagError> {
@@ -80,12 +127,47 @@ fn init_runtime(path: &Path) -> Result<(), RagError> {
         .map_err(RagError::Embed)
 }
 
+/// How a model runs: its token window and the ONNX Runtime threads of one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOptions {
+    /// Word pieces the model sees of each text (at most [`MODEL_MAX_TOKENS`]).
+    pub max_tokens: usize,
+    pub threads: usize,
+}
+
+impl RunOptions {
+    /// The options `config` asks for: its window (capped at [`MODEL_MAX_TOKENS`]) and threads,
+    /// one per core unless set.
+    pub fn of(config: &RagConfig) -> RunOptions {
+        RunOptions {
+            max_tokens: config.embed_max_tokens.clamp(1, MODEL_MAX_TOKENS),
+            threads: config
+                .embed_threads
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        }
+    }
+}
+
+/// ONNX Runtime session entries: intra-op threads sleep rather than spin between the calls of a
+/// batch run (a spinning thread takes a core from the queries served meanwhile).
+fn session_config() -> Vec<(String, String)> {
+    vec![
+        ("session.intra_op.allow_spinning".into(), "0".into()),
+        ("session.inter_op.allow_spinning".into(), "0".into()),
+    ]
+}
+
 /// A loaded sentence-embedding model. fastembed needs `&mut` to run, so calls serialise.
 pub struct Embedder {
     model: Mutex<TextEmbedding>,
-    /// Identifies the model in the vector cache so vectors from another model are never mixed.
+    /// Identifies the model and window in the vector cache so vectors from another model are
+    /// never mixed ([`model_key`]).
     pub model_id: ContentHash,
     pub source: ModelSource,
+    /// Longest text (bytes) handed to the tokenizer: the rest could not be seen anyway.
+    max_text_bytes: usize,
+    /// Queries waiting for the model: background batches hold back while any does.
+    queries_waiting: AtomicUsize,
 }
 
 impl std::fmt::Debug for Embedder {
@@ -104,10 +186,8 @@ impl Embedder {
                 "no model found (set PROMPTD_EMBED_MODEL_DIR or run scripts/setup-model)".into(),
             )
         })?;
-        let threads = config.embed_threads.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
-        });
-        match &source {
+        let options = RunOptions::of(config);
+        let embedder = match &source {
             ModelSource::Dir(dir) => {
                 let runtime = locate_runtime(config).ok_or_else(|| {
                     RagError::Embed(
@@ -116,20 +196,25 @@ impl Embedder {
                     )
                 })?;
                 init_runtime(&runtime)?;
-                Self::from_dir(dir, threads)
+                Self::from_dir(dir, options)
             }
-            ModelSource::Hub(name) => Self::from_hub(name, config, threads),
-        }
+            ModelSource::Hub(name) => Self::from_hub(name, config, options),
+        }?;
+        tracing::debug!(source = ?embedder.source, ?options, "embedding model loaded");
+        Ok(embedder)
     }
 
     /// Loads `model.onnx` and the tokenizer files from `dir`.
-    pub fn from_dir(dir: &Path, threads: usize) -> Result<Embedder, RagError> {
+    pub fn from_dir(dir: &Path, options: RunOptions) -> Result<Embedder, RagError> {
         let read = |name: &str| {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|e| RagError::Embed(format!("{}: {e}", path.display())))
         };
         let onnx = read("model.onnx")?;
-        let model_id = content_hash(&onnx);
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&onnx);
+        hasher.update(&options.max_tokens.to_le_bytes());
+        let model_id = truncate_hash(hasher.finalize());
         let tokenizer_files = TokenizerFiles {
             tokenizer_file: read("tokenizer.json")?,
             config_file: read("config.json")?,
@@ -139,64 +224,121 @@ impl Embedder {
         let user_model = UserDefinedEmbeddingModel::new(onnx, tokenizer_files)
             .with_pooling(Pooling::Mean)
             .with_quantization(QuantizationMode::None);
-        let options = InitOptionsUserDefined::new()
-            .with_max_length(MAX_LENGTH)
-            .with_intra_threads(threads);
-        let model = TextEmbedding::try_new_from_user_defined(user_model, options)
+        let mut init = InitOptionsUserDefined::new()
+            .with_max_length(options.max_tokens)
+            .with_intra_threads(options.threads);
+        init.session_config = session_config();
+        let model = TextEmbedding::try_new_from_user_defined(user_model, init)
             .map_err(|e| RagError::Embed(format!("{}: {e}", dir.display())))?;
         Ok(Embedder {
             model: Mutex::new(model),
             model_id,
             source: ModelSource::Dir(dir.to_path_buf()),
+            max_text_bytes: options.max_tokens * BYTES_PER_TOKEN,
+            queries_waiting: AtomicUsize::new(0),
         })
     }
 
     #[cfg(feature = "embed-hub")]
-    fn from_hub(name: &str, config: &RagConfig, threads: usize) -> Result<Embedder, RagError> {
+    fn from_hub(name: &str, config: &RagConfig, options: RunOptions) -> Result<Embedder, RagError> {
         use std::str::FromStr;
         let model_name = fastembed::EmbeddingModel::from_str(name)
             .map_err(|e| RagError::Config(format!("hubModel {name:?}: {e}")))?;
-        let mut options = fastembed::TextInitOptions::new(model_name)
-            .with_max_length(MAX_LENGTH)
-            .with_intra_threads(threads)
+        let mut init = fastembed::TextInitOptions::new(model_name)
+            .with_max_length(options.max_tokens)
+            .with_intra_threads(options.threads)
             .with_show_download_progress(false);
+        init.session_config = session_config();
         if let Some(dir) = &config.hub_cache_dir {
-            options = options.with_cache_dir(dir.clone());
+            init = init.with_cache_dir(dir.clone());
         }
-        let model = TextEmbedding::try_new(options)
+        let model = TextEmbedding::try_new(init)
             .map_err(|e| RagError::Embed(format!("hub model {name}: {e}")))?;
         Ok(Embedder {
             model: Mutex::new(model),
-            model_id: content_hash(format!("hub:{name}").as_bytes()),
+            model_id: model_key(config).unwrap_or_default(),
             source: ModelSource::Hub(name.to_string()),
+            max_text_bytes: options.max_tokens * BYTES_PER_TOKEN,
+            queries_waiting: AtomicUsize::new(0),
         })
     }
 
     #[cfg(not(feature = "embed-hub"))]
-    fn from_hub(name: &str, _config: &RagConfig, _threads: usize) -> Result<Embedder, RagError> {
+    fn from_hub(
+        name: &str,
+        _config: &RagConfig,
+        _options: RunOptions,
+    ) -> Result<Embedder, RagError> {
         Err(RagError::Embed(format!(
             "hub model {name} requested but promptd was built without the `embed-hub` feature"
         )))
     }
 
-    /// Unit-length vectors for `texts`.
+    /// Unit-length vectors for `texts`, in their order. Texts are cut to what the window can
+    /// see and run shortest first, `batch` at a time, so each batch pads to nearly its own
+    /// length.
     pub fn embed(&self, texts: &[&str], batch: usize) -> Result<Vec<Vec<f32>>, RagError> {
-        let mut model = self
-            .model
-            .lock()
-            .map_err(|_| RagError::Embed("model lock poisoned".into()))?;
-        let vectors = model
-            .embed(texts, Some(batch.max(1)))
-            .map_err(|e| RagError::Embed(e.to_string()))?;
-        Ok(vectors.into_iter().map(normalize).collect())
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].len());
+        let cut: Vec<&str> = order
+            .iter()
+            .map(|&i| head(texts[i], self.max_text_bytes))
+            .collect();
+        let vectors = {
+            let mut model = self
+                .model
+                .lock()
+                .map_err(|_| RagError::Embed("model lock poisoned".into()))?;
+            model
+                .embed(&cut, Some(batch.max(1)))
+                .map_err(|e| RagError::Embed(e.to_string()))?
+        };
+        let mut out = vec![Vec::new(); texts.len()];
+        for (i, v) in order.into_iter().zip(vectors) {
+            out[i] = normalize(v);
+        }
+        Ok(out)
     }
 
-    /// The query vector.
+    /// The query vector. Takes the model before any background batch not yet started.
     pub fn embed_query(&self, query: &str) -> Result<Vec<f32>, RagError> {
-        self.embed(&[query], 1)?
+        self.queries_waiting.fetch_add(1, Ordering::SeqCst);
+        let vector = self.embed(&[query], 1);
+        self.queries_waiting.fetch_sub(1, Ordering::SeqCst);
+        vector?
             .pop()
             .ok_or_else(|| RagError::Embed("model returned no vector".into()))
     }
+
+    /// [`Embedder::embed`] for background work: runs [`BACKGROUND_TURN`] texts at a time and
+    /// waits before each turn while a query waits for the model, so a query waits for at most
+    /// one turn, not a whole batch.
+    pub fn embed_in_background(
+        &self,
+        texts: &[&str],
+        batch: usize,
+    ) -> Result<Vec<Vec<f32>>, RagError> {
+        let mut out = Vec::with_capacity(texts.len());
+        for turn in texts.chunks(BACKGROUND_TURN) {
+            while self.queries_waiting.load(Ordering::SeqCst) > 0 {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            out.extend(self.embed(turn, batch)?);
+        }
+        Ok(out)
+    }
+}
+
+/// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.
+fn head(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 fn normalize(mut v: Vec<f32>) -> Vec<f32> {
@@ -255,7 +397,7 @@ impl VectorCache {
         f.lock().map_err(io)?;
         let mut bytes = Vec::new();
         f.read_to_end(&mut bytes).map_err(io)?;
-        let header_len = 8 + 16 + 4;
+        let header_len = HEADER_LEN;
         let ok_header = bytes.len() >= header_len
             && &bytes[..8] == CACHE_MAGIC
             && bytes[8..24] == model_id
@@ -301,6 +443,32 @@ impl VectorCache {
         *self.file.lock().expect("vector file lock") = Some(file);
         let _ = self.header.set((model_id, dim));
         Ok(warning)
+    }
+
+    /// Loads the cached vectors when the file holds vectors written by `model_id`; touches
+    /// nothing otherwise. Returns whether any are loaded. Needs no model: the dimension comes
+    /// from the file's header.
+    pub fn load_existing(&self, model_id: ContentHash) -> Result<bool, RagError> {
+        if let Some((loaded, _)) = self.header.get() {
+            return Ok(*loaded == model_id && !self.is_empty());
+        }
+        let mut header = [0u8; HEADER_LEN];
+        let read = File::open(&self.path).and_then(|mut f| {
+            let len = f.metadata()?.len();
+            f.read_exact(&mut header).map(|_| len)
+        });
+        let Ok(file_len) = read else {
+            return Ok(false);
+        };
+        let dim = u32::from_le_bytes([header[24], header[25], header[26], header[27]]) as usize;
+        let ours = &header[..8] == CACHE_MAGIC && header[8..24] == model_id && dim > 0;
+        if !ours || file_len < (HEADER_LEN + 16 + dim * 4) as u64 {
+            return Ok(false);
+        }
+        if let Some(w) = self.load(model_id, dim)? {
+            tracing::warn!("{w}");
+        }
+        Ok(!self.is_empty())
     }
 
     pub fn len(&self) -> usize {

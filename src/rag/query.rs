@@ -107,6 +107,8 @@ pub struct RetrievalStats {
     pub indexed_files: usize,
     /// Chunks in the index when the query ran.
     pub indexed_chunks: usize,
+    /// Whether this process had the embedding model loaded when the query was answered.
+    pub model_loaded: bool,
 }
 
 /// The result of one retrieval: structured data for callers plus the formatted text for the LLM.

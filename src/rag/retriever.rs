@@ -1,6 +1,8 @@
 //! The long-lived retriever: owns one repository's index, vector cache and (lazily loaded)
 //! embedding model, keeps them fresh with background refresh and embedding threads, and answers
-//! queries without ever blocking longer than the configured budgets.
+//! queries without ever blocking longer than the configured budgets. Without background
+//! embedding (a one-shot process) the model is loaded only when cached vectors cover a query's
+//! candidates, so a lexical-only index never loads it.
 
 use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
@@ -13,7 +15,7 @@ use serde::Serialize;
 use super::chunk::{ChunkOptions, chunk_file, tagged_text};
 use super::config::{Fusion, RagConfig};
 use super::discover::{self, DiscoveredFile};
-use super::embed::{Embedder, VectorCache, cosine};
+use super::embed::{self, Embedder, VectorCache, cosine};
 use super::error::RagError;
 use super::follow;
 use super::format::{active_section, chunk_block, format_context, summary_line};
@@ -279,6 +281,16 @@ fn chunk_options(config: &RagConfig) -> ChunkOptions {
     }
 }
 
+/// Whether a query can be embedded against cached vectors.
+enum QueryModel {
+    /// Every candidate has a vector: here is the model.
+    Ready(Arc<Embedder>),
+    /// This many candidates have no vector yet.
+    Missing(usize),
+    /// No model could be loaded, for this reason.
+    Unavailable(String),
+}
+
 fn no_model_warning(reason: &str) -> String {
     format!("embedding model unavailable ({reason}); ranking is lexical only")
 }
@@ -306,6 +318,40 @@ impl Inner {
                 Ok(Arc::new(embedder))
             })
             .clone()
+    }
+
+    /// The model to embed a query whose `candidates` all have cached vectors. Without background
+    /// embedding the cached vectors are looked up first, by the model's key, and the model is
+    /// loaded only when they cover every candidate.
+    fn query_embedder(&self, candidates: &[IndexedChunk]) -> QueryModel {
+        let missing = || {
+            candidates
+                .iter()
+                .filter(|c| !self.vectors.contains(&c.hash))
+                .count()
+        };
+        if !self.config.background_embedding && self.embedder.get().is_none() {
+            let Some(key) = embed::model_key(&self.config) else {
+                return QueryModel::Unavailable(
+                    "no model found (set PROMPTD_EMBED_MODEL_DIR or run scripts/setup-model)"
+                        .into(),
+                );
+            };
+            if let Err(e) = self.vectors.load_existing(key) {
+                tracing::warn!("{e}");
+            }
+            let missing = missing();
+            if missing > 0 {
+                return QueryModel::Missing(missing);
+            }
+        }
+        match self.embedder() {
+            Ok(embedder) => match missing() {
+                0 => QueryModel::Ready(embedder),
+                n => QueryModel::Missing(n),
+            },
+            Err(e) => QueryModel::Unavailable(e),
+        }
     }
 
     /// Ends a failed refresh: it no longer counts as under way, and the next refresh walks the
@@ -539,7 +585,10 @@ impl Inner {
                     tracing::warn!("background index refresh failed: {e}");
                 }
                 inner.changed.notify_all();
-                result.is_ok() && inner.config.embeddings && inner.config.fusion != Fusion::Lexical
+                result.is_ok()
+                    && inner.config.embeddings
+                    && inner.config.background_embedding
+                    && inner.config.fusion != Fusion::Lexical
             };
             if embed && inner.embedder().is_ok() {
                 Inner::spawn_embedding(&inner);
@@ -579,6 +628,8 @@ impl Inner {
             }
             true
         })?;
+        // Shortest first: each batch pads to the longest text in it.
+        missing.sort_by_key(|(_, text)| text.len());
         let total = missing.len();
         let batch = self.config.embed_batch.max(1);
         let mut done = 0;
@@ -592,7 +643,7 @@ impl Inner {
                 break;
             }
             let texts: Vec<&str> = group.iter().map(|(_, t)| t.as_str()).collect();
-            let vectors = embedder.embed(&texts, batch)?;
+            let vectors = embedder.embed_in_background(&texts, batch)?;
             self.vectors
                 .insert(group.iter().map(|(h, _)| *h).zip(vectors).collect())?;
             done += group.len();
@@ -715,25 +766,25 @@ impl Inner {
         let embed_started = Instant::now();
         let mut query_vector = None;
         if config.embeddings && config.fusion != Fusion::Lexical && !candidates.is_empty() {
-            match self.embedder() {
-                Ok(embedder) => {
-                    let missing = candidates
-                        .iter()
-                        .filter(|c| !self.vectors.contains(&c.hash))
-                        .count();
-                    if missing == 0 {
-                        query_vector = Some(embedder.embed_query(&query.query)?);
-                    } else {
-                        warnings.push(format!(
-                            "vectors for {missing} of {} candidates are not computed yet (background embedding runs); ranking is lexical for now",
-                            candidates.len()
-                        ));
-                        Inner::spawn_embedding(self);
-                    }
+            match self.query_embedder(&candidates) {
+                QueryModel::Ready(embedder) => {
+                    query_vector = Some(embedder.embed_query(&query.query)?);
                 }
-                Err(e) => warnings.push(no_model_warning(&e)),
+                QueryModel::Missing(missing) if config.background_embedding => {
+                    warnings.push(format!(
+                        "vectors for {missing} of {} candidates are not computed yet (background embedding runs); ranking is lexical for now",
+                        candidates.len()
+                    ));
+                    Inner::spawn_embedding(self);
+                }
+                QueryModel::Missing(missing) => warnings.push(format!(
+                    "vectors for {missing} of {} candidates are not cached (`promptd index` computes them); ranking is lexical",
+                    candidates.len()
+                )),
+                QueryModel::Unavailable(e) => warnings.push(no_model_warning(&e)),
             }
         }
+        stats.model_loaded = self.embedder.get().is_some_and(Result::is_ok);
         stats.timings.embed_query_ms = ms(embed_started);
 
         let rank_started = Instant::now();
