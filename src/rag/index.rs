@@ -666,10 +666,7 @@ impl CodeIndex {
                 if boost <= 0.0 {
                     return;
                 }
-                let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(field, &term.text),
-                    IndexRecordOption::WithFreqs,
-                ));
+                let q = term_query(field, &term.text, IndexRecordOption::WithFreqs);
                 let q: Box<dyn Query> = if (boost - 1.0).abs() < f32::EPSILON {
                     q
                 } else {
@@ -688,10 +685,7 @@ impl CodeIndex {
             let paths: Vec<(Occur, Box<dyn Query>)> = only_paths
                 .iter()
                 .map(|p| {
-                    let q: Box<dyn Query> = Box::new(TermQuery::new(
-                        Term::from_field_text(self.fields.path, p),
-                        IndexRecordOption::Basic,
-                    ));
+                    let q = term_query(self.fields.path, p, IndexRecordOption::Basic);
                     (Occur::Should, q)
                 })
                 .collect();
@@ -735,10 +729,7 @@ impl CodeIndex {
             .iter()
             .filter(|t| t.weight > 0.0)
             .map(|t| {
-                let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(self.fields.file_body, &t.text),
-                    IndexRecordOption::WithFreqs,
-                ));
+                let q = term_query(self.fields.file_body, &t.text, IndexRecordOption::WithFreqs);
                 (
                     Occur::Should,
                     Box::new(BoostQuery::new(q, t.weight)) as Box<dyn Query>,
@@ -803,10 +794,7 @@ impl CodeIndex {
         let clauses: Vec<(Occur, Box<dyn Query>)> = tokenize::query_terms(name)
             .iter()
             .map(|t| {
-                let q: Box<dyn Query> = Box::new(TermQuery::new(
-                    Term::from_field_text(self.fields.symbols, t),
-                    IndexRecordOption::Basic,
-                ));
+                let q = term_query(self.fields.symbols, t, IndexRecordOption::Basic);
                 (Occur::Must, q)
             })
             .collect();
@@ -1102,4 +1090,9 @@ impl Bm25StatisticsProvider for Collection<'_> {
     fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
         self.searcher.doc_freq(term)
     }
+}
+
+/// A query for one term of one field.
+fn term_query(field: Field, text: &str, record: IndexRecordOption) -> Box<dyn Query> {
+    Box::new(TermQuery::new(Term::from_field_text(field, text), record))
 }
