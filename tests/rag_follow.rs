@@ -198,7 +198,11 @@ fn the_best_hits_are_followed_without_an_active_file() {
     let repo = fixture("python");
     // The request meets `logout` in src/auth.py; `find_user` is only reached through it.
     let request = "logout clears the session";
-    let retrieval = ask(repo.path(), lexical_config(), request, None);
+    let hits = RagConfig {
+        follow_hits: 3,
+        ..lexical_config()
+    };
+    let retrieval = ask(repo.path(), hits, request, None);
     assert_eq!(retrieval.chunks[0].chunk.path, "src/auth.py");
     let from_hit = followed(&retrieval);
     assert!(
@@ -210,11 +214,7 @@ fn the_best_hits_are_followed_without_an_active_file() {
         "{}",
         retrieval.formatted
     );
-    let not_hits = RagConfig {
-        follow_hits: 0,
-        ..lexical_config()
-    };
-    let retrieval = ask(repo.path(), not_hits, request, None);
+    let retrieval = ask(repo.path(), lexical_config(), request, None);
     assert!(followed(&retrieval).is_empty(), "{}", retrieval.formatted);
 }
 

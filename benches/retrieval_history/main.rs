@@ -6,7 +6,7 @@
 //! the same run: whole-file BM25 (the naive baseline), promptd's previous ranking (file kinds,
 //! request analysis, file-level ranking and following off), promptd's shipped defaults with a
 //! lexical index, the same following the symbols of another number of best hits to their
-//! definitions (`rag.followHits`, `EVAL_FOLLOW_HITS`: 0 by default, against the shipped 3),
+//! definitions (`rag.followHits`, `EVAL_FOLLOW_HITS`: 3 by default, against the shipped 0),
 //! and (with `EVAL_HYBRID=1` and the embedding model installed) the shipped
 //! defaults with vectors. Prints Acc@1, Acc@5, Chunks@6, Recall@5, MRR@10 and latency per
 //! configuration for the held-out half (the number to report) and the tuning half, with
@@ -118,12 +118,13 @@ fn variants() -> Result<Vec<(&'static str, RagConfig)>, String> {
 }
 
 /// Best-ranked chunks whose used symbols the `hits_followed` configuration follows to their
-/// definitions (`EVAL_FOLLOW_HITS`, default 0: what following adds to the shipped ranking).
+/// definitions (`EVAL_FOLLOW_HITS`, default 3: what following the best hits would add to the
+/// shipped ranking, which follows none).
 fn follow_hits() -> usize {
     std::env::var("EVAL_FOLLOW_HITS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
+        .unwrap_or(3)
 }
 
 /// `config` following the symbols of another number of best hits (there is no active file
