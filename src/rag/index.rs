@@ -697,20 +697,34 @@ impl CodeIndex {
                 (Occur::Must, terms_query),
             ]))
         };
+        Ok(self
+            .best_docs(query.as_ref(), limit, false)?
+            .into_iter()
+            .map(|(score, doc)| self.to_chunk(&doc, score))
+            .collect())
+    }
+
+    /// The `limit` best documents for `query` with their scores, scored with the statistics of
+    /// whole files (`files`) or of chunks.
+    fn best_docs(
+        &self,
+        query: &dyn Query,
+        limit: usize,
+        files: bool,
+    ) -> Result<Vec<(f32, TantivyDocument)>, RagError> {
         let searcher = self.reader.searcher();
         let dir = self.rag_dir.index_dir();
         let hits = searcher
             .search_with_statistics_provider(
-                &query,
+                query,
                 &TopDocs::with_limit(limit).order_by_score(),
-                &self.statistics(&searcher, false),
+                &self.statistics(&searcher, files),
             )
             .map_err(|e| index_error(&dir, e))?;
         hits.into_iter()
             .map(|(score, address)| {
-                let doc: TantivyDocument =
-                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
-                Ok(self.to_chunk(&doc, score))
+                let doc = searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+                Ok((score, doc))
             })
             .collect()
     }
@@ -736,19 +750,10 @@ impl CodeIndex {
                 )
             })
             .collect();
-        let searcher = self.reader.searcher();
-        let dir = self.rag_dir.index_dir();
-        let hits = searcher
-            .search_with_statistics_provider(
-                &BooleanQuery::new(clauses),
-                &TopDocs::with_limit(limit).order_by_score(),
-                &self.statistics(&searcher, true),
-            )
-            .map_err(|e| index_error(&dir, e))?;
-        hits.into_iter()
-            .map(|(score, address)| {
-                let doc: TantivyDocument =
-                    searcher.doc(address).map_err(|e| index_error(&dir, e))?;
+        Ok(self
+            .best_docs(&BooleanQuery::new(clauses), limit, true)?
+            .into_iter()
+            .map(|(score, doc)| {
                 let path = doc
                     .get_first(self.fields.path)
                     .and_then(|v| v.as_str())
@@ -758,13 +763,13 @@ impl CodeIndex {
                     .get_first(self.fields.file_chunks)
                     .and_then(|v| v.as_u64())
                     .unwrap_or(1) as usize;
-                Ok(FileHit {
+                FileHit {
                     path,
                     bm25: score,
                     chunks,
-                })
+                }
             })
-            .collect()
+            .collect())
     }
 
     /// Every chunk of one file, in line order.
