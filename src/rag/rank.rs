@@ -230,15 +230,10 @@ pub fn fuse(
         .collect();
     let mut file_weights: HashMap<String, f32> = HashMap::new();
     for s in &mut scored {
-        let weight = match file_weights.get(&s.chunk.path) {
-            Some(w) => *w,
-            None => {
-                let w = file_weight(&s.chunk.path, config, request);
-                file_weights.insert(s.chunk.path.clone(), w);
-                w
-            }
-        };
-        s.score *= weight;
+        let path = &s.chunk.path;
+        s.score *= *file_weights
+            .entry(path.clone())
+            .or_insert_with(|| file_weight(path, config, request));
     }
     if config.file_rank_weight > 0.0 {
         rank_by_file(&mut scored, files, &file_weights, config, request);
