@@ -7,3 +7,11 @@ pub fn count_tokens(text: &str) -> usize {
         .encode_with_special_tokens(text)
         .len()
 }
+
+/// Builds the tokenizer's tables on a background thread (tens of milliseconds), so a caller that
+/// counts tokens later, after other work, does not wait for them then.
+pub fn load_in_background() {
+    std::thread::spawn(|| {
+        tiktoken_rs::cl100k_base_singleton();
+    });
+}

@@ -275,10 +275,11 @@ async fn one_index_takes_at_most_the_configured_files() {
         warnings.contains("limits.maxIndexFiles") && warnings.contains("first 5 files"),
         "{warnings}"
     );
-    let manifest: Value =
-        serde_json::from_slice(&std::fs::read(ws.path().join(".rag/manifest.json")).unwrap())
-            .unwrap();
-    assert_eq!(manifest["files"].as_object().unwrap().len(), 5);
+    let manifest = promptd::rag::index::Manifest::from_bytes(
+        &std::fs::read(ws.path().join(".rag/manifest.bin")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(manifest.files.len(), 5);
     let rss = peak_rss_of(pid).unwrap();
     assert!(rss < RSS_BOUND_MIB, "peak RSS {rss:.0} MiB");
     s.close().await;

@@ -7,18 +7,16 @@ use crate::support::rag;
 use std::path::Path;
 use std::sync::Arc;
 
+use promptd::rag::index::Manifest;
 use promptd::rag::{RagConfig, RagError, RetrievalMode, RetrievalQuery, Retriever, retrieve};
 use rag::{QUERIES, fixture_repo, fixture_secret, lexical_config, write_files};
 
 fn indexed_paths(repo: &Path) -> Vec<String> {
-    let manifest: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(repo.join(".rag/manifest.json")).unwrap()).unwrap();
-    manifest["files"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .cloned()
-        .collect()
+    read_manifest(repo).files.keys().cloned().collect()
+}
+
+fn read_manifest(repo: &Path) -> Manifest {
+    Manifest::from_bytes(&std::fs::read(repo.join(".rag/manifest.bin")).unwrap()).unwrap()
 }
 
 fn query(text: &str) -> RetrievalQuery {
@@ -212,9 +210,9 @@ fn corrupt_or_old_index_is_rebuilt_with_a_warning() {
         .unwrap()
         .index(&|_| {})
         .unwrap();
-    let manifest = repo.path().join(".rag/manifest.json");
+    let manifest = repo.path().join(".rag/manifest.bin");
 
-    std::fs::write(&manifest, b"{ not json").unwrap();
+    std::fs::write(&manifest, b"\xff\xff not a manifest").unwrap();
     let retriever = Retriever::open(repo.path(), lexical_config()).unwrap();
     let result = retriever.retrieve(&query("multiply two matrices")).unwrap();
     assert!(
@@ -229,10 +227,9 @@ fn corrupt_or_old_index_is_rebuilt_with_a_warning() {
     drop(retriever);
 
     // Older format version.
-    let mut value: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
-    value["formatVersion"] = serde_json::json!(0);
-    std::fs::write(&manifest, serde_json::to_vec(&value).unwrap()).unwrap();
+    let mut old = read_manifest(repo.path());
+    old.format_version = 0;
+    std::fs::write(&manifest, old.to_bytes()).unwrap();
     let summary = Retriever::open(repo.path(), lexical_config())
         .unwrap()
         .index(&|_| {})
@@ -488,4 +485,43 @@ fn first_build_over_budget_answers_from_what_exists_and_says_so() {
     let full = retriever.retrieve(&query("handle_request_899")).unwrap();
     assert_eq!(full.stats.indexed_files, 900);
     assert_eq!(full.chunks[0].chunk.path, "src/module_899.rs");
+}
+
+/// An index whose manifest older builds wrote as JSON opens without a rebuild: the JSON is read
+/// once, replaced by the binary form, and an edit made meanwhile is still seen.
+#[test]
+fn json_manifest_of_older_builds_is_migrated_not_rebuilt() {
+    let repo = fixture_repo();
+    Retriever::open(repo.path(), lexical_config())
+        .unwrap()
+        .index(&|_| {})
+        .unwrap();
+    let binary = repo.path().join(".rag/manifest.bin");
+    let legacy = repo.path().join(".rag/manifest.json");
+    let before = read_manifest(repo.path());
+    // The JSON form older builds wrote: camelCase fields, hashes in hex.
+    std::fs::write(&legacy, serde_json::to_vec(&before).unwrap()).unwrap();
+    std::fs::remove_file(&binary).unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&legacy).unwrap()).unwrap();
+    let first = json["files"].as_object().unwrap().values().next().unwrap();
+    assert_eq!(first["hash"].as_str().unwrap().len(), 32, "{first}");
+
+    write_files(
+        repo.path(),
+        &[(
+            "calc/extra.py",
+            "def unmistakable_zebra_total():\n    return 7\n".to_string(),
+        )],
+    );
+    let summary = Retriever::open(repo.path(), lexical_config())
+        .unwrap()
+        .index(&|_| {})
+        .unwrap();
+    assert!(summary.warnings.is_empty(), "{:?}", summary.warnings);
+    assert_eq!(summary.added, 1, "{summary:?}");
+    assert_eq!(summary.unchanged, before.files.len(), "{summary:?}");
+    assert!(!legacy.exists());
+    let after = read_manifest(repo.path());
+    assert_eq!(after.files.len(), before.files.len() + 1);
+    assert_eq!(after.files["calc/extra.py"].chunks, 1);
 }

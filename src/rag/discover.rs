@@ -103,7 +103,6 @@ go.sum
 pub struct DiscoveredFile {
     /// Path relative to the repository root, `/`-separated.
     pub rel_path: String,
-    pub abs_path: PathBuf,
     pub size: u64,
     /// Modification time in nanoseconds since the Unix epoch (0 when unknown).
     pub mtime_ns: u64,
@@ -412,6 +411,70 @@ struct SavedStamp {
     stamp: TreeStamp,
 }
 
+/// A folder opened once, so its entries are `stat`ed relative to it instead of by their full
+/// paths (on 110k files, the kernel's path lookups were most of a one-shot refresh).
+struct Folder {
+    #[cfg(unix)]
+    fd: rustix::fd::OwnedFd,
+    #[cfg(not(unix))]
+    path: PathBuf,
+    mtime: u64,
+}
+
+impl Folder {
+    /// The folder at `path` (symbolic links followed, as `std::fs::metadata` does); `None` when
+    /// it is gone or not a folder.
+    #[cfg(unix)]
+    fn open(path: PathBuf) -> Option<Folder> {
+        use rustix::fs::{Mode, OFlags};
+        // On Linux a path-only handle: no read access is set up, `fstat` and `fstatat` work.
+        #[cfg(target_os = "linux")]
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        #[cfg(not(target_os = "linux"))]
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(&path, flags, Mode::empty()).ok()?;
+        let mtime = stat_mtime(&rustix::fs::fstat(&fd).ok()?);
+        Some(Folder { fd, mtime })
+    }
+
+    #[cfg(not(unix))]
+    fn open(path: PathBuf) -> Option<Folder> {
+        let meta = std::fs::metadata(&path).ok().filter(|m| m.is_dir())?;
+        Some(Folder {
+            mtime: mtime_of(&meta),
+            path,
+        })
+    }
+
+    fn mtime(&self) -> u64 {
+        self.mtime
+    }
+
+    /// Whether the entry `name` is a regular file (symbolic links not followed), its size and
+    /// its mtime (ns); `None` when it is gone.
+    #[cfg(unix)]
+    fn entry(&self, name: &str) -> Option<(bool, u64, u64)> {
+        use rustix::fs::{AtFlags, FileType};
+        let st = rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        let is_file = FileType::from_raw_mode(st.st_mode) == FileType::RegularFile;
+        Some((is_file, st.st_size as u64, stat_mtime(&st)))
+    }
+
+    #[cfg(not(unix))]
+    fn entry(&self, name: &str) -> Option<(bool, u64, u64)> {
+        let meta = std::fs::symlink_metadata(self.path.join(name)).ok()?;
+        Some((meta.is_file(), meta.len(), mtime_of(&meta)))
+    }
+}
+
+/// A `stat` result's mtime in ns since the epoch, as [`mtime_of`] reads it (0 before 1970).
+#[cfg(unix)]
+// The nanoseconds field is unsigned on some targets and signed on others.
+#[allow(clippy::unnecessary_cast)]
+fn stat_mtime(st: &rustix::fs::Stat) -> u64 {
+    u64::try_from(st.st_mtime).map_or(0, |secs| secs * 1_000_000_000 + st.st_mtime_nsec as u64)
+}
+
 /// The indexable files of `repo` without walking it, when `stamp` (from the walk or check that
 /// produced `known`, the files indexed then) shows that nothing but the files' own contents
 /// can have changed: every rule file is as it was and every folder is still there. Folders
@@ -436,30 +499,57 @@ pub fn files_by_stat(
     if !(inner_unchanged && outer_unchanged) {
         return Ok(None);
     }
-    let dirs: Vec<(&String, u64)> = stamp
+    // Each known file under its folder; a file in a folder the stamp does not know: walk.
+    let mut by_dir: hashbrown::HashMap<&str, Vec<&str>> = hashbrown::HashMap::new();
+    for rel in known {
+        let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
+        by_dir.entry(parent).or_default().push(rel);
+    }
+    if by_dir.keys().any(|dir| !stamp.dirs.contains_key(*dir)) {
+        return Ok(None);
+    }
+    // Every folder opened once: its mtime, and (when it held still) its known files `stat`ed
+    // relative to it, so no file's full path is looked up again. `None` for a file the stamp
+    // cannot vouch for (gone, or grown past the size limit while its folder held still).
+    type Stated = Option<Vec<Option<DiscoveredFile>>>;
+    let dirs: Vec<(&String, u64, Stated)> = stamp
         .dirs
         .par_iter()
         .map(|(rel, &was)| {
-            let now = std::fs::metadata(repo.join(rel)).map_or(UNKNOWN_MTIME, |m| {
-                if m.is_dir() {
-                    mtime_of(&m)
-                } else {
-                    UNKNOWN_MTIME
-                }
+            let folder = Folder::open(repo.join(rel));
+            let now = folder.as_ref().map_or(UNKNOWN_MTIME, Folder::mtime);
+            if now != was {
+                return (rel, UNKNOWN_MTIME, None);
+            }
+            let files = by_dir.get(rel.as_str()).map(|files| {
+                files
+                    .iter()
+                    .map(|rel_file| {
+                        let name = rel_file.rsplit_once('/').map_or(*rel_file, |(_, n)| n);
+                        let (is_file, size, mtime_ns) = folder.as_ref()?.entry(name)?;
+                        (is_file && size <= MAX_FILE_BYTES).then(|| DiscoveredFile {
+                            rel_path: (*rel_file).to_string(),
+                            size,
+                            mtime_ns,
+                        })
+                    })
+                    .collect()
             });
-            (rel, if now == was { was } else { UNKNOWN_MTIME })
+            (rel, was, files)
         })
         .collect();
     let mut next = TreeStamp {
         dirs: BTreeMap::new(),
         rules: stamp.rules.clone(),
     };
-    let mut files = Vec::new();
+    let mut files = Vec::with_capacity(known.len());
     let mut excludes = None;
     let mut relisted = BTreeMap::new();
-    for (rel, mtime) in dirs {
+    let mut stated = Vec::new();
+    for (rel, mtime, in_dir) in dirs {
         if mtime != UNKNOWN_MTIME {
             next.dirs.insert(rel.clone(), mtime);
+            stated.extend(in_dir);
             continue;
         }
         let abs = repo.join(rel);
@@ -481,37 +571,17 @@ pub fn files_by_stat(
         }
         files.extend(listed);
     }
-    // `None` for a file the stamp cannot vouch for (its folder unknown to it, or the file gone
-    // or grown past the size limit while its folder's mtime held still): walk.
-    let stated: Option<Vec<Option<DiscoveredFile>>> = known
-        .par_iter()
-        .map(|rel| {
-            let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
-            match next.dirs.get(parent) {
-                None => return None,
-                // Re-listed above.
-                Some(&UNKNOWN_MTIME) => return Some(None),
-                Some(_) => {}
-            }
-            let abs_path = repo.join(rel);
-            let meta = std::fs::symlink_metadata(&abs_path).ok()?;
-            if !meta.is_file() || meta.len() > MAX_FILE_BYTES {
-                return None;
-            }
-            Some(Some(DiscoveredFile {
-                rel_path: (*rel).to_string(),
-                abs_path,
-                size: meta.len(),
-                mtime_ns: mtime_of(&meta),
-            }))
-        })
-        .collect();
-    let Some(stated) = stated else {
-        return Ok(None);
-    };
-    files.extend(stated.into_iter().flatten());
+    for stated in stated {
+        for file in stated {
+            let Some(file) = file else {
+                return Ok(None);
+            };
+            files.push(file);
+        }
+    }
     next.dirs.extend(relisted);
-    files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    files.sort_unstable_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    tracing::debug!(files = files.len(), "files checked by stat");
     Ok(Some((files, next)))
 }
 
@@ -574,7 +644,6 @@ fn visit(repo: &Path, excludes: &Gitignore, entry: &ignore::DirEntry) -> Visit {
     };
     Visit::File(DiscoveredFile {
         rel_path,
-        abs_path: entry.path().to_path_buf(),
         size: meta.len(),
         mtime_ns,
     })

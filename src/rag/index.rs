@@ -1,7 +1,7 @@
 //! The persisted lexical index: a tantivy BM25 index under `<repo>/.rag/index/` holding every
 //! chunk and, per file, one whole-file document (its path words and text, searched apart with
 //! statistics of their own so that chunks and files each score as their own collection), plus a
-//! manifest of per-file fingerprints (size, mtime, content hash) in `.rag/manifest.json`, so a
+//! manifest of per-file fingerprints (size, mtime, content hash) in `.rag/manifest.bin`, so a
 //! refresh reads only files whose size or mtime moved and re-chunks only those whose content
 //! hash changed. Tantivy commits are atomic; the manifest is tied to a commit through the commit
 //! payload (its generation number) and written with write-then-rename, so a crash at any point
@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
@@ -55,16 +56,14 @@ const SMALL_SEGMENT_CHUNKS: u32 = 20_000;
 /// term lookup per query term).
 const MAX_SMALL_SEGMENTS: usize = 4;
 
-fn hex(hash: &ContentHash) -> String {
-    hash.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Fingerprint of one indexed file.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileRecord {
     pub size: u64,
     pub mtime_ns: u64,
-    pub hash: String,
+    /// The content hash, written in hex (read without an allocation per file).
+    #[serde(with = "hex::serde")]
+    pub hash: ContentHash,
     pub chunks: u32,
 }
 
@@ -76,7 +75,33 @@ pub struct Manifest {
     pub generation: u64,
     pub chunk_lines: usize,
     pub overlap: usize,
+    #[serde(deserialize_with = "sorted_map")]
     pub files: BTreeMap<String, FileRecord>,
+}
+
+/// A map stored in key order, built in one pass (`BTreeMap`'s bulk build from sorted input)
+/// rather than by one insertion per entry.
+fn sorted_map<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, FileRecord>, D::Error> {
+    struct Entries;
+    impl<'de> serde::de::Visitor<'de> for Entries {
+        type Value = BTreeMap<String, FileRecord>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of file records")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(0).min(1 << 20));
+            while let Some(entry) = map.next_entry::<String, FileRecord>()? {
+                entries.push(entry);
+            }
+            Ok(BTreeMap::from_iter(entries))
+        }
+    }
+    deserializer.deserialize_map(Entries)
 }
 
 impl Manifest {
@@ -88,6 +113,16 @@ impl Manifest {
             overlap: options.overlap,
             files: BTreeMap::new(),
         }
+    }
+
+    /// The manifest as stored (postcard).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        postcard::to_stdvec(self).expect("a manifest always serializes")
+    }
+
+    /// A manifest stored by [`Manifest::to_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Manifest, postcard::Error> {
+        postcard::from_bytes(bytes)
     }
 
     pub fn chunk_count(&self) -> usize {
@@ -278,7 +313,9 @@ impl CodeIndex {
     ) -> Result<Option<(CodeIndex, Manifest)>, String> {
         let dir = rag_dir.index_dir();
         let manifest_path = rag_dir.manifest();
-        if !dir.join("meta.json").exists() && !manifest_path.exists() {
+        let legacy_path = rag_dir.legacy_manifest();
+        let legacy = !manifest_path.exists() && legacy_path.exists();
+        if !dir.join("meta.json").exists() && !manifest_path.exists() && !legacy {
             return Ok(None);
         }
         let index = Index::open_in_dir(&dir).map_err(|e| format!("cannot be opened ({e})"))?;
@@ -289,9 +326,15 @@ impl CodeIndex {
             .unwrap_or_default();
         let read = |p: &Path| -> Result<Manifest, String> {
             let bytes = std::fs::read(p).map_err(|e| format!("has no readable manifest ({e})"))?;
-            serde_json::from_slice(&bytes).map_err(|e| format!("has a corrupt manifest ({e})"))
+            Manifest::from_bytes(&bytes).map_err(|e| format!("has a corrupt manifest ({e})"))
         };
-        let mut manifest = read(&manifest_path)?;
+        let mut manifest = if legacy {
+            let bytes = std::fs::read(&legacy_path)
+                .map_err(|e| format!("has no readable manifest ({e})"))?;
+            serde_json::from_slice(&bytes).map_err(|e| format!("has a corrupt manifest ({e})"))?
+        } else {
+            read(&manifest_path)?
+        };
         if manifest.generation.to_string() != payload {
             // A crash between the commit and the manifest rename leaves the next manifest.
             let next = rag_dir.manifest_next();
@@ -329,6 +372,13 @@ impl CodeIndex {
             return Err(format!("has damaged files ({})", damaged.join(", ")));
         }
         let code_index = Self::wrap(rag_dir, index, fields).map_err(|e| e.to_string())?;
+        if legacy {
+            // Kept in the binary form from now on; should the write fail, the JSON form is
+            // read again next time.
+            if write_atomic(&manifest_path, &manifest.to_bytes()).is_ok() {
+                let _ = std::fs::remove_file(&legacy_path);
+            }
+        }
         Ok(Some((code_index, manifest)))
     }
 
@@ -337,7 +387,11 @@ impl CodeIndex {
         if dir.exists() {
             std::fs::remove_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
         }
-        for stale in [rag_dir.manifest(), rag_dir.manifest_next()] {
+        for stale in [
+            rag_dir.manifest(),
+            rag_dir.manifest_next(),
+            rag_dir.legacy_manifest(),
+        ] {
             let _ = std::fs::remove_file(stale);
         }
         std::fs::create_dir_all(&dir).map_err(|e| RagError::io(&dir, e))?;
@@ -453,11 +507,7 @@ impl CodeIndex {
     fn commit_generation(&self, writer: &mut IndexWriter, next: &Manifest) -> Result<(), RagError> {
         let dir = self.rag_dir.index_dir();
         let next_path = self.rag_dir.manifest_next();
-        let bytes = serde_json::to_vec(next).map_err(|e| RagError::Index {
-            path: next_path.clone(),
-            message: e.to_string(),
-        })?;
-        write_atomic(&next_path, &bytes)?;
+        write_atomic(&next_path, &next.to_bytes())?;
         let mut prepared = writer.prepare_commit().map_err(|e| index_error(&dir, e))?;
         prepared.set_payload(&next.generation.to_string());
         prepared.commit().map_err(|e| index_error(&dir, e))?;
@@ -469,10 +519,15 @@ impl CodeIndex {
 
     /// Brings the index up to date with `files`. When `checkpoint` passes, what is done so far
     /// is committed and `on_commit` runs, so a waiting query can answer from partial results;
-    /// the refresh then carries on to the end.
+    /// the refresh then carries on to the end. `manifest` is copied (from the readers sharing
+    /// it) only when something changed; `files` are found under `repo`.
+    // The repository, the committed manifest and the files found in it, then how to chunk,
+    // when to commit part-way and whom to tell: each is a separate input of one refresh.
+    #[allow(clippy::too_many_arguments)]
     pub fn refresh(
         &self,
-        manifest: &mut Manifest,
+        repo: &Path,
+        manifest: &mut Arc<Manifest>,
         files: &[DiscoveredFile],
         options: ChunkOptions,
         mut checkpoint: Option<Instant>,
@@ -480,28 +535,15 @@ impl CodeIndex {
         progress: &(dyn Fn(usize, usize) + Sync),
     ) -> Result<RefreshCounts, RagError> {
         let mut counts = RefreshCounts::default();
-        let present: HashSet<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
-        let removed: Vec<String> = manifest
-            .files
-            .keys()
-            .filter(|p| !present.contains(String::as_str(p)))
-            .cloned()
-            .collect();
-        let pending: Vec<&DiscoveredFile> = files
-            .iter()
-            .filter(|f| {
-                manifest
-                    .files
-                    .get(&f.rel_path)
-                    .is_none_or(|r| r.size != f.size || r.mtime_ns != f.mtime_ns)
-            })
-            .collect();
+        let (removed, pending) = changes(&manifest.files, files);
         counts.unchanged = files.len() - pending.len();
         counts.removed = removed.len();
         if pending.is_empty() && removed.is_empty() {
             on_commit(manifest, true);
             return Ok(counts);
         }
+        // Copied only now, when something changes and a reader still holds the committed one.
+        let manifest = Arc::make_mut(manifest);
         let mut writer: Option<IndexWriter> = None;
         let mut dirty = false;
         for path in &removed {
@@ -518,7 +560,10 @@ impl CodeIndex {
         for (batch_no, batch) in pending.chunks(BATCH_FILES).enumerate() {
             let processed: Vec<Processed> = batch
                 .par_iter()
-                .map(|f| process_file(f, manifest.files.get(&f.rel_path), options, self.fields))
+                .map(|f| {
+                    let previous = manifest.files.get(&f.rel_path);
+                    process_file(repo, f, previous, options, self.fields)
+                })
                 .collect();
             for p in processed {
                 counts.bytes_read += p.record.size;
@@ -594,7 +639,7 @@ impl CodeIndex {
         let Ok(bytes) = std::fs::read(&path) else {
             return Ok(None);
         };
-        let Ok(disk) = serde_json::from_slice::<Manifest>(&bytes) else {
+        let Ok(disk) = Manifest::from_bytes(&bytes) else {
             return Ok(None);
         };
         if disk.generation == manifest.generation {
@@ -607,12 +652,7 @@ impl CodeIndex {
     }
 
     fn save_manifest(&self, manifest: &Manifest) -> Result<(), RagError> {
-        let path = self.rag_dir.manifest();
-        let bytes = serde_json::to_vec(manifest).map_err(|e| RagError::Index {
-            path: path.clone(),
-            message: e.to_string(),
-        })?;
-        write_atomic(&path, &bytes)
+        write_atomic(&self.rag_dir.manifest(), &manifest.to_bytes())
     }
 
     /// Number of chunks searchable now.
@@ -1006,15 +1046,43 @@ struct Processed {
     outcome: Outcome,
 }
 
+/// What differs between the manifest and the files found now: the manifest's paths no longer
+/// found, and the files that are new or whose size or mtime moved. Both sides are walked once
+/// in path order (a merge, no lookups).
+fn changes<'f>(
+    known: &BTreeMap<String, FileRecord>,
+    files: &'f [DiscoveredFile],
+) -> (Vec<String>, Vec<&'f DiscoveredFile>) {
+    let mut sorted: Vec<&DiscoveredFile> = files.iter().collect();
+    if !sorted.is_sorted_by(|a, b| a.rel_path <= b.rel_path) {
+        sorted.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    }
+    let mut removed = Vec::new();
+    let mut pending = Vec::new();
+    let mut known = known.iter().peekable();
+    for file in sorted {
+        while let Some((path, _)) = known.next_if(|(path, _)| **path < file.rel_path) {
+            removed.push(path.clone());
+        }
+        match known.next_if(|(path, _)| **path == file.rel_path) {
+            Some((_, r)) if r.size == file.size && r.mtime_ns == file.mtime_ns => {}
+            _ => pending.push(file),
+        }
+    }
+    removed.extend(known.map(|(path, _)| path.clone()));
+    (removed, pending)
+}
+
 fn process_file(
+    repo: &Path,
     file: &DiscoveredFile,
     previous: Option<&FileRecord>,
     options: ChunkOptions,
     fields: Fields,
 ) -> Processed {
     // A file that vanished or cannot be read indexes as empty; the next refresh retries it.
-    let bytes = std::fs::read(&file.abs_path).unwrap_or_default();
-    let hash = hex(&content_hash(&bytes));
+    let bytes = std::fs::read(repo.join(&file.rel_path)).unwrap_or_default();
+    let hash = content_hash(&bytes);
     let mut record = FileRecord {
         size: file.size,
         mtime_ns: file.mtime_ns,

@@ -82,7 +82,8 @@ pub struct IndexSummary {
 }
 
 struct State {
-    manifest: Manifest,
+    /// The committed manifest, shared with a running refresh until it changes something.
+    manifest: Arc<Manifest>,
     refreshing: bool,
     embedding: bool,
     commits: u64,
@@ -164,6 +165,8 @@ impl Retriever {
         let repo = workspace.root().to_path_buf();
         let rag_dir = RagDir::of(&repo);
         discover::ensure_exclude_file(&repo)?;
+        // Every answer is fitted to the token budget: the tokenizer loads while the index opens.
+        crate::tokens::load_in_background();
         let mut open_warnings = Vec::new();
         let (index, manifest) = match rebuild {
             None => CodeIndex::open(&rag_dir, chunk_options(&config), &mut open_warnings)?,
@@ -171,6 +174,7 @@ impl Retriever {
                 CodeIndex::rebuild(&rag_dir, chunk_options(&config), reason, &mut open_warnings)?
             }
         };
+        tracing::debug!(files = manifest.files.len(), "index opened");
         let watcher = if config.watch {
             match RepoWatcher::start(&repo) {
                 Ok(w) => Some(w),
@@ -191,7 +195,7 @@ impl Retriever {
             config,
             index,
             state: Mutex::new(State {
-                manifest,
+                manifest: Arc::new(manifest),
                 refreshing: false,
                 embedding: false,
                 commits: 0,
@@ -384,9 +388,9 @@ impl Inner {
             let mut state = self.lock_state();
             state.index_complete = false;
             if let Some(newer) = self.index.newer_manifest(&state.manifest)? {
-                state.manifest = newer;
+                state.manifest = Arc::new(newer);
             }
-            state.manifest.clone()
+            Arc::clone(&state.manifest)
         };
         let generation_before = manifest.generation;
         let (mut files, full_walk, tree_stamp) = self
@@ -398,13 +402,16 @@ impl Inner {
         }
         self.lock_state().bounds_warning = bounds_warning.clone();
         let counts: Result<RefreshCounts, RagError> = self.index.refresh(
+            &self.repo,
             &mut manifest,
             &files,
             chunk_options(&self.config),
             checkpoint,
             |m, complete| {
                 let mut state = self.lock_state();
-                state.manifest = m.clone();
+                if state.manifest.generation != m.generation {
+                    state.manifest = Arc::new(m.clone());
+                }
                 state.commits += 1;
                 state.index_complete = complete;
                 self.changed.notify_all();
@@ -537,7 +544,6 @@ impl Inner {
             .filter(|(rel, _)| !dirs.contains(rel.rsplit_once('/').map_or("", |(d, _)| d)))
             .map(|(rel, record)| DiscoveredFile {
                 rel_path: rel.clone(),
-                abs_path: self.repo.join(rel),
                 size: record.size,
                 mtime_ns: record.mtime_ns,
             })

@@ -3,8 +3,9 @@
 //!
 //! - `indexing-exclude.txt`: the user's exclusions (the only file meant to be edited or
 //!   committed), and `.gitignore`, which keeps the rest out of `git status`;
-//! - `index/`: the tantivy index, and `manifest.json` (with `manifest.next.json` while a commit
-//!   is under way): the per-file fingerprints tied to a tantivy commit;
+//! - `index/`: the tantivy index, and `manifest.bin` (with `manifest.next.bin` while a commit
+//!   is under way): the per-file fingerprints tied to a tantivy commit, in postcard's compact
+//!   binary form (`manifest.json`, the JSON form older builds wrote, is read once and replaced);
 //! - `index-verified.json`: the index files whose checksums passed, with their size and mtime
 //!   then, so opening the index re-checks only files written or touched since;
 //! - `tree.json`: the folders and ignore files the last walk saw, for the commit it belongs to,
@@ -34,8 +35,9 @@ pub const RAG_DIR: &str = ".rag";
 /// The user-editable exclusion file.
 pub const EXCLUDE_FILE: &str = "indexing-exclude.txt";
 const GIT_IGNORE: &str = ".gitignore";
-const MANIFEST: &str = "manifest.json";
-const MANIFEST_NEXT: &str = "manifest.next.json";
+const MANIFEST: &str = "manifest.bin";
+const MANIFEST_NEXT: &str = "manifest.next.bin";
+const LEGACY_MANIFEST: &str = "manifest.json";
 const INDEX_DIR: &str = "index";
 const INDEX_LOCK: &str = "index.lock";
 const INDEX_VERIFIED: &str = "index-verified.json";
@@ -107,6 +109,12 @@ impl RagDir {
 
     pub fn manifest(&self) -> PathBuf {
         self.path.join(MANIFEST)
+    }
+
+    /// The manifest in the JSON form older builds wrote (read when [`RagDir::manifest`] is
+    /// missing, then replaced by it).
+    pub fn legacy_manifest(&self) -> PathBuf {
+        self.path.join(LEGACY_MANIFEST)
     }
 
     /// The manifest of a commit under way (renamed to [`RagDir::manifest`] once committed).
