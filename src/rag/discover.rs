@@ -475,6 +475,17 @@ fn stat_mtime(st: &rustix::fs::Stat) -> u64 {
     u64::try_from(st.st_mtime).map_or(0, |secs| secs * 1_000_000_000 + st.st_mtime_nsec as u64)
 }
 
+/// What the `stat` pass learned of one known file.
+#[derive(Clone, Copy)]
+enum Stated {
+    /// A regular file within the size limit: its size and mtime (ns).
+    File(u64, u64),
+    /// In a folder whose mtime moved: the folder's listing says whether it is still there.
+    Relisted,
+    /// Nothing the stamp can vouch for: a walk decides.
+    Unknown,
+}
+
 /// The indexable files of `repo` without walking it, when `stamp` (from the walk or check that
 /// produced `known`, the files indexed then) shows that nothing but the files' own contents
 /// can have changed: every rule file is as it was and every folder is still there. Folders
@@ -499,57 +510,56 @@ pub fn files_by_stat(
     if !(inner_unchanged && outer_unchanged) {
         return Ok(None);
     }
-    // Each known file under its folder; a file in a folder the stamp does not know: walk.
-    let mut by_dir: hashbrown::HashMap<&str, Vec<&str>> = hashbrown::HashMap::new();
-    for rel in known {
+    // Each known file (by its place in `known`) under its folder.
+    let mut by_dir: hashbrown::HashMap<&str, Vec<usize>> = hashbrown::HashMap::new();
+    for (i, rel) in known.iter().enumerate() {
         let parent = rel.rsplit_once('/').map_or("", |(d, _)| d);
-        by_dir.entry(parent).or_default().push(rel);
-    }
-    if by_dir.keys().any(|dir| !stamp.dirs.contains_key(*dir)) {
-        return Ok(None);
+        by_dir.entry(parent).or_default().push(i);
     }
     // Every folder opened once: its mtime, and (when it held still) its known files `stat`ed
-    // relative to it, so no file's full path is looked up again. `None` for a file the stamp
-    // cannot vouch for (gone, or grown past the size limit while its folder held still).
-    type Stated = Option<Vec<Option<DiscoveredFile>>>;
-    let dirs: Vec<(&String, u64, Stated)> = stamp
+    // relative to it, so no file's full path is looked up again.
+    // Each folder with its mtime now ([`UNKNOWN_MTIME`] if it moved) and its files.
+    type Checked<'a> = (&'a String, u64, Vec<(usize, Stated)>);
+    let dirs: Vec<Checked> = stamp
         .dirs
         .par_iter()
         .map(|(rel, &was)| {
+            let in_dir = by_dir.get(rel.as_str()).map_or(&[][..], Vec::as_slice);
             let folder = Folder::open(repo.join(rel));
             let now = folder.as_ref().map_or(UNKNOWN_MTIME, Folder::mtime);
             if now != was {
-                return (rel, UNKNOWN_MTIME, None);
+                let relisted = in_dir.iter().map(|&i| (i, Stated::Relisted)).collect();
+                return (rel, UNKNOWN_MTIME, relisted);
             }
-            let files = by_dir.get(rel.as_str()).map(|files| {
-                files
-                    .iter()
-                    .map(|rel_file| {
-                        let name = rel_file.rsplit_once('/').map_or(*rel_file, |(_, n)| n);
-                        let (is_file, size, mtime_ns) = folder.as_ref()?.entry(name)?;
-                        (is_file && size <= MAX_FILE_BYTES).then(|| DiscoveredFile {
-                            rel_path: (*rel_file).to_string(),
-                            size,
-                            mtime_ns,
-                        })
-                    })
-                    .collect()
-            });
-            (rel, was, files)
+            let stated = in_dir
+                .iter()
+                .map(|&i| {
+                    let name = known[i].rsplit_once('/').map_or(known[i], |(_, n)| n);
+                    let entry = folder.as_ref().and_then(|f| f.entry(name));
+                    let stated = match entry {
+                        Some((true, size, mtime_ns)) if size <= MAX_FILE_BYTES => {
+                            Stated::File(size, mtime_ns)
+                        }
+                        _ => Stated::Unknown,
+                    };
+                    (i, stated)
+                })
+                .collect();
+            (rel, was, stated)
         })
         .collect();
-    let mut next = TreeStamp {
-        dirs: BTreeMap::new(),
-        rules: stamp.rules.clone(),
-    };
-    let mut files = Vec::with_capacity(known.len());
+    // `Unknown` stays for a file the stamp cannot vouch for: its folder unknown to the stamp,
+    // or the file gone or grown past the size limit while its folder held still.
+    let mut stated = vec![Stated::Unknown; known.len()];
+    let mut next_dirs = Vec::with_capacity(dirs.len());
+    let mut files = Vec::new();
     let mut excludes = None;
-    let mut relisted = BTreeMap::new();
-    let mut stated = Vec::new();
     for (rel, mtime, in_dir) in dirs {
+        for (i, s) in in_dir {
+            stated[i] = s;
+        }
         if mtime != UNKNOWN_MTIME {
-            next.dirs.insert(rel.clone(), mtime);
-            stated.extend(in_dir);
+            next_dirs.push((rel.clone(), mtime));
             continue;
         }
         let abs = repo.join(rel);
@@ -560,8 +570,7 @@ pub fn files_by_stat(
             Some(e) => e,
             None => excludes.insert(load_excludes(repo)?),
         };
-        relisted.insert(rel.clone(), dir_mtime(&abs, read_at));
-        next.dirs.insert(rel.clone(), UNKNOWN_MTIME);
+        next_dirs.push((rel.clone(), dir_mtime(&abs, read_at)));
         let (listed, subdirs) = list_dir(repo, &abs, excludes)?;
         // A new folder, or a new ignore file (its rules reach into subfolders): walk.
         if subdirs.iter().any(|d| !stamp.dirs.contains_key(d))
@@ -571,16 +580,30 @@ pub fn files_by_stat(
         }
         files.extend(listed);
     }
-    for stated in stated {
-        for file in stated {
-            let Some(file) = file else {
-                return Ok(None);
-            };
-            files.push(file);
+    let relisted = files.len();
+    let mut stated_files = Vec::with_capacity(known.len() + relisted);
+    for (rel, s) in known.iter().zip(stated) {
+        match s {
+            Stated::File(size, mtime_ns) => stated_files.push(DiscoveredFile {
+                rel_path: (*rel).to_string(),
+                size,
+                mtime_ns,
+            }),
+            Stated::Relisted => {}
+            Stated::Unknown => return Ok(None),
         }
     }
-    next.dirs.extend(relisted);
-    files.sort_unstable_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    // `known` is in path order; the few re-listed files join it by a merge of the two runs.
+    stated_files.append(&mut files);
+    let mut files = stated_files;
+    if relisted > 0 {
+        files.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
+    }
+    let next = TreeStamp {
+        // In path order already: built in one pass.
+        dirs: BTreeMap::from_iter(next_dirs),
+        rules: stamp.rules.clone(),
+    };
     tracing::debug!(files = files.len(), "files checked by stat");
     Ok(Some((files, next)))
 }

@@ -61,10 +61,33 @@ const MAX_SMALL_SEGMENTS: usize = 4;
 pub struct FileRecord {
     pub size: u64,
     pub mtime_ns: u64,
-    /// The content hash, written in hex (read without an allocation per file).
-    #[serde(with = "hex::serde")]
+    /// The content hash: 16 bytes, in hex in the JSON form of older builds.
+    #[serde(with = "hash_bytes")]
     pub hash: ContentHash,
     pub chunks: u32,
+}
+
+/// A [`ContentHash`] as raw bytes in the binary manifest and as hex in JSON.
+mod hash_bytes {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::ContentHash;
+
+    pub fn serialize<S: Serializer>(hash: &ContentHash, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            hex::serde::serialize(hash, s)
+        } else {
+            hash.serialize(s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ContentHash, D::Error> {
+        if d.is_human_readable() {
+            hex::serde::deserialize(d)
+        } else {
+            ContentHash::deserialize(d)
+        }
+    }
 }
 
 /// Per-file fingerprints tied to one tantivy commit.
