@@ -102,6 +102,9 @@ pub struct ChatClient {
 
 impl ChatClient {
     pub fn new(config: LlmConfig) -> ChatClient {
+        // reqwest is built without a default TLS crypto provider; ring is the process-wide one.
+        // Installing fails only when a provider is already installed, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         ChatClient {
             http: reqwest::Client::new(),
             config,
