@@ -93,6 +93,13 @@ struct Attempt {
     retry_after: Option<Duration>,
 }
 
+/// Makes ring the process's TLS crypto provider: reqwest is built without a default one, and
+/// every HTTPS client of the process (ours, and any other built on reqwest) needs one installed
+/// before it is built. Installing again, or after another provider, changes nothing.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// A chat-completions client.
 #[derive(Debug, Clone)]
 pub struct ChatClient {
@@ -102,9 +109,7 @@ pub struct ChatClient {
 
 impl ChatClient {
     pub fn new(config: LlmConfig) -> ChatClient {
-        // reqwest is built without a default TLS crypto provider; ring is the process-wide one.
-        // Installing fails only when a provider is already installed, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
+        install_tls_provider();
         ChatClient {
             http: reqwest::Client::new(),
             config,

@@ -359,7 +359,10 @@ impl HttpServer {
         HttpServer {
             child,
             url,
-            http: reqwest::Client::new(),
+            http: {
+                promptd::llm::install_tls_provider();
+                reqwest::Client::new()
+            },
             _cwd: cwd,
         }
     }

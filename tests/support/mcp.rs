@@ -263,6 +263,7 @@ pub async fn http_client(
     if let Some(t) = token {
         config = config.auth_header(t);
     }
+    promptd::llm::install_tls_provider();
     let transport = StreamableHttpClientTransport::from_config(config);
     let (tx, rx) = mpsc::unbounded_channel();
     let client = within(
