@@ -8,7 +8,8 @@
 //! `cargo bench --bench rag` (needs `scripts/setup-model` for the vector parts; set
 //! `RAG_BENCH_QUICK=1` to skip the criterion groups; `RAG_BENCH_FULL_INDEX_RUNS=N` full builds,
 //! default 3; `RAG_BENCH_FULL_INDEX_ONLY=1` to stop after them; `RAG_BENCH_EMBED_ONLY=1` to run
-//! only the embedding throughput part, `RAG_BENCH_EMBED_RUNS=N` runs of it, default 3;
+//! only the embedding throughput part (the static model's, then the transformer's),
+//! `RAG_BENCH_EMBED_RUNS=N` runs of it, default 3;
 //! `RAG_BENCH_EMBED_TOKENS=128,256` token windows to compare, default the configured one).
 
 use std::path::{Path, PathBuf};
@@ -105,6 +106,15 @@ fn registry_crate(name: &str) -> PathBuf {
         }
     }
     panic!("{name} not in the cargo registry");
+}
+
+/// The static model, when installed: no runtime, its own token window.
+fn static_model_config() -> Option<RagConfig> {
+    let dir = support::rag::find_static_model_dir().ok()?;
+    Some(RagConfig {
+        model_dir: Some(dir),
+        ..RagConfig::default()
+    })
 }
 
 fn model_config() -> Option<RagConfig> {
@@ -267,9 +277,9 @@ fn load_average() -> String {
 }
 
 /// Background embedding throughput on a fresh copy of a mid-size crate: model load plus
-/// embedding every chunk, the vector cache emptied before each run, with one ONNX thread and
-/// with the default (one per core), for each token window in `RAG_BENCH_EMBED_TOKENS` (default:
-/// the configured window). Prints each run, then min, median and p99 of chunks/s over the runs
+/// embedding every chunk, the vector cache emptied before each run. A transformer runs with one
+/// ONNX thread and with the default (one per core), for each token window in
+/// `RAG_BENCH_EMBED_TOKENS` (default: the configured window); a static model once. Prints each run, then min, median and p99 of chunks/s over the runs
 /// (`RAG_BENCH_EMBED_RUNS`, default 3), chunks per CPU-second (comparable on a loaded machine)
 /// and the load before and after.
 fn embedding_throughput(model: &RagConfig, cores: usize) {
@@ -278,18 +288,22 @@ fn embedding_throughput(model: &RagConfig, cores: usize) {
         .and_then(|n| n.parse().ok())
         .unwrap_or(3)
         .max(1);
-    let windows: Vec<usize> = std::env::var("RAG_BENCH_EMBED_TOKENS")
-        .ok()
-        .map(|w| w.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-        .unwrap_or_else(|| vec![model.embed_max_tokens]);
+    let is_static = model.model_dir.as_deref().is_some_and(|d| {
+        promptd::rag::embed::ModelKind::of_dir(d) == Some(promptd::rag::embed::ModelKind::Static)
+    });
+    // A static model has no window to compare (it pools up to STATIC_MAX_TOKENS).
+    let windows: Vec<usize> = match std::env::var("RAG_BENCH_EMBED_TOKENS") {
+        Ok(w) if !is_static => w.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        _ => vec![model.embed_max_tokens],
+    };
     let repo = prepared_copy("embed", &registry_crate("ignore-0.4.34"));
     let indexer = Retriever::open(&repo, lexical()).unwrap();
     indexer.index(&|_| {}).unwrap();
     drop(indexer);
     let vectors = repo.join(".rag/vectors.bin");
     let mut threads_tried = vec![Some(1), None];
-    if cores == 1 {
-        threads_tried.pop();
+    if cores == 1 || is_static {
+        threads_tried.remove(0);
     }
     for window in windows {
         for &threads in &threads_tried {
@@ -298,11 +312,18 @@ fn embedding_throughput(model: &RagConfig, cores: usize) {
                 embed_max_tokens: window,
                 ..model.clone()
             };
-            let label = format!(
-                "{} ONNX thread(s), {window}-token window, turns of {}",
-                threads.unwrap_or(cores),
-                promptd::rag::embed::BACKGROUND_TURN
-            );
+            let label = if is_static {
+                format!(
+                    "static model, {} token(s) pooled, {cores} thread(s)",
+                    promptd::rag::embed::STATIC_MAX_TOKENS
+                )
+            } else {
+                format!(
+                    "{} ONNX thread(s), {window}-token window, turns of {}",
+                    threads.unwrap_or(cores),
+                    promptd::rag::embed::BACKGROUND_TURN
+                )
+            };
             let load_before = load_average();
             let mut rates = Vec::new();
             let mut per_cpu = Vec::new();
@@ -398,12 +419,16 @@ fn main() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     println!("rag bench on {cores} cores");
     if std::env::var_os("RAG_BENCH_EMBED_ONLY").is_some() {
-        match model_config() {
-            Some(model) => {
-                embedding_throughput(&model, cores);
-                query_wait_under_background_embedding(&model);
-            }
-            None => println!("no model (run scripts/setup-model): embedding bench skipped"),
+        let models: Vec<RagConfig> = [static_model_config(), model_config()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if models.is_empty() {
+            println!("no model (run scripts/setup-model): embedding bench skipped");
+        }
+        for model in &models {
+            embedding_throughput(model, cores);
+            query_wait_under_background_embedding(model);
         }
         return;
     }
@@ -486,7 +511,11 @@ fn main() {
         return;
     };
 
-    // 4. Background embedding throughput.
+    // 4. Background embedding throughput, of the static model and of the transformer.
+    if let Some(static_model) = static_model_config() {
+        embedding_throughput(&static_model, cores);
+        query_wait_under_background_embedding(&static_model);
+    }
     embedding_throughput(&model, cores);
     query_wait_under_background_embedding(&model);
 

@@ -1,6 +1,7 @@
-//! Retrieval with the real all-MiniLM-L6-v2 int8 model on ONNX Runtime (installed by
-//! `scripts/setup-model`): sane vectors, hybrid ranking, the on-disk vector cache, and
-//! background embedding in a long-lived retriever.
+//! Retrieval with the real embedding models installed by `scripts/setup-model`: the
+//! all-MiniLM-L6-v2 int8 transformer on ONNX Runtime and the static model (a token table, no
+//! runtime): sane vectors, hybrid ranking, the on-disk vector cache, and background embedding
+//! in a long-lived retriever.
 
 use crate::support::rag;
 
@@ -8,7 +9,37 @@ use std::time::Duration;
 
 use promptd::rag::embed::{Embedder, cosine};
 use promptd::rag::{RetrievalMode, RetrievalQuery, Retriever};
-use rag::{QUERIES, fixture_repo, model_config, model_paths};
+use rag::{QUERIES, fixture_repo, model_config, model_paths, static_model_config};
+
+/// Cosine similarities a sane sentence model gives: a paraphrase above unrelated text, code
+/// about the subject above unrelated text, and a text alone as in a batch. Returns the
+/// similarities of the paraphrase and of the unrelated text.
+fn assert_sane_vectors(embedder: &Embedder, dim: usize) -> (f32, f32) {
+    let texts = [
+        "How do I reset my password?",
+        "Steps to recover a forgotten account password",
+        "The cat sat on the warm mat",
+        "fn verify_password(hash: &str, password: &str) -> bool",
+    ];
+    let v = embedder.embed(&texts, 4).unwrap();
+    assert_eq!(v.len(), 4);
+    assert!(v.iter().all(|x| x.len() == dim));
+    for x in &v {
+        let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-3, "norm {norm}");
+    }
+    let related = cosine(&v[0], &v[1]);
+    let unrelated = cosine(&v[0], &v[2]);
+    let code = cosine(&v[0], &v[3]);
+    assert!(
+        related > unrelated + 0.2,
+        "related {related}, unrelated {unrelated}"
+    );
+    assert!(code > unrelated, "code {code} vs unrelated {unrelated}");
+    let single = embedder.embed_query(texts[1]).unwrap();
+    assert!(cosine(&single, &v[1]) > 0.999);
+    (related, unrelated)
+}
 
 #[test]
 fn int8_model_gives_sane_vectors() {
@@ -21,28 +52,44 @@ fn int8_model_gives_sane_vectors() {
             runtime.display()
         )
     });
-    let texts = [
-        "How do I reset my password?",
-        "Steps to recover a forgotten account password",
-        "The cat sat on the warm mat",
-        "fn verify_password(hash: &str, password: &str) -> bool",
-    ];
-    let v = embedder.embed(&texts, 4).unwrap();
-    assert_eq!(v.len(), 4);
-    assert!(v.iter().all(|x| x.len() == 384));
-    for x in &v {
-        let norm: f32 = x.iter().map(|a| a * a).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-3, "norm {norm}");
-    }
-    let related = cosine(&v[0], &v[1]);
-    let unrelated = cosine(&v[0], &v[2]);
-    let code = cosine(&v[0], &v[3]);
+    // Batching must not change vectors (mean pooling over the attention mask).
+    let (related, unrelated) = assert_sane_vectors(&embedder, 384);
     assert!(related > 0.5, "related {related}");
     assert!(unrelated < 0.2, "unrelated {unrelated}");
-    assert!(code > unrelated, "code {code} vs unrelated {unrelated}");
-    // Batching must not change vectors (mean pooling over the attention mask).
-    let single = embedder.embed_query(texts[1]).unwrap();
-    assert!(cosine(&single, &v[1]) > 0.999);
+}
+
+#[test]
+fn static_model_gives_sane_vectors_without_a_runtime() {
+    let embedder = Embedder::load(&static_model_config()).unwrap();
+    assert_sane_vectors(&embedder, promptd::rag::embed::STATIC_MODEL_DIM);
+}
+
+#[test]
+fn hybrid_ranking_with_the_static_model() {
+    let repo = fixture_repo();
+    let retriever = Retriever::open(repo.path(), static_model_config()).unwrap();
+    let summary = retriever.index(&|_| {}).unwrap();
+    assert!(summary.embedded > 0);
+    let mut top3 = 0;
+    for (text, path, _) in QUERIES {
+        let result = retriever.retrieve(&RetrievalQuery::new(*text)).unwrap();
+        assert_eq!(
+            result.stats.mode,
+            RetrievalMode::Hybrid,
+            "{:?}",
+            result.warnings
+        );
+        top3 += usize::from(result.chunks.iter().take(3).any(|c| &c.chunk.path == path));
+    }
+    assert!(
+        top3 >= QUERIES.len() - 1,
+        "top-3 hits {top3}/{}",
+        QUERIES.len()
+    );
+    // Reopening reuses the static model's vectors on disk.
+    drop(retriever);
+    let reopened = Retriever::open(repo.path(), static_model_config()).unwrap();
+    assert_eq!(reopened.index(&|_| {}).unwrap().embedded, 0);
 }
 
 #[test]

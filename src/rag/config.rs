@@ -19,8 +19,9 @@ pub enum Fusion {
     Lexical,
     /// `lexical_weight * bm25/max + vector_weight * cosine`.
     Blend,
-    /// Reciprocal-rank fusion of the BM25 and cosine orders (k = 60), scaled so first in both
-    /// orders scores 1.0 and last in both 0.0. The shipped default: best measured Acc@1/MRR.
+    /// Reciprocal-rank fusion of the BM25 and cosine orders (k = 60), each weighted by its
+    /// `lexicalWeight` / `vectorWeight`, scaled so first in both orders scores 1.0 and last in
+    /// both 0.0. The shipped default: best measured Acc@1/MRR.
     #[default]
     Rrf,
 }
@@ -94,9 +95,11 @@ pub struct RagConfig {
     pub candidate_multiplier: usize,
     /// How lexical and vector scores combine when vectors exist.
     pub fusion: Fusion,
-    /// Weight of the normalised BM25 score in [`Fusion::Blend`].
+    /// Weight of the lexical evidence: of the normalised BM25 score in [`Fusion::Blend`], of
+    /// the BM25 order's reciprocal rank in [`Fusion::Rrf`].
     pub lexical_weight: f32,
-    /// Weight of the cosine similarity in [`Fusion::Blend`].
+    /// Weight of the vector evidence: of the cosine in [`Fusion::Blend`], of the cosine
+    /// order's reciprocal rank in [`Fusion::Rrf`].
     pub vector_weight: f32,
     /// BM25 boost of a query term matching a symbol name (function, type, method).
     pub symbol_boost: f32,

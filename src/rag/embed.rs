@@ -27,12 +27,24 @@ use fastembed::{
 use super::config::RagConfig;
 use super::error::RagError;
 use super::hash::ContentHash;
+use super::static_model::{MODEL_FILE as STATIC_MODEL_FILE, StaticModel};
 use super::store::RagDir;
 
-/// The model directory's conventional name under `$PROMPTD_DEPS_DIR/models/`.
+/// The transformer's directory name under `$PROMPTD_DEPS_DIR/models/`: the fallback when the
+/// static model is not installed.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
+/// The static model's directory name under `$PROMPTD_DEPS_DIR/models/`, looked for first.
+pub const STATIC_MODEL_NAME: &str = "wordllama-l2-256";
+/// The dimension of [`STATIC_MODEL_NAME`]'s vectors.
+pub const STATIC_MODEL_DIM: usize = 256;
 /// all-MiniLM-L6-v2 sees at most 256 word pieces.
 pub const MODEL_MAX_TOKENS: usize = 256;
+/// Tokens a static model pools of each text: it has no window, this bounds the work per text.
+pub const STATIC_MAX_TOKENS: usize = 512;
+/// Texts a static model embeds per hold in the background: a turn takes a few milliseconds.
+const STATIC_BACKGROUND_TURN: usize = 64;
+/// The model file of a transformer model directory.
+const ONNX_FILE: &str = "model.onnx";
 /// Bytes of text kept per token of the window before tokenizing: word pieces of source code
 /// average about 3 bytes and indentation (not a token) rarely doubles that, so the cut does not
 /// shorten what the model sees; it only spares the tokenizer the rest of a long chunk.
@@ -52,17 +64,23 @@ pub enum ModelSource {
     Hub(String),
 }
 
-/// Finds the model: configured directory, `PROMPTD_EMBED_MODEL_DIR`,
+/// Finds the model: configured directory, `PROMPTD_EMBED_MODEL_DIR`, the static model
+/// `$PROMPTD_DEPS_DIR/models/wordllama-l2-256`, the transformer
 /// `$PROMPTD_DEPS_DIR/models/all-MiniLM-L6-v2`, then a configured hub model.
 pub fn locate_model(config: &RagConfig) -> Option<ModelSource> {
     let env_dir = std::env::var_os("PROMPTD_EMBED_MODEL_DIR").map(PathBuf::from);
-    let deps_dir = std::env::var_os("PROMPTD_DEPS_DIR")
-        .map(|d| PathBuf::from(d).join("models").join(DEFAULT_MODEL_NAME));
+    let installed = || {
+        let models = PathBuf::from(std::env::var_os("PROMPTD_DEPS_DIR")?).join("models");
+        [STATIC_MODEL_NAME, DEFAULT_MODEL_NAME]
+            .into_iter()
+            .map(|name| models.join(name))
+            .find(|dir| ModelKind::of_dir(dir).is_some())
+    };
     config
         .model_dir
         .clone()
         .or(env_dir)
-        .or(deps_dir.filter(|d| d.join("model.onnx").is_file()))
+        .or_else(installed)
         .map(ModelSource::Dir)
         .or_else(|| config.hub_model.clone().map(ModelSource::Hub))
 }
@@ -88,20 +106,20 @@ pub fn locate_runtime(config: &RagConfig) -> Option<PathBuf> {
 /// and the token window (vectors of another window differ). Reads the model file but loads no
 /// runtime; `None` when no model is found.
 pub fn model_key(config: &RagConfig) -> Option<ContentHash> {
-    let window = RunOptions::of(config).max_tokens.to_le_bytes();
     match locate_model(config)? {
         ModelSource::Dir(dir) => {
-            let file = File::open(dir.join("model.onnx")).ok()?;
+            let kind = ModelKind::of_dir(&dir)?;
+            let file = File::open(dir.join(kind.file())).ok()?;
             let mut hasher = blake3::Hasher::new();
             hasher.update_reader(file).ok()?;
-            hasher.update(&window);
+            hasher.update(&RunOptions::for_kind(config, kind).max_tokens.to_le_bytes());
             Some(truncate_hash(hasher.finalize()))
         }
         ModelSource::Hub(name) => {
             let mut hasher = blake3::Hasher::new();
             hasher.update(b"hub:");
             hasher.update(name.as_bytes());
-            hasher.update(&window);
+            hasher.update(&RunOptions::of(config).max_tokens.to_le_bytes());
             Some(truncate_hash(hasher.finalize()))
         }
     }
@@ -146,6 +164,19 @@ impl RunOptions {
                 .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         }
     }
+
+    /// The options for a model of `kind`: a static model pools up to [`STATIC_MAX_TOKENS`]
+    /// tokens whatever the configured window (which bounds a transformer's cost).
+    pub fn for_kind(config: &RagConfig, kind: ModelKind) -> RunOptions {
+        let options = RunOptions::of(config);
+        match kind {
+            ModelKind::Onnx => options,
+            ModelKind::Static => RunOptions {
+                max_tokens: STATIC_MAX_TOKENS,
+                ..options
+            },
+        }
+    }
 }
 
 /// ONNX Runtime session entries: intra-op threads sleep rather than spin between the calls of a
@@ -157,9 +188,45 @@ fn session_config() -> Vec<(String, String)> {
     ]
 }
 
-/// A loaded sentence-embedding model. fastembed needs `&mut` to run, so calls serialise.
+/// What computes the vectors.
+enum Engine {
+    /// A transformer on ONNX Runtime. fastembed needs `&mut` to run, so calls serialise.
+    Onnx(Mutex<TextEmbedding>),
+    /// A token table ([`StaticModel`]): no runtime, calls run side by side.
+    Static(StaticModel),
+}
+
+/// The kind of model a directory holds: `model.onnx` (a transformer) or `model.safetensors`
+/// (a static model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelKind {
+    Onnx,
+    Static,
+}
+
+impl ModelKind {
+    /// The kind of the model in `dir`, by its model file; `None` when it has neither.
+    pub fn of_dir(dir: &Path) -> Option<ModelKind> {
+        if dir.join(ONNX_FILE).is_file() {
+            Some(ModelKind::Onnx)
+        } else if dir.join(STATIC_MODEL_FILE).is_file() {
+            Some(ModelKind::Static)
+        } else {
+            None
+        }
+    }
+
+    fn file(self) -> &'static str {
+        match self {
+            ModelKind::Onnx => ONNX_FILE,
+            ModelKind::Static => STATIC_MODEL_FILE,
+        }
+    }
+}
+
+/// A loaded sentence-embedding model.
 pub struct Embedder {
-    model: Mutex<TextEmbedding>,
+    engine: Engine,
     /// Identifies the model and window in the vector cache so vectors from another model are
     /// never mixed ([`model_key`]).
     pub model_id: ContentHash,
@@ -186,31 +253,47 @@ impl Embedder {
                 "no model found (set PROMPTD_EMBED_MODEL_DIR or run scripts/setup-model)".into(),
             )
         })?;
-        let options = RunOptions::of(config);
         let embedder = match &source {
             ModelSource::Dir(dir) => {
-                let runtime = locate_runtime(config).ok_or_else(|| {
-                    RagError::Embed(
-                        "ONNX Runtime library not found (set ORT_DYLIB_PATH or run scripts/setup-model)"
-                            .into(),
-                    )
-                })?;
-                init_runtime(&runtime)?;
-                Self::from_dir(dir, options)
+                let kind = ModelKind::of_dir(dir).ok_or_else(|| no_model_file(dir))?;
+                if kind == ModelKind::Onnx {
+                    let runtime = locate_runtime(config).ok_or_else(|| {
+                        RagError::Embed(
+                            "ONNX Runtime library not found (set ORT_DYLIB_PATH or run scripts/setup-model)"
+                                .into(),
+                        )
+                    })?;
+                    init_runtime(&runtime)?;
+                }
+                Self::from_dir(dir, RunOptions::for_kind(config, kind))
             }
-            ModelSource::Hub(name) => Self::from_hub(name, config, options),
+            ModelSource::Hub(name) => Self::from_hub(name, config, RunOptions::of(config)),
         }?;
-        tracing::debug!(source = ?embedder.source, ?options, "embedding model loaded");
+        tracing::debug!(source = ?embedder.source, "embedding model loaded");
         Ok(embedder)
     }
 
-    /// Loads `model.onnx` and the tokenizer files from `dir`.
+    /// Loads the model in `dir`: `model.onnx` and its tokenizer files (ONNX Runtime must be
+    /// loaded), or a static model's `model.safetensors` and `tokenizer.json`.
     pub fn from_dir(dir: &Path, options: RunOptions) -> Result<Embedder, RagError> {
+        let kind = ModelKind::of_dir(dir).ok_or_else(|| no_model_file(dir))?;
         let read = |name: &str| {
             let path = dir.join(name);
             std::fs::read(&path).map_err(|e| RagError::Embed(format!("{}: {e}", path.display())))
         };
-        let onnx = read("model.onnx")?;
+        if kind == ModelKind::Static {
+            let mut hasher = blake3::Hasher::new();
+            hasher.update(&read(STATIC_MODEL_FILE)?);
+            hasher.update(&options.max_tokens.to_le_bytes());
+            return Ok(Embedder {
+                engine: Engine::Static(StaticModel::from_dir(dir, options.max_tokens)?),
+                model_id: truncate_hash(hasher.finalize()),
+                source: ModelSource::Dir(dir.to_path_buf()),
+                max_text_bytes: options.max_tokens * BYTES_PER_TOKEN,
+                queries_waiting: AtomicUsize::new(0),
+            });
+        }
+        let onnx = read(ONNX_FILE)?;
         let mut hasher = blake3::Hasher::new();
         hasher.update(&onnx);
         hasher.update(&options.max_tokens.to_le_bytes());
@@ -231,7 +314,7 @@ impl Embedder {
         let model = TextEmbedding::try_new_from_user_defined(user_model, init)
             .map_err(|e| RagError::Embed(format!("{}: {e}", dir.display())))?;
         Ok(Embedder {
-            model: Mutex::new(model),
+            engine: Engine::Onnx(Mutex::new(model)),
             model_id,
             source: ModelSource::Dir(dir.to_path_buf()),
             max_text_bytes: options.max_tokens * BYTES_PER_TOKEN,
@@ -255,7 +338,7 @@ impl Embedder {
         let model = TextEmbedding::try_new(init)
             .map_err(|e| RagError::Embed(format!("hub model {name}: {e}")))?;
         Ok(Embedder {
-            model: Mutex::new(model),
+            engine: Engine::Onnx(Mutex::new(model)),
             model_id: model_key(config).unwrap_or_default(),
             source: ModelSource::Hub(name.to_string()),
             max_text_bytes: options.max_tokens * BYTES_PER_TOKEN,
@@ -284,14 +367,21 @@ impl Embedder {
             .iter()
             .map(|&i| head(texts[i], self.max_text_bytes))
             .collect();
-        let vectors = {
-            let mut model = self
-                .model
-                .lock()
-                .map_err(|_| RagError::Embed("model lock poisoned".into()))?;
-            model
-                .embed(&cut, Some(batch.max(1)))
-                .map_err(|e| RagError::Embed(e.to_string()))?
+        let vectors = match &self.engine {
+            Engine::Onnx(model) => {
+                let mut model = model
+                    .lock()
+                    .map_err(|_| RagError::Embed("model lock poisoned".into()))?;
+                model
+                    .embed(&cut, Some(batch.max(1)))
+                    .map_err(|e| RagError::Embed(e.to_string()))?
+            }
+            Engine::Static(model) => {
+                use rayon::prelude::*;
+                cut.par_iter()
+                    .map(|t| model.embed(t))
+                    .collect::<Result<Vec<_>, _>>()?
+            }
         };
         let mut out = vec![Vec::new(); texts.len()];
         for (i, v) in order.into_iter().zip(vectors) {
@@ -319,7 +409,11 @@ impl Embedder {
         batch: usize,
     ) -> Result<Vec<Vec<f32>>, RagError> {
         let mut out = Vec::with_capacity(texts.len());
-        for turn in texts.chunks(BACKGROUND_TURN) {
+        let turn_len = match self.engine {
+            Engine::Onnx(_) => BACKGROUND_TURN,
+            Engine::Static(_) => STATIC_BACKGROUND_TURN,
+        };
+        for turn in texts.chunks(turn_len) {
             while self.queries_waiting.load(Ordering::SeqCst) > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }
@@ -327,6 +421,13 @@ impl Embedder {
         }
         Ok(out)
     }
+}
+
+fn no_model_file(dir: &Path) -> RagError {
+    RagError::Embed(format!(
+        "{}: no model file: expected {ONNX_FILE} (a transformer) or {STATIC_MODEL_FILE} (a static model)",
+        dir.display()
+    ))
 }
 
 /// The longest prefix of `text` of at most `max` bytes that ends on a character boundary.

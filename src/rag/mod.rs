@@ -30,6 +30,7 @@ pub mod query;
 pub mod rank;
 pub mod request;
 mod retriever;
+pub mod static_model;
 pub mod store;
 pub mod tokenize;
 mod watch;

@@ -206,12 +206,14 @@ pub fn fuse(
                     config.lexical_weight * lexical + config.vector_weight * cos
                 }
                 (Fusion::Rrf, Some(_), Some(rank)) => {
-                    // Min-max over the possible range: first in both orders scores 1, last in
-                    // both 0, so the relevance threshold keeps its meaning.
+                    // Each order weighs its configured share. Min-max over the possible range:
+                    // first in both orders scores 1, last in both 0, so the relevance
+                    // threshold keeps its meaning.
+                    let (lw, vw) = (config.lexical_weight, config.vector_weight);
                     let rrf = |r: usize| 1.0 / (RRF_K + 1.0 + r as f32);
-                    let best = 2.0 * rrf(0);
-                    let worst = 2.0 * rrf(count.saturating_sub(1));
-                    let raw = rrf(i) + rrf(rank[i]);
+                    let best = (lw + vw) * rrf(0);
+                    let worst = (lw + vw) * rrf(count.saturating_sub(1));
+                    let raw = lw * rrf(i) + vw * rrf(rank[i]);
                     if best > worst {
                         (raw - worst) / (best - worst)
                     } else {

@@ -183,6 +183,42 @@ pub fn model_paths() -> (PathBuf, PathBuf) {
     })
 }
 
+/// The static embedding model installed by `scripts/setup-model`
+/// (`$PROMPTD_DEPS_DIR/models/…`, else `<crate>/.deps/models/…`); `Err` names where it was
+/// looked for.
+pub fn find_static_model_dir() -> Result<PathBuf, PathBuf> {
+    let deps = std::env::var_os("PROMPTD_DEPS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".deps"));
+    let dir = deps
+        .join("models")
+        .join(promptd::rag::embed::STATIC_MODEL_NAME);
+    if dir.join(promptd::rag::static_model::MODEL_FILE).is_file() {
+        Ok(dir)
+    } else {
+        Err(dir)
+    }
+}
+
+/// [`find_static_model_dir`], which the tests require.
+pub fn static_model_dir() -> PathBuf {
+    find_static_model_dir().unwrap_or_else(|dir| {
+        panic!(
+            "static embedding model missing in {}: run scripts/setup-model",
+            dir.display()
+        )
+    })
+}
+
+/// A configuration using the real static model, and no ONNX Runtime.
+pub fn static_model_config() -> RagConfig {
+    RagConfig {
+        model_dir: Some(static_model_dir()),
+        ort_dylib_path: Some(PathBuf::from("/nonexistent/libonnxruntime.so")),
+        ..RagConfig::default()
+    }
+}
+
 /// A configuration using the real model.
 pub fn model_config() -> RagConfig {
     let (model, runtime) = model_paths();
