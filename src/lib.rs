@@ -21,6 +21,7 @@ pub mod limits;
 pub mod lint;
 pub mod llm;
 pub mod mcp;
+pub mod metrics;
 pub mod panics;
 pub mod prompt_tests;
 pub mod rag;

@@ -115,6 +115,8 @@ pub struct Snapshot {
     pub renderer: Renderer,
     pub config: Arc<ProjectConfig>,
     pub limits: Limits,
+    /// The registry's version ([`Registry::version`]).
+    pub version: String,
     /// Metadata-only listings, built once per snapshot: [user prompts, all prompts].
     listings: [OnceLock<Arc<PromptListing>>; 2],
 }
@@ -127,6 +129,7 @@ impl Snapshot {
         let limits = config.limits().unwrap_or_default();
         Snapshot {
             renderer: Renderer::with_limits(registry.clone(), limits.clone()),
+            version: registry.version(),
             registry,
             config,
             limits,
@@ -141,7 +144,7 @@ impl Snapshot {
         args: &Map<String, Value>,
         clock: &Clock,
     ) -> Result<RenderedPrompt, RenderError> {
-        self.renderer.render(name, args, &self.config, clock)
+        counted(self.renderer.render(name, args, &self.config, clock))
     }
 
     /// Renders `prompt`, a template of this snapshot's registry, with `args` over this
@@ -152,8 +155,10 @@ impl Snapshot {
         args: &Map<String, Value>,
         clock: &Clock,
     ) -> Result<RenderedPrompt, RenderError> {
-        self.renderer
-            .render_template(prompt, args, &self.config, clock)
+        counted(
+            self.renderer
+                .render_template(prompt, args, &self.config, clock),
+        )
     }
 
     /// Answers a `wit-get-prompts` request from this snapshot alone, within its limits (see
@@ -172,6 +177,12 @@ impl Snapshot {
     pub fn warm(&self) {
         self.metadata_listing(false);
         self.metadata_listing(true);
+    }
+
+    /// Whether [`Snapshot::warm`] has built the listings: the snapshot answers every request
+    /// without building anything first.
+    pub fn is_warm(&self) -> bool {
+        self.listings.iter().all(|l| l.get().is_some())
     }
 
     /// The metadata-only listing `{prompts, totalCount}`, cached: the snapshot never changes.
@@ -202,6 +213,14 @@ pub struct ReloadOutcome {
     pub settling: bool,
 }
 
+/// A render's result, its failure counted in the process's metrics.
+fn counted(result: Result<RenderedPrompt, RenderError>) -> Result<RenderedPrompt, RenderError> {
+    if result.is_err() {
+        crate::metrics::global().render_error();
+    }
+    result
+}
+
 /// The shared prompt service.
 #[derive(Debug)]
 pub struct PromptLibrary {
@@ -229,8 +248,10 @@ impl PromptLibrary {
         for d in registry.diagnostics() {
             tracing::warn!("{d}");
         }
+        let snapshot = Snapshot::new(registry, Arc::new(config));
+        crate::metrics::global().serving(snapshot.registry.len(), &snapshot.version);
         Ok(PromptLibrary {
-            current: ArcSwap::from_pointee(Snapshot::new(registry, Arc::new(config))),
+            current: ArcSwap::from_pointee(snapshot),
             options,
             roots,
         })
@@ -291,8 +312,10 @@ impl PromptLibrary {
             let snapshot = Snapshot::new(registry, config);
             // Built here, on the reloading thread, so that no request pays for it.
             snapshot.warm();
+            crate::metrics::global().serving(snapshot.registry.len(), &snapshot.version);
             self.current.store(Arc::new(snapshot));
         }
+        crate::metrics::global().reload(problems.is_empty());
         ReloadOutcome {
             changed,
             problems,

@@ -36,6 +36,7 @@ mod hostile_workspace;
 mod library_reload;
 mod llm;
 mod mcp_http;
+mod mcp_replicas;
 mod mcp_stdio;
 mod prompt_tests;
 mod rag_chunk;

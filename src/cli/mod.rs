@@ -76,6 +76,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "N", default_value_t = crate::mcp::DEFAULT_PAGE_SIZE,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub page_size: usize,
+    /// With --http: keep no MCP sessions, so every request can go to any replica behind a
+    /// load balancer (clients get no list_changed notifications; they compare versions).
+    #[arg(long, requires = "http")]
+    pub stateless: bool,
     /// Do not watch prompt folders and the config file for changes.
     #[arg(long)]
     pub no_watch: bool,
@@ -339,6 +343,7 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
         http: args.http,
         auth_token: args.auth_token.clone(),
         watch: !args.no_watch,
+        stateless: args.stateless,
     };
     crate::mcp::serve(lib, options)?;
     Ok(0)

@@ -22,6 +22,7 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
@@ -34,6 +35,12 @@ use crate::limits::Limits;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
+/// Liveness: 200 while the process serves.
+pub const HEALTH_PATH: &str = "/health";
+/// Readiness: 200 once the prompts are loaded and their listings built, 503 before.
+pub const READY_PATH: &str = "/ready";
+/// The process's metrics in the OpenMetrics text format (behind the token when one is set).
+pub const METRICS_PATH: &str = "/metrics";
 
 /// The session header of streamable HTTP.
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -115,9 +122,13 @@ pub struct RouterOptions {
     pub local: SocketAddr,
     pub limits: Limits,
     pub config: HttpConfig,
+    /// No MCP sessions: every request is answered on its own, so any replica can answer it.
+    pub stateless: bool,
 }
 
-/// The axum router: `/mcp` behind the request guard, and the bearer check when a token is set.
+/// The axum router: `/mcp` behind the request guard and `/metrics`, both behind the bearer
+/// check when a token is set; `/health` and `/ready` open to load balancers' probes (they
+/// reveal nothing but the status).
 pub fn router(
     server: PromptServer,
     options: &RouterOptions,
@@ -128,7 +139,9 @@ pub fn router(
         .with_cancellation_token(ct)
         .with_max_request_body_bytes(options.limits.max_request_bytes)
         .with_allowed_origins(options.config.allowed_origins.clone())
-        .enforce_origin_validation();
+        .enforce_origin_validation()
+        .with_legacy_session_mode(!options.stateless)
+        .with_json_response(options.stateless);
     let ip = options.local.ip();
     if ip.is_loopback() {
         // Loopback names, and the address bound (127.0.0.2 is loopback too).
@@ -140,20 +153,25 @@ pub fn router(
         config = config.disable_allowed_hosts();
     }
     let conformance = super::jsonrpc::HttpConformance::of(server.library());
+    let library = server.library().clone();
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let guard_state = Arc::new(GuardState {
-        sessions,
+        sessions: sessions.clone(),
         max_request_bytes: options.limits.max_request_bytes,
         retry_after: options.limits.session_idle_pressure_secs.max(1),
     });
+    let metrics = axum::Router::new()
+        .route(METRICS_PATH, get(metrics))
+        .with_state(sessions);
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
         .layer(middleware::from_fn_with_state(
             conformance,
             super::jsonrpc::conform_http,
         ))
-        .layer(middleware::from_fn_with_state(guard_state, guard));
-    match options
+        .layer(middleware::from_fn_with_state(guard_state, guard))
+        .merge(metrics);
+    let protected = match options
         .token
         .as_deref()
         .map(str::trim)
@@ -164,7 +182,35 @@ pub fn router(
             require_bearer,
         )),
         None => router,
+    };
+    let probes = axum::Router::new()
+        .route(HEALTH_PATH, get(health))
+        .route(READY_PATH, get(ready))
+        .with_state(library);
+    protected.merge(probes)
+}
+
+async fn health() -> Response {
+    plain(StatusCode::OK, "ok\n".into())
+}
+
+async fn ready(State(library): State<Arc<crate::library::PromptLibrary>>) -> Response {
+    if library.snapshot().is_warm() {
+        plain(StatusCode::OK, "ready\n".into())
+    } else {
+        plain(StatusCode::SERVICE_UNAVAILABLE, "loading\n".into())
     }
+}
+
+async fn metrics(State(sessions): State<Arc<BoundedSessions>>) -> Response {
+    let metrics = crate::metrics::global();
+    metrics.sessions(sessions.len());
+    (
+        StatusCode::OK,
+        [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
+        metrics.encode(),
+    )
+        .into_response()
 }
 
 /// Serves until `ct` is cancelled. Prints the bound address to stderr (tests and users with
@@ -173,6 +219,7 @@ pub async fn serve(
     server: PromptServer,
     addr: SocketAddr,
     token: Option<String>,
+    stateless: bool,
     ct: CancellationToken,
 ) -> Result<(), ServeError> {
     let snapshot = server.library().snapshot();
@@ -192,6 +239,7 @@ pub async fn serve(
         local,
         limits: limits.clone(),
         config,
+        stateless,
     };
     let app = router(server, &options, sessions, ct.child_token());
     eprintln!("promptd: serving MCP at http://{local}{MCP_PATH}");

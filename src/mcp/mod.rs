@@ -42,6 +42,9 @@ pub struct ServeOptions {
     pub auth_token: Option<String>,
     /// Watch prompt folders and the config file (hot reload).
     pub watch: bool,
+    /// Over HTTP, keep no MCP sessions: any replica behind a load balancer can answer any
+    /// request (no server-to-client notifications).
+    pub stateless: bool,
 }
 
 /// Why serving failed.
@@ -134,7 +137,7 @@ pub async fn serve_async(
                 let _ = tokio::signal::ctrl_c().await;
                 stop.cancel();
             });
-            http::serve(server, addr, options.auth_token, ct).await
+            http::serve(server, addr, options.auth_token, options.stateless, ct).await
         }
         None => serve_stdio(server).await,
     }

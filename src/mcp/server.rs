@@ -4,6 +4,7 @@
 //! catalog and called through [`super::tools`].
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
@@ -18,6 +19,7 @@ use super::clients::ConnectedClients;
 use super::convert;
 use super::tools::{self, ToolContext};
 use crate::library::{PromptLibrary, Visibility};
+use crate::metrics::Method;
 use crate::registry::PromptTemplate;
 use crate::stages::Stages;
 
@@ -83,6 +85,36 @@ impl PromptServer {
     }
 }
 
+/// Counts an answered request in the process's metrics and passes its result on.
+fn counted<T>(
+    method: Method,
+    started: Instant,
+    result: Result<T, ErrorData>,
+) -> Result<T, ErrorData> {
+    crate::metrics::global().request(method, result.is_ok(), started.elapsed());
+    result
+}
+
+impl PromptServer {
+    /// `completion/complete` for a prompt argument (nothing for other references).
+    fn completion(&self, request: &CompleteRequestParams) -> Result<CompleteResult, ErrorData> {
+        let Reference::Prompt(prompt) = &request.r#ref else {
+            return Ok(CompleteResult::new(CompletionInfo::default()));
+        };
+        let snap = self.library().snapshot();
+        let Some(t) = snap.registry.get(&prompt.name).filter(|t| self.offered(t)) else {
+            return Err(convert::unknown_prompt(&prompt.name));
+        };
+        let info = t
+            .arguments
+            .iter()
+            .find(|a| a.name == request.argument.name)
+            .map(|a| convert::completion(a, &request.argument.value))
+            .unwrap_or_default();
+        Ok(CompleteResult::new(info))
+    }
+}
+
 impl ServerHandler for PromptServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
@@ -108,10 +140,13 @@ impl ServerHandler for PromptServer {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
+        let started = Instant::now();
         context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request)?;
-        self.clients.add_session(context.peer.clone());
-        Ok(result)
+        let result = self.negotiate_initialize(&request);
+        if result.is_ok() {
+            self.clients.add_session(context.peer.clone());
+        }
+        counted(Method::initialize, started, result)
     }
 
     async fn list_prompts(
@@ -119,6 +154,7 @@ impl ServerHandler for PromptServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
+        let started = Instant::now();
         let snap = self.library().snapshot();
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (page, next) = convert::page(
@@ -131,7 +167,7 @@ impl ServerHandler for PromptServer {
             page.into_iter().map(|t| convert::prompt(t)).collect(),
         );
         result.next_cursor = next;
-        Ok(result)
+        counted(Method::prompts_list, started, Ok(result))
     }
 
     async fn get_prompt(
@@ -139,15 +175,20 @@ impl ServerHandler for PromptServer {
         request: GetPromptRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
+        let started = Instant::now();
         let snap = self.library().snapshot();
-        let Some(t) = snap.registry.get(&request.name).filter(|t| self.offered(t)) else {
-            return Err(convert::unknown_prompt(&request.name));
+        let result = match snap.registry.get(&request.name).filter(|t| self.offered(t)) {
+            None => Err(convert::unknown_prompt(&request.name)),
+            Some(t) => snap
+                .render_template(
+                    t,
+                    &convert::arguments(request.arguments),
+                    self.library().clock(),
+                )
+                .map(|rendered| convert::get_prompt_result(t, rendered).into())
+                .map_err(|e| convert::render_error(&e)),
         };
-        let args = convert::arguments(request.arguments);
-        let rendered = snap
-            .render_template(t, &args, self.library().clock())
-            .map_err(|e| convert::render_error(&e))?;
-        Ok(convert::get_prompt_result(t, rendered).into())
+        counted(Method::prompts_get, started, result)
     }
 
     async fn complete(
@@ -155,20 +196,9 @@ impl ServerHandler for PromptServer {
         request: CompleteRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
-        let Reference::Prompt(prompt) = &request.r#ref else {
-            return Ok(CompleteResult::new(CompletionInfo::default()));
-        };
-        let snap = self.library().snapshot();
-        let Some(t) = snap.registry.get(&prompt.name).filter(|t| self.offered(t)) else {
-            return Err(convert::unknown_prompt(&prompt.name));
-        };
-        let info = t
-            .arguments
-            .iter()
-            .find(|a| a.name == request.argument.name)
-            .map(|a| convert::completion(a, &request.argument.value))
-            .unwrap_or_default();
-        Ok(CompleteResult::new(info))
+        let started = Instant::now();
+        let result = self.completion(&request);
+        counted(Method::completion_complete, started, result)
     }
 
     async fn list_tools(
@@ -176,9 +206,9 @@ impl ServerHandler for PromptServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            tools::definitions().to_vec(),
-        ))
+        let started = Instant::now();
+        let result = ListToolsResult::with_all_items(tools::definitions().to_vec());
+        counted(Method::tools_list, started, Ok(result))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -193,20 +223,24 @@ impl ServerHandler for PromptServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
         let Some(entry) = tools::find(&request.name) else {
-            return Err(ErrorData::invalid_params(
+            let unknown = Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`", request.name),
                 None,
             ));
+            return counted(Method::tools_call, started, unknown);
         };
         let ctx = ToolContext {
             stages: self.stages.clone(),
             peer: Some(context.peer.clone()),
             visibility: self.visibility(),
         };
-        let result =
-            tools::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await?;
-        Ok(result.into())
+        let result = tools::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await;
+        // A tool's own failure (`isError`) counts as an error too.
+        let ok = matches!(&result, Ok(r) if r.is_error != Some(true));
+        crate::metrics::global().request(Method::tools_call, ok, started.elapsed());
+        result.map(Into::into)
     }
 
     fn accepted_subscription_filter(

@@ -244,6 +244,19 @@ impl Registry {
         self.prompts.values()
     }
 
+    /// The version of the whole set: the content hash of every prompt's name and version
+    /// hash in name order. Two processes serving the same files report the same version.
+    pub fn version(&self) -> String {
+        let mut all = String::with_capacity(self.prompts.len() * 40);
+        for t in self.prompts.values() {
+            all.push_str(&t.name);
+            all.push('\0');
+            all.push_str(&t.version_hash);
+            all.push('\n');
+        }
+        content_hash(all.as_bytes())
+    }
+
     /// The number of prompts served.
     pub fn len(&self) -> usize {
         self.prompts.len()
