@@ -227,6 +227,12 @@ pub struct PromptLibrary {
     options: LibraryOptions,
     roots: Vec<Arc<dyn PromptSource>>,
     current: ArcSwap<Snapshot>,
+    /// Whether the prompt folders have been read once (false only between
+    /// [`PromptLibrary::open_deferred`] and [`PromptLibrary::finish_loading`]).
+    loaded: tokio::sync::watch::Sender<bool>,
+    /// Held while a load or reload reads the folders and swaps the snapshot: the later one
+    /// read the files last, so it stores last.
+    loading: std::sync::Mutex<()>,
 }
 
 impl PromptLibrary {
@@ -236,6 +242,55 @@ impl PromptLibrary {
         let (config, _) = load_config(&options)?;
         let roots = configured_roots(&options, &config)?;
         Self::open_with_roots(options, roots)
+    }
+
+    /// Reads the config (a broken one is an error, as for [`open`](Self::open)) but not yet the
+    /// prompt folders: the library serves no prompts until [`finish_loading`]
+    /// (Self::finish_loading), so a server can answer its handshake while a large registry
+    /// loads. [`wait_loaded`](Self::wait_loaded) waits for it.
+    pub fn open_deferred(options: LibraryOptions) -> Result<PromptLibrary, ConfigError> {
+        let (config, limits) = load_config(&options)?;
+        let roots = configured_roots(&options, &config)?;
+        let empty = Registry::load_capped(Vec::new(), limits.max_prompt_file_bytes);
+        Ok(PromptLibrary {
+            current: ArcSwap::from_pointee(Snapshot::new(empty, Arc::new(config))),
+            options,
+            roots,
+            loaded: tokio::sync::watch::Sender::new(false),
+            loading: std::sync::Mutex::new(()),
+        })
+    }
+
+    /// Reads the prompt folders of a library opened with [`open_deferred`]
+    /// (Self::open_deferred), builds its listings and marks it loaded. Does nothing on a library
+    /// already loaded.
+    pub fn finish_loading(&self) {
+        if self.is_loaded() {
+            return;
+        }
+        let _loading = self.loading.lock().unwrap_or_else(|e| e.into_inner());
+        let old = self.snapshot();
+        let registry = Registry::load_capped(self.roots.clone(), old.limits.max_prompt_file_bytes);
+        for d in registry.diagnostics() {
+            tracing::warn!("{d}");
+        }
+        let snapshot = Snapshot::new(registry, old.config.clone());
+        snapshot.warm();
+        crate::metrics::global().serving(snapshot.registry.len(), &snapshot.version);
+        self.current.store(Arc::new(snapshot));
+        self.loaded.send_replace(true);
+    }
+
+    /// Whether the prompt folders have been read.
+    pub fn is_loaded(&self) -> bool {
+        *self.loaded.borrow()
+    }
+
+    /// Returns once the prompt folders have been read.
+    pub async fn wait_loaded(&self) {
+        let mut loaded = self.loaded.subscribe();
+        // The sender lives as long as the library, which outlives this borrow.
+        let _ = loaded.wait_for(|l| *l).await;
     }
 
     /// Like [`open`](Self::open) with explicit roots (tests, embedders).
@@ -254,6 +309,8 @@ impl PromptLibrary {
             current: ArcSwap::from_pointee(snapshot),
             options,
             roots,
+            loaded: tokio::sync::watch::Sender::new(true),
+            loading: std::sync::Mutex::new(()),
         })
     }
 
@@ -287,6 +344,7 @@ impl PromptLibrary {
     /// `engine: jinja`, or declares no engine and its last good version was Jinja), stays at its
     /// last good version and is reported in `problems` as `file:line:col: ...`.
     pub fn reload(&self) -> ReloadOutcome {
+        let _loading = self.loading.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot();
         let mut problems = Vec::new();
         let (config, limits) = match load_config(&self.options) {
@@ -894,5 +952,39 @@ mod tests {
             snap.listings[1].get().is_some(),
             "full listing built by reload"
         );
+    }
+
+    #[tokio::test]
+    async fn a_deferred_library_serves_nothing_until_it_has_read_its_folders() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.md"), "A {{ x }}\n").unwrap();
+        let lib = Arc::new(
+            PromptLibrary::open_deferred(LibraryOptions {
+                cwd: dir.path().to_path_buf(),
+                prompt_dirs: vec![dir.path().to_path_buf()],
+                ..Default::default()
+            })
+            .unwrap(),
+        );
+        assert!(!lib.is_loaded());
+        assert!(lib.snapshot().registry.is_empty());
+        assert!(!lib.snapshot().is_warm());
+        let waiting = tokio::spawn({
+            let lib = lib.clone();
+            async move {
+                lib.wait_loaded().await;
+                lib.snapshot().registry.get("a").is_some()
+            }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "waits for the load");
+        lib.finish_loading();
+        assert!(waiting.await.unwrap(), "the waiter sees the loaded prompts");
+        assert!(lib.is_loaded() && lib.snapshot().is_warm());
+        let version = lib.snapshot().version.clone();
+        // A second call reads nothing again; a reload keeps the version of unchanged files.
+        lib.finish_loading();
+        lib.reload();
+        assert_eq!(lib.snapshot().version, version);
     }
 }

@@ -213,3 +213,34 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
         .await
         .expect("client shutdown");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_made_during_the_first_load_wait_for_it() {
+    // Enough prompts that reading them takes a while; the handshake does not wait for them,
+    // and a prompt asked for meanwhile is found, not "unknown".
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..3000 {
+        std::fs::write(
+            dir.path().join(format!("p{i:04}.md")),
+            format!("---\ntitle: P{i}\n---\nprompt {i} for {{{{ who }}}}\n"),
+        )
+        .unwrap();
+    }
+    let cwd = tempfile::tempdir().unwrap();
+    let prompts = dir.path().display().to_string();
+    let s = stdio(cwd.path(), &["--prompts", &prompts]).await;
+    let mut args = serde_json::Map::new();
+    args.insert("who".into(), serde_json::json!("Ada"));
+    let got = mcp::within(
+        "prompts/get during the load",
+        s.client
+            .get_prompt(rmcp::model::GetPromptRequestParams::new("p2999").with_arguments(args)),
+    )
+    .await
+    .unwrap();
+    let text = serde_json::to_value(&got.messages[0].content).unwrap();
+    assert_eq!(text["text"], "prompt 2999 for Ada\n");
+    let (names, _) = checks::list_all_names(&s.client).await;
+    assert_eq!(names.iter().filter(|n| n.starts_with('p')).count(), 3000);
+    s.close().await;
+}

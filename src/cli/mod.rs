@@ -331,7 +331,8 @@ fn check(common: &CommonArgs, out: &mut dyn Write) -> Result<u8> {
 }
 
 fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
-    let lib = common.open_library()?;
+    // The prompt folders are read while the server already answers the handshake.
+    let lib = crate::library::PromptLibrary::open_deferred(common.library_options()?)?;
     if args.http.is_none() && args.auth_token.is_some() {
         tracing::debug!("--auth-token only applies to --http");
     }

@@ -109,9 +109,32 @@ pub async fn serve_async(
     options: ServeOptions,
 ) -> Result<(), ServeError> {
     let clients = Arc::new(ConnectedClients::new());
-    // The listings clients ask for first are built beside the handshake, not in its way.
-    let warming = library.snapshot();
-    tokio::task::spawn_blocking(move || warming.warm());
+    if library.is_loaded() {
+        // The listings clients ask for first are built beside the handshake, not in its way.
+        let warming = library.snapshot();
+        tokio::task::spawn_blocking(move || warming.warm());
+    } else {
+        // A library opened deferred reads its folders beside the handshake; requests for
+        // prompts wait for it (none answers from a partial registry, so no client needs a
+        // `list_changed` for it).
+        let loading = library.clone();
+        tokio::spawn(async move {
+            let started = std::time::Instant::now();
+            let lib = loading.clone();
+            if tokio::task::spawn_blocking(move || lib.finish_loading())
+                .await
+                .is_err()
+            {
+                tracing::error!("loading the prompt folders failed");
+                return;
+            }
+            tracing::debug!(
+                prompts = loading.snapshot().registry.len(),
+                elapsed = ?started.elapsed(),
+                "prompt folders loaded"
+            );
+        });
+    }
     let stages = Arc::new(crate::stages::Stages::new(library.clone()).map_err(ServeError::Stages)?);
     let server = PromptServer::new(stages, clients.clone(), options.handler);
     let _watcher = if options.watch {

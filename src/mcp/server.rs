@@ -155,6 +155,7 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, ErrorData> {
         let started = Instant::now();
+        self.library().wait_loaded().await;
         let snap = self.library().snapshot();
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (page, next) = convert::page(
@@ -176,6 +177,7 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let started = Instant::now();
+        self.library().wait_loaded().await;
         let snap = self.library().snapshot();
         let result = match snap.registry.get(&request.name).filter(|t| self.offered(t)) {
             None => Err(convert::unknown_prompt(&request.name)),
@@ -197,6 +199,7 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         let started = Instant::now();
+        self.library().wait_loaded().await;
         let result = self.completion(&request);
         counted(Method::completion_complete, started, result)
     }
@@ -224,6 +227,7 @@ impl ServerHandler for PromptServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let started = Instant::now();
+        self.library().wait_loaded().await;
         let Some(entry) = tools::find(&request.name) else {
             let unknown = Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`", request.name),
