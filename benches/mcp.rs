@@ -12,7 +12,12 @@
 //!   over `MCP_BENCH_CALLS` calls each (default 2,000) after a warm-up;
 //! - spawn → first answer: process spawn until the `initialize` response arrives;
 //! - file save → `notifications/prompts/list_changed` received (watcher + 100 ms debounce +
-//!   reload).
+//!   reload);
+//! - idle RSS with the built-in prompts;
+//! - large registries (`MCP_BENCH_SCALE`, default `10000`; e.g. `10000,100000`): that many
+//!   generated 1 KB prompts; spawn → `initialize` answered, spawn → the whole listing served,
+//!   idle RSS after the load, `prompts/get` and listing latency, 20 edits (edit →
+//!   `list_changed`) and the RSS after them. Every line ends with the machine's load.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -222,5 +227,124 @@ fn main() {
         saves.push(t.elapsed());
     }
     Stats { samples: saves }.print("file save -> list_changed");
+    s.close();
+
+    // Idle RSS with the built-in prompts only.
+    let empty = tempfile::tempdir().unwrap();
+    let mut s = Server::spawn(&bin, cwd.path(), empty.path());
+    s.initialize();
+    s.call("prompts/list", json!({}));
+    std::thread::sleep(Duration::from_millis(500));
+    println!(
+        "idle RSS, built-in prompts: {:.1} MB (load {})",
+        rss_mb(s.child.id()),
+        load_average()
+    );
+    s.close();
+
+    let scales: Vec<usize> = std::env::var("MCP_BENCH_SCALE")
+        .unwrap_or_else(|_| "10000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    for n in scales {
+        large_registry(&bin, cwd.path(), n, calls.min(500));
+    }
+}
+
+/// Resident memory of `pid` in MB (VmRSS).
+fn rss_mb(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// A prompt of about 1 KB: frontmatter with two arguments and a Jinja body.
+fn generated_prompt(i: usize, revision: usize) -> String {
+    let mut body = format!(
+        "---\ntitle: Generated prompt {i}\ndescription: Prompt number {i} of a large registry, revision {revision}.\narguments:\n  target: {{ type: string, required: true, description: What to work on }}\n  depth: {{ type: integer, default: 2 }}\n---\nWork on {{{{ target }}}} at depth {{{{ depth }}}}.\n"
+    );
+    while body.len() < 1000 {
+        body.push_str(
+            "Explain each step, name the files you change and why, and keep the diff small.\n",
+        );
+    }
+    body
+}
+
+/// `n` generated prompts: load, serve, edit, memory.
+fn large_registry(bin: &Path, cwd: &Path, n: usize, calls: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        std::fs::write(
+            dir.path().join(format!("p{i:06}.md")),
+            generated_prompt(i, 0),
+        )
+        .unwrap();
+    }
+    let listing = json!({"name": "wit-get-prompts", "arguments": {"includeContent": false}});
+    let listed = |v: &Value| -> usize {
+        let text = v["result"]["content"][0]["text"].as_str().unwrap_or("{}");
+        let body: Value = serde_json::from_str(text).unwrap_or_default();
+        body["data"]["totalCount"].as_u64().unwrap_or(0) as usize
+    };
+    let mut init = Vec::new();
+    let mut full = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let mut s = Server::spawn(bin, cwd, dir.path());
+        s.initialize();
+        init.push(t.elapsed());
+        while listed(&s.call("tools/call", listing.clone())) < n {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        full.push(t.elapsed());
+        s.close();
+    }
+    Stats { samples: init }.print(&format!("{n} prompts: spawn -> initialize"));
+    Stats { samples: full }.print(&format!("{n} prompts: spawn -> full listing"));
+
+    let mut s = Server::spawn(bin, cwd, dir.path());
+    s.initialize();
+    while listed(&s.call("tools/call", listing.clone())) < n {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let first = rss_mb(s.child.id());
+    let get = json!({"name": "p000042", "arguments": {"target": "src/lib.rs"}});
+    time_calls(&mut s, calls, "prompts/get", &get).print(&format!("{n} prompts: prompts/get"));
+    time_calls(&mut s, calls.min(50), "tools/call", &listing)
+        .print(&format!("{n} prompts: wit-get-prompts list"));
+    let mut edits = Vec::new();
+    for e in 1..=20 {
+        std::thread::sleep(Duration::from_millis(150));
+        let file = dir.path().join(format!("p{:06}.md", (e * 7919) % n));
+        let t = Instant::now();
+        std::fs::write(&file, generated_prompt(e, e)).unwrap();
+        loop {
+            let v = s.read();
+            if v["method"] == "notifications/prompts/list_changed" {
+                break;
+            }
+        }
+        edits.push(t.elapsed());
+    }
+    Stats { samples: edits }.print(&format!("{n} prompts: edit -> list_changed"));
+    std::thread::sleep(Duration::from_millis(500));
+    let after = rss_mb(s.child.id());
+    println!(
+        "{n} prompts: idle RSS {first:.1} MB after the load, {after:.1} MB after 20 edits ({:+.1} MB); load {}",
+        after - first,
+        load_average()
+    );
     s.close();
 }

@@ -1,0 +1,237 @@
+//! HTTP load against the RELEASE binary: `promptd serve --http` on loopback, driven by a Rust
+//! load generator (hyper HTTP/1.1 connections with keep-alive, one per simulated client) that
+//! sends `prompts/get` back to back for a fixed time. Prints requests per second, latency min /
+//! median / p99, the server's CPU time per request and the machine's load; the generator runs
+//! on the same cores, so the throughput is what both share.
+//!
+//! ```sh
+//! cargo build --release && cargo bench --bench http_load
+//! ```
+//!
+//! Modes: 64 clients each with its own MCP session (the default streamable HTTP server), and
+//! 64 clients against `--stateless` (no session, JSON answers). `HTTP_LOAD_CLIENTS` (default
+//! 64), `HTTP_LOAD_SECS` (default 5 per mode), `PROMPTD_BIN` (default `target/release/promptd`).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+
+#[path = "../tests/support"]
+mod support {
+    #[allow(dead_code)]
+    pub mod process;
+}
+
+fn binary() -> PathBuf {
+    std::env::var_os("PROMPTD_BIN").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/promptd"),
+        PathBuf::from,
+    )
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The server: started with `args`, its address read from stderr.
+fn start(bin: &Path, prompts: &Path, args: &[&str]) -> (Child, String) {
+    let mut child = support::process::promptd_at(bin)
+        .args([
+            "--now",
+            "2025-03-15",
+            "serve",
+            "--http",
+            "127.0.0.1:0",
+            "--no-watch",
+        ])
+        .arg("--prompts")
+        .arg(prompts)
+        .args(args)
+        .env("RUST_LOG", "promptd=info,warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn promptd serve --http");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("server exited before printing its address")
+            .unwrap();
+        if let Some(url) = line.split("serving MCP at http://").nth(1) {
+            break url.trim().trim_end_matches("/mcp").to_string();
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
+    (child, addr)
+}
+
+/// User + system CPU seconds of process `pid` so far.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the line, 11 and 12 after the command.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn post(addr: &str, session: Option<&str>, body: String) -> Request<Full<Bytes>> {
+    let mut r = Request::post("/mcp")
+        .header("host", addr)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-06-18");
+    if let Some(s) = session {
+        r = r.header("mcp-session-id", s);
+    }
+    r.body(Full::new(Bytes::from(body))).unwrap()
+}
+
+/// One simulated client: its own connection (and session unless `stateless`), then
+/// `prompts/get` until `until`. Returns the latencies.
+async fn client(addr: String, stateless: bool, until: Instant) -> Vec<Duration> {
+    let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"load","version":"0"}}}"#;
+    let response = sender
+        .send_request(post(&addr, None, init.into()))
+        .await
+        .unwrap();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_string());
+    assert_eq!(
+        session.is_none(),
+        stateless,
+        "session id with --stateless: {session:?}"
+    );
+    response.into_body().collect().await.unwrap();
+    if let Some(s) = &session {
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let r = sender
+            .send_request(post(&addr, Some(s), note.into()))
+            .await
+            .unwrap();
+        r.into_body().collect().await.unwrap();
+    }
+    let mut samples = Vec::new();
+    let mut id = 1u64;
+    while Instant::now() < until {
+        let body = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"prompts/get","params":{{"name":"greet","arguments":{{"who":"Ada"}}}}}}"#
+        );
+        id += 1;
+        let t = Instant::now();
+        let response = sender
+            .send_request(post(&addr, session.as_deref(), body))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        samples.push(t.elapsed());
+        assert!(
+            bytes.windows(9).any(|w| w == b"Hello Ada"),
+            "{}",
+            String::from_utf8_lossy(&bytes)
+        );
+    }
+    samples
+}
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i].as_secs_f64() * 1e3
+}
+
+fn main() {
+    let clients = env_usize("HTTP_LOAD_CLIENTS", 64);
+    let secs = env_usize("HTTP_LOAD_SECS", 5) as u64;
+    let bin = binary();
+    assert!(
+        bin.is_file(),
+        "{} missing: cargo build --release",
+        bin.display()
+    );
+    let prompts = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/prompts");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "http load: {clients} clients, {secs} s per mode, {} cores, binary {}",
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        bin.display()
+    );
+    for (label, stateless) in [("sessions", false), ("stateless", true)] {
+        let args: &[&str] = if stateless { &["--stateless"] } else { &[] };
+        let (mut child, addr) = start(&bin, &prompts, args);
+        let load_before = load_average();
+        // A short warm-up, then the measured run.
+        for (measured, duration) in [
+            (false, Duration::from_millis(500)),
+            (true, Duration::from_secs(secs)),
+        ] {
+            let cpu_before = cpu_seconds(child.id());
+            let started = Instant::now();
+            let until = started + duration;
+            let mut all: Vec<Duration> = runtime.block_on(async {
+                let tasks: Vec<_> = (0..clients)
+                    .map(|_| tokio::spawn(client(addr.clone(), stateless, until)))
+                    .collect();
+                let mut all = Vec::new();
+                for t in tasks {
+                    all.extend(t.await.unwrap());
+                }
+                all
+            });
+            let wall = started.elapsed().as_secs_f64();
+            let cpu = cpu_seconds(child.id()) - cpu_before;
+            if !measured {
+                continue;
+            }
+            all.sort();
+            println!(
+                "prompts/get over HTTP ({label}): {:.0} req/s ({} requests in {wall:.1} s); latency min {:.2} / median {:.2} / p99 {:.2} ms; server CPU {:.3} ms per request; load before {load_before}, after {}",
+                all.len() as f64 / wall,
+                all.len(),
+                pct(&all, 0.0),
+                pct(&all, 0.5),
+                pct(&all, 0.99),
+                cpu * 1e3 / all.len() as f64,
+                load_average()
+            );
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
