@@ -292,10 +292,11 @@ fn large_registry(bin: &Path, cwd: &Path, n: usize, calls: usize) {
         .unwrap();
     }
     let listing = json!({"name": "wit-get-prompts", "arguments": {"includeContent": false}});
+    // Large listings are only in structuredContent (the text copy is capped).
     let listed = |v: &Value| -> usize {
-        let text = v["result"]["content"][0]["text"].as_str().unwrap_or("{}");
-        let body: Value = serde_json::from_str(text).unwrap_or_default();
-        body["data"]["totalCount"].as_u64().unwrap_or(0) as usize
+        v["result"]["structuredContent"]["data"]["totalCount"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no listing in {v}")) as usize
     };
     let mut init = Vec::new();
     let mut full = Vec::new();
