@@ -42,17 +42,21 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// The server: started with `args`, its address read from stderr.
-fn start(bin: &Path, prompts: &Path, args: &[&str]) -> (Child, String) {
+/// The server: started with `args` and a config whose session caps admit every client from
+/// one address, its address read from stderr.
+fn start(bin: &Path, prompts: &Path, clients: usize, args: &[&str]) -> (Child, String) {
+    let config =
+        std::env::temp_dir().join(format!("promptd-http-load-{}.json", std::process::id()));
+    let caps = clients.max(1) * 8;
+    std::fs::write(
+        &config,
+        format!(r#"{{"limits": {{"maxSessions": {caps}, "maxSessionsPerPeer": {caps}}}}}"#),
+    )
+    .unwrap();
     let mut child = support::process::promptd_at(bin)
-        .args([
-            "--now",
-            "2025-03-15",
-            "serve",
-            "--http",
-            "127.0.0.1:0",
-            "--no-watch",
-        ])
+        .args(["--now", "2025-03-15", "--config"])
+        .arg(&config)
+        .args(["serve", "--http", "127.0.0.1:0", "--no-watch"])
         .arg("--prompts")
         .arg(prompts)
         .args(args)
@@ -129,6 +133,7 @@ async fn client(addr: String, stateless: bool, until: Instant) -> Vec<Duration> 
         .headers()
         .get("mcp-session-id")
         .map(|v| v.to_str().unwrap().to_string());
+    assert_eq!(response.status(), 200, "initialize refused");
     assert_eq!(
         session.is_none(),
         stateless,
@@ -194,7 +199,7 @@ fn main() {
     );
     for (label, stateless) in [("sessions", false), ("stateless", true)] {
         let args: &[&str] = if stateless { &["--stateless"] } else { &[] };
-        let (mut child, addr) = start(&bin, &prompts, args);
+        let (mut child, addr) = start(&bin, &prompts, clients, args);
         let load_before = load_average();
         // A short warm-up, then the measured run.
         for (measured, duration) in [

@@ -271,6 +271,11 @@ async fn accept_loop(
                 }
             },
         };
+        // Answers are written in pieces (event-stream frames): without NODELAY, Nagle's
+        // algorithm holds the last piece until the client's delayed ACK, about 40 ms.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!("TCP_NODELAY on a connection from {remote}: {e}");
+        }
         let activity = Arc::new(Activity::new());
         let io = TokioIo::new(Watched {
             inner: stream,
