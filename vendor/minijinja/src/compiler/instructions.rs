@@ -333,6 +333,15 @@ impl<'source> Instructions<'source> {
         }
     }
 
+    /// Releases the capacity reserved while compiling: a compiled template keeps only what
+    /// it holds (a short template otherwise keeps about 13 KB of reserved slots).
+    pub fn shrink_to_fit(&mut self) {
+        self.instructions.shrink_to_fit();
+        self.line_infos.shrink_to_fit();
+        #[cfg(feature = "debug")]
+        self.span_infos.shrink_to_fit();
+    }
+
     /// Returns the process unique id of these instructions.
     ///
     /// This is used to refer to instructions from values (such as the origin
