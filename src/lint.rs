@@ -222,7 +222,7 @@ fn trial_render(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
             .map(Value::String)
             .unwrap_or_else(|| match a.declared_type() {
                 Some(ArgType::Integer | ArgType::Number) => {
-                    Value::from(a.minimum.as_ref().and_then(Value::as_i64).unwrap_or(1))
+                    Value::from(a.minimum.as_deref().and_then(Value::as_i64).unwrap_or(1))
                 }
                 Some(ArgType::Boolean) => Value::Bool(true),
                 Some(ArgType::Array) => Value::Array(vec![]),

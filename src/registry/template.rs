@@ -88,10 +88,11 @@ pub struct ArgumentSpec {
     pub enum_values: Option<Vec<Value>>,
     pub examples: Vec<Value>,
     pub pattern: Option<String>,
-    pub minimum: Option<Value>,
-    pub maximum: Option<Value>,
+    pub minimum: Option<Box<Value>>,
+    pub maximum: Option<Box<Value>>,
     /// A full JSON Schema given under `schema:`; overrides the fields above for validation.
-    pub schema: Option<Value>,
+    /// (Boxed, like the bounds: most arguments have none, and a `Value` is 72 bytes.)
+    pub schema: Option<Box<Value>>,
     /// 1-based line of the argument in the prompt file.
     #[serde(skip)]
     pub line: usize,
@@ -129,7 +130,7 @@ impl ArgumentSpec {
 
     /// The JSON Schema that supplied values must satisfy.
     pub fn json_schema(&self) -> Value {
-        if let Some(schema) = &self.schema {
+        if let Some(schema) = self.schema.as_deref() {
             return schema.clone();
         }
         let mut s = Map::new();
@@ -142,10 +143,10 @@ impl ArgumentSpec {
         if let Some(p) = &self.pattern {
             s.insert("pattern".into(), Value::String(p.clone()));
         }
-        if let Some(m) = &self.minimum {
+        if let Some(m) = self.minimum.as_deref() {
             s.insert("minimum".into(), m.clone());
         }
-        if let Some(m) = &self.maximum {
+        if let Some(m) = self.maximum.as_deref() {
             s.insert("maximum".into(), m.clone());
         }
         Value::Object(s)
@@ -609,19 +610,19 @@ impl Frontmatter<'_> {
                     if !value.is_number() {
                         return Err(bad("a number"));
                     }
-                    spec.minimum = Some(value);
+                    spec.minimum = Some(Box::new(value));
                 }
                 "maximum" | "max" => {
                     if !value.is_number() {
                         return Err(bad("a number"));
                     }
-                    spec.maximum = Some(value);
+                    spec.maximum = Some(Box::new(value));
                 }
                 "schema" => {
                     if !value.is_object() && !value.is_boolean() {
                         return Err(bad("a JSON Schema object"));
                     }
-                    spec.schema = Some(value);
+                    spec.schema = Some(Box::new(value));
                 }
                 other => tpl.parse_warnings.push((
                     self.line_of(k),
