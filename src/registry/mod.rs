@@ -11,8 +11,12 @@
 //!
 //! Files are read under `limits.maxPromptFileBytes`: a larger file, a non-regular file or text
 //! that is not UTF-8 is reported by name and left out (on reload its last good version stays).
+//! A reload reads only what changed: a listed file whose stamp (size, modification time,
+//! inode) is the one the previous snapshot read, modified well before that, is not read again
+//! and keeps its parsed template (and so its render caches and listing entry upstream).
 //! On reload a file whose content changed is only taken once it is stable: it is read again
-//! after [`SETTLE`] until two reads agree, so a reader never sees a file half-written in place.
+//! after [`SETTLE`] until two reads agree (unless its stamp already shows it unmodified for
+//! that long), so a reader never sees a file half-written in place.
 //! A file that stays unstable, or that a rewrite in place has just emptied, keeps its last good
 //! version (a new file stays out) and the registry reports that it is
 //! [`settling`](Registry::settling); an emptied file is taken as empty once it has stayed empty
@@ -34,7 +38,7 @@ use serde::Serialize;
 
 pub use frontmatter::{split_frontmatter, yaml_to_json};
 pub use source::{
-    BuiltinSource, BuiltinSystemSource, DirSource, PromptSource, SourceError, SourceFile,
+    BuiltinSource, BuiltinSystemSource, DirSource, FileStamp, PromptSource, SourceError, SourceFile,
 };
 pub use template::{
     ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
@@ -122,6 +126,8 @@ struct FileState {
     hash: String,
     /// The last version that parsed, if any.
     good: Option<Arc<PromptTemplate>>,
+    /// The file's stamp when it was listed before it was read (`None` when its source has none).
+    stamp: Option<FileStamp>,
 }
 
 /// An immutable snapshot of all prompts.
@@ -134,6 +140,8 @@ pub struct Registry {
     files: HashMap<String, FileState>,
     max_file_bytes: u64,
     settling: bool,
+    /// When the roots were listed for this snapshot.
+    listed_at: std::time::SystemTime,
 }
 
 impl Registry {
@@ -174,7 +182,8 @@ impl Registry {
         let mut prompts: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
         let mut shadowed = Vec::new();
         let mut settling = false;
-        let reads = read_settled(&roots, previous, max_file_bytes);
+        let listed_at = std::time::SystemTime::now();
+        let reads = read_settled(&roots, previous, max_file_bytes, listed_at);
         for (root, listed) in roots.iter().zip(reads) {
             let listed = match listed {
                 Ok(l) => l,
@@ -225,6 +234,7 @@ impl Registry {
             files,
             max_file_bytes,
             settling,
+            listed_at,
         }
     }
 
@@ -318,6 +328,18 @@ impl Registry {
         Ok(None)
     }
 
+    /// Whether `file` is, by its stamp, the file this snapshot read and parsed: same size,
+    /// modification time and inode, last modified well before this snapshot listed it, and
+    /// served from a version that parsed.
+    fn unchanged(&self, file: &SourceFile) -> bool {
+        let Some(stamp) = file.stamp else {
+            return false;
+        };
+        self.files.get(&file.display_path).is_some_and(|prev| {
+            prev.good.is_some() && prev.stamp == Some(stamp) && stamp.trusted_at(self.listed_at)
+        })
+    }
+
     /// Whether `other` serves exactly the same prompts (names, metadata and content hashes):
     /// hot reload uses this to skip `list_changed` on a no-op save.
     pub fn same_prompts(&self, other: &Registry) -> bool {
@@ -398,14 +420,17 @@ pub struct IncludedFile {
     pub body_line: usize,
 }
 
-/// Lists every root and reads its files. On reload (`previous` given), files whose content
-/// changed are read again after [`SETTLE`] until two reads agree; a file still changing after
-/// [`SETTLE_ROUNDS`] reads is marked unsettled.
+/// Lists every root and reads its files. On reload (`previous` given), a file whose stamp has
+/// not moved is not read (see [`Registry::unchanged`]); files whose content changed are read
+/// again after [`SETTLE`] until two reads agree, unless their stamp shows them unmodified for
+/// [`SETTLE`] already, before and after the read; a file still changing after [`SETTLE_ROUNDS`]
+/// reads is marked unsettled.
 #[allow(clippy::type_complexity)]
 fn read_settled(
     roots: &[Arc<dyn PromptSource>],
     previous: Option<&Registry>,
     max_file_bytes: u64,
+    listed_at: std::time::SystemTime,
 ) -> Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> {
     let mut reads: Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> = roots
         .iter()
@@ -414,12 +439,16 @@ fn read_settled(
                 .list()?
                 .into_iter()
                 .map(|file| {
+                    if previous.is_some_and(|p| p.unchanged(&file)) {
+                        return (file, FileRead::UNCHANGED);
+                    }
                     let result = root.read(&file.rel_path, max_file_bytes);
                     (
                         file,
                         FileRead {
                             result,
                             settled: true,
+                            unchanged: false,
                         },
                     )
                 })
@@ -439,7 +468,13 @@ fn read_settled(
     for (r, listed) in reads.iter().enumerate() {
         if let Ok(listed) = listed {
             for (f, (file, read)) in listed.iter().enumerate() {
-                if changed(file, &read.result) {
+                if read.unchanged || !changed(file, &read.result) {
+                    continue;
+                }
+                let quiet = file.stamp.is_some_and(|s| {
+                    s.unmodified_for(SETTLE, listed_at) && roots[r].stamp(&file.rel_path) == Some(s)
+                });
+                if !quiet {
                     unsettled.push((r, f));
                 }
             }
@@ -474,6 +509,16 @@ fn read_settled(
 struct FileRead {
     result: ReadResult,
     settled: bool,
+    /// Not read: its stamp says it is the file the previous snapshot read and parsed.
+    unchanged: bool,
+}
+
+impl FileRead {
+    const UNCHANGED: FileRead = FileRead {
+        result: Ok(None),
+        settled: true,
+        unchanged: true,
+    };
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -489,6 +534,12 @@ fn load_file(
 ) -> Option<Arc<PromptTemplate>> {
     let prev = previous.and_then(|p| p.files.get(&file.display_path));
     let good = prev.and_then(|p| p.good.clone());
+    if read.unchanged
+        && let Some(prev) = prev
+    {
+        files.insert(file.display_path.clone(), prev.clone());
+        return good;
+    }
     // Keeps the last good version (if any) of a file whose new content is not taken.
     let mut keep = |diagnostic: Option<Diagnostic>| {
         if let Some(mut d) = diagnostic {
@@ -547,7 +598,13 @@ fn load_file(
         && prev.hash == hash
         && let Some(good) = &prev.good
     {
-        files.insert(file.display_path.clone(), prev.clone());
+        files.insert(
+            file.display_path.clone(),
+            FileState {
+                stamp: file.stamp,
+                ..prev.clone()
+            },
+        );
         return Some(good.clone());
     }
     // What is served from this file, and what is wrong with its new text. A new text that does
@@ -601,6 +658,7 @@ fn load_file(
         FileState {
             hash,
             good: served.clone(),
+            stamp: file.stamp,
         },
     );
     served

@@ -20,6 +20,65 @@ pub struct SourceFile {
     /// Path for messages: absolute on disk, `builtin:prompts/...` for built-ins.
     pub display_path: String,
     pub category: PromptCategory,
+    /// What the listing saw of the file on disk, when the source can tell: a reload skips
+    /// reading a file whose stamp has not moved.
+    pub stamp: Option<FileStamp>,
+}
+
+/// A file's size, modification time and inode as listed: when none of them moved, its content
+/// is taken as unchanged (see [`FileStamp::trusted_at`] for files modified just before).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    len: u64,
+    modified: std::time::SystemTime,
+    inode: u64,
+}
+
+/// How long before a listing a file must have last been modified for its stamp to vouch for
+/// its content: file systems keep modification times in coarse ticks, so a file rewritten
+/// with the same size within one tick of being read keeps its stamp.
+const STAMP_MARGIN: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl FileStamp {
+    /// The stamp of a file's metadata (a regular file's, symlinks followed).
+    pub fn of(meta: &std::fs::Metadata) -> Option<FileStamp> {
+        #[cfg(unix)]
+        let inode = std::os::unix::fs::MetadataExt::ino(meta);
+        #[cfg(not(unix))]
+        let inode = 0;
+        Some(FileStamp {
+            len: meta.len(),
+            modified: meta.modified().ok()?,
+            inode,
+        })
+    }
+
+    /// Whether a file with this stamp, listed at `listed_at`, had stopped changing by then:
+    /// its modification time is at least [`STAMP_MARGIN`] older.
+    pub fn trusted_at(&self, listed_at: std::time::SystemTime) -> bool {
+        self.unmodified_for(STAMP_MARGIN, listed_at)
+    }
+
+    /// Whether the file had not been modified for `quiet` when it was listed at `listed_at`.
+    pub fn unmodified_for(
+        &self,
+        quiet: std::time::Duration,
+        listed_at: std::time::SystemTime,
+    ) -> bool {
+        self.modified
+            .checked_add(quiet)
+            .is_some_and(|t| t <= listed_at)
+    }
+}
+
+/// The metadata of a listed folder entry, symlinks followed, if it is a regular file.
+fn regular_file(entry: &std::fs::DirEntry, kind: std::fs::FileType) -> Option<std::fs::Metadata> {
+    let meta = if kind.is_symlink() {
+        std::fs::metadata(entry.path()).ok()?
+    } else {
+        entry.metadata().ok()?
+    };
+    meta.is_file().then_some(meta)
 }
 
 /// Errors reading a source.
@@ -51,6 +110,10 @@ pub trait PromptSource: Send + Sync + std::fmt::Debug {
     fn read(&self, rel_path: &str, max_bytes: u64) -> Result<Option<String>, SourceError>;
     /// How long ago a file was last modified, when the source knows.
     fn age(&self, _rel_path: &str) -> Option<std::time::Duration> {
+        None
+    }
+    /// A file's stamp now, when the source has stamps (as [`SourceFile::stamp`]).
+    fn stamp(&self, _rel_path: &str) -> Option<FileStamp> {
         None
     }
     /// The message path of a root-relative file.
@@ -137,11 +200,14 @@ impl DirSource {
                 };
                 if kind.is_dir() {
                     pending.push(rel);
-                } else if dialect.accepts(&name) && entry.path().is_file() {
+                } else if dialect.accepts(&name)
+                    && let Some(meta) = regular_file(&entry, kind)
+                {
                     out.push(SourceFile {
                         display_path: entry.path().display().to_string(),
                         rel_path: rel,
                         category: PromptCategory::User,
+                        stamp: FileStamp::of(&meta),
                     });
                 }
             }
@@ -174,9 +240,12 @@ impl DirSource {
             let path = entry.path();
             let is_md = path.extension().is_some_and(|e| e == "md");
             let hidden = entry.file_name().to_string_lossy().starts_with('.');
-            if !is_md || hidden || !path.is_file() {
+            if !is_md || hidden {
                 continue;
             }
+            let Some(meta) = entry.file_type().ok().and_then(|k| regular_file(&entry, k)) else {
+                continue;
+            };
             let file = entry.file_name().to_string_lossy().into_owned();
             let rel_path = if sub.is_empty() {
                 file
@@ -187,6 +256,7 @@ impl DirSource {
                 display_path: path.display().to_string(),
                 rel_path,
                 category,
+                stamp: FileStamp::of(&meta),
             });
         }
         Ok(())
@@ -236,6 +306,10 @@ impl PromptSource for DirSource {
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e.into()),
         }
+    }
+
+    fn stamp(&self, rel_path: &str) -> Option<FileStamp> {
+        FileStamp::of(&std::fs::metadata(self.root.join(rel_path)).ok()?)
     }
 
     fn age(&self, rel_path: &str) -> Option<std::time::Duration> {
@@ -309,6 +383,7 @@ impl PromptSource for BuiltinSource {
                         display_path: self.display_path(&rel),
                         rel_path: rel,
                         category,
+                        stamp: None,
                     });
                 }
             }
