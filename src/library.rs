@@ -125,10 +125,25 @@ impl Snapshot {
     /// A snapshot whose limits are the config's (the defaults when its `limits` section is
     /// invalid; [`PromptLibrary`] refuses such a config before it gets here).
     pub fn new(registry: Registry, config: Arc<ProjectConfig>) -> Snapshot {
+        Self::after(registry, config, None)
+    }
+
+    /// Like [`new`](Self::new), keeping the renderer's caches of `previous` for every prompt
+    /// served unchanged (see [`Snapshot::warm_from`] for the listings).
+    pub fn after(
+        registry: Registry,
+        config: Arc<ProjectConfig>,
+        previous: Option<&Snapshot>,
+    ) -> Snapshot {
         let registry = Arc::new(registry);
         let limits = config.limits().unwrap_or_default();
         Snapshot {
-            renderer: Renderer::with_limits(registry.clone(), limits.clone()),
+            renderer: Renderer::after(
+                registry.clone(),
+                limits.clone(),
+                previous.map(|p| &p.renderer),
+            ),
+
             version: registry.version(),
             registry,
             config,
@@ -175,8 +190,36 @@ impl Snapshot {
     /// Builds the cached metadata-only listings now (a few ms for 1,000 prompts) instead of on
     /// the first `wit-get-prompts` listing.
     pub fn warm(&self) {
+        self.warm_from(None);
+    }
+
+    /// Like [`warm`](Self::warm), taking from `previous` (an earlier snapshot, warmed) the
+    /// listing entry of every prompt served unchanged (the same parsed file).
+    pub fn warm_from(&self, previous: Option<&Snapshot>) {
+        self.all_listing(previous);
         self.metadata_listing(false);
-        self.metadata_listing(true);
+    }
+
+    /// The listing of all prompts, built (from `previous`'s entries where they can be kept)
+    /// on first use.
+    fn all_listing(&self, previous: Option<&Snapshot>) -> &Arc<PromptListing> {
+        let earlier = previous.and_then(|p| Some((&p.registry, p.listings[1].get()?)));
+        self.listings[1].get_or_init(|| {
+            let summary = |t: &Arc<PromptTemplate>| {
+                if let Some((registry, listing)) = earlier
+                    && registry.get(&t.name).is_some_and(|old| Arc::ptr_eq(old, t))
+                    && let Ok(i) = listing
+                        .prompts
+                        .binary_search_by(|s| s.name.as_str().cmp(&t.name))
+                {
+                    return listing.prompts[i].clone();
+                }
+                Arc::new(PromptSummary::of(t))
+            };
+            Arc::new(PromptListing::new(
+                self.registry.prompts().map(summary).collect(),
+            ))
+        })
     }
 
     /// Whether [`Snapshot::warm`] has built the listings: the snapshot answers every request
@@ -186,14 +229,19 @@ impl Snapshot {
     }
 
     /// The metadata-only listing `{prompts, totalCount}`, cached: the snapshot never changes.
+    /// The user prompts' listing shares its entries with the listing of all prompts.
     fn metadata_listing(&self, include_system: bool) -> Arc<PromptListing> {
-        self.listings[usize::from(include_system)]
+        if include_system {
+            return self.all_listing(None).clone();
+        }
+        self.listings[0]
             .get_or_init(|| {
+                let all = self.all_listing(None);
                 Arc::new(PromptListing::new(
-                    self.registry
-                        .prompts()
-                        .filter(|t| include_system || t.category == PromptCategory::User)
-                        .map(|t| PromptSummary::of(t))
+                    all.prompts
+                        .iter()
+                        .filter(|s| s.category == PromptCategory::User)
+                        .cloned()
                         .collect(),
                 ))
             })
@@ -367,9 +415,9 @@ impl PromptLibrary {
         let config_changed = config.raw != old.config.raw;
         let changed = config_changed || !registry.same_prompts(&old.registry);
         if changed || registry.diagnostics() != old.registry.diagnostics() {
-            let snapshot = Snapshot::new(registry, config);
+            let snapshot = Snapshot::after(registry, config, Some(&old));
             // Built here, on the reloading thread, so that no request pays for it.
-            snapshot.warm();
+            snapshot.warm_from(Some(&old));
             crate::metrics::global().serving(snapshot.registry.len(), &snapshot.version);
             self.current.store(Arc::new(snapshot));
         }
@@ -523,12 +571,12 @@ pub enum GetPromptsData {
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptListing {
-    pub prompts: Vec<PromptSummary>,
+    pub prompts: Vec<Arc<PromptSummary>>,
     pub total_count: usize,
 }
 
 impl PromptListing {
-    fn new(prompts: Vec<PromptSummary>) -> PromptListing {
+    fn new(prompts: Vec<Arc<PromptSummary>>) -> PromptListing {
         PromptListing {
             total_count: prompts.len(),
             prompts,
@@ -852,7 +900,7 @@ fn get_prompts(
                 limit: limits.max_response_bytes,
             });
         }
-        prompts.push(summary);
+        prompts.push(Arc::new(summary));
     }
     let listing = PromptListing::new(prompts);
     metadata.prompt_names = names.map(|n| n.into_iter().map(str::to_string).collect());

@@ -160,8 +160,26 @@ type Validators = Result<Arc<Vec<(String, jsonschema::Validator)>>, RenderError>
 /// What the renderer keeps per prompt of its snapshot, each built on first use.
 #[derive(Default)]
 struct PromptCache {
-    analysis: OnceLock<Analysis>,
+    analysis: OnceLock<Arc<Analysis>>,
     validators: OnceLock<Validators>,
+}
+
+impl PromptCache {
+    /// What a renderer over a later snapshot may keep of this cache for the same, unchanged
+    /// prompt: its validators (they depend on its arguments only) and its analysis when the
+    /// template includes nothing (otherwise it depends on the included files too).
+    fn carried(&self) -> PromptCache {
+        let cache = PromptCache::default();
+        if let Some(a) = self.analysis.get()
+            && a.includes.is_empty()
+        {
+            let _ = cache.analysis.set(a.clone());
+        }
+        if let Some(v) = self.validators.get() {
+            let _ = cache.validators.set(v.clone());
+        }
+        cache
+    }
 }
 
 /// Renders prompts of one registry snapshot.
@@ -195,6 +213,13 @@ impl Renderer {
 
     /// Builds a renderer whose renders stay within `limits`.
     pub fn with_limits(registry: Arc<Registry>, limits: Limits) -> Renderer {
+        Self::after(registry, limits, None)
+    }
+
+    /// Like [`with_limits`](Self::with_limits), keeping what `previous` (the renderer of an
+    /// earlier snapshot) had cached for every prompt this snapshot serves unchanged (the same
+    /// parsed file), so a reload costs only what changed.
+    pub fn after(registry: Arc<Registry>, limits: Limits, previous: Option<&Renderer>) -> Renderer {
         let mut env = jinja_environment();
         let loader_registry = registry.clone();
         env.set_loader(move |name| match loader_registry.resolve_include(name) {
@@ -205,9 +230,14 @@ impl Renderer {
             )),
         });
         let globals = env.globals().map(|(k, _)| k.to_string()).collect();
+        let carried = |p: &Arc<PromptTemplate>| {
+            let previous = previous?;
+            let old = previous.registry.get(&p.name)?;
+            Arc::ptr_eq(old, p).then(|| previous.caches.get(&p.name).map(PromptCache::carried))?
+        };
         let caches = registry
             .prompts()
-            .map(|p| (p.name.clone(), PromptCache::default()))
+            .map(|p| (p.name.clone(), carried(p).unwrap_or_default()))
             .collect();
         Renderer {
             registry,
@@ -241,7 +271,7 @@ impl Renderer {
     fn analysis_in<'a>(&'a self, cache: &'a PromptCache, prompt: &PromptTemplate) -> &'a Analysis {
         cache.analysis.get_or_init(|| {
             let _limit = value_size_limit(&self.limits);
-            self.analyze(prompt)
+            Arc::new(self.analyze(prompt))
         })
     }
 
