@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 use crate::library::{PromptLibrary, ReloadOutcome};
 
 /// How long the folders must stay quiet before a burst of events is reloaded.
-pub const DEBOUNCE: Duration = Duration::from_millis(100);
+pub const DEBOUNCE: Duration = Duration::from_millis(30);
 /// A steady stream of events still reloads at least this often.
 const MAX_DELAY: Duration = Duration::from_secs(1);
 /// How soon a reload that found a file still being written is retried.
