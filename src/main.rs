@@ -5,6 +5,19 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// No transparent huge pages: mimalloc advises them for its arenas, and an idle server then
+/// holds a whole 2 MiB page for every few KiB it touched (12 of its 14 MB of anonymous memory).
+/// Run as a constructor, before the first allocation maps the first arena.
+#[cfg(target_os = "linux")]
+#[used]
+#[unsafe(link_section = ".init_array")]
+static NO_TRANSPARENT_HUGE_PAGES: extern "C" fn() = {
+    extern "C" fn disable() {
+        let _ = rustix::thread::disable_transparent_huge_pages(true);
+    }
+    disable
+};
+
 fn main() -> std::process::ExitCode {
     promptd::cli::main()
 }

@@ -1,0 +1,219 @@
+//! Where a large registry's memory goes: live heap bytes (counted by this bench's global
+//! allocator, mimalloc underneath as in the binary) and RSS after each step of serving
+//! `REGISTRY_MEMORY_SCALE` generated 1 KB prompts (default `10000`; a comma-separated list runs
+//! several): reading and parsing the files, the snapshot's renderer, the cached listings, the
+//! first render of every prompt, then `REGISTRY_MEMORY_EDITS` (default 20) edits of one file,
+//! each followed by a reload, timed.
+//!
+//! `cargo bench --bench registry_memory`
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use promptd::library::{LibraryOptions, PromptLibrary};
+use promptd::registry::{DirSource, PromptSource, Registry};
+use serde_json::{Map, Value, json};
+
+/// mimalloc with a count of the bytes currently allocated.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: every call is forwarded to mimalloc unchanged; the counter only observes sizes.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        unsafe { mimalloc::MiMalloc.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { mimalloc::MiMalloc.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        unsafe { mimalloc::MiMalloc.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { mimalloc::MiMalloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn live() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+fn rss() -> usize {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
+        })
+        .map_or(0, |kb| kb * 1024)
+}
+
+fn mb(bytes: usize) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// A prompt of about 1 KB: frontmatter with two arguments and a Jinja body (as `benches/mcp.rs`).
+fn generated_prompt(i: usize, revision: usize) -> String {
+    let mut body = format!(
+        "---\ntitle: Generated prompt {i}\ndescription: Prompt number {i} of a large registry, revision {revision}.\narguments:\n  target: {{ type: string, required: true, description: What to work on }}\n  depth: {{ type: integer, default: 2 }}\n---\nWork on {{{{ target }}}} at depth {{{{ depth }}}}.\n"
+    );
+    while body.len() < 1000 {
+        body.push_str(
+            "Explain each step, name the files you change and why, and keep the diff small.\n",
+        );
+    }
+    body
+}
+
+struct Step {
+    base_live: usize,
+    n: usize,
+}
+
+impl Step {
+    fn print(&mut self, what: &str) {
+        let (l, r) = (live(), rss());
+        println!(
+            "  {what:<44} heap {:>9} (+{:>9}, {:>6.0} B/prompt)   RSS {:>9}",
+            mb(l),
+            mb(l.saturating_sub(self.base_live)),
+            l.saturating_sub(self.base_live) as f64 / self.n as f64,
+            mb(r),
+        );
+        self.base_live = l;
+    }
+}
+
+fn measure(n: usize, edits: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        std::fs::write(
+            dir.path().join(format!("p{i:06}.md")),
+            generated_prompt(i, 0),
+        )
+        .unwrap();
+    }
+    println!("{n} prompts ({} of text)", mb(n * 1000));
+    let mut step = Step {
+        base_live: live(),
+        n,
+    };
+    step.print("before loading");
+    let roots = || -> Vec<std::sync::Arc<dyn PromptSource>> {
+        vec![std::sync::Arc::new(DirSource::new(dir.path()))]
+    };
+    let registry = Registry::load(roots());
+    step.print("registry (files read and parsed)");
+    drop(registry);
+    step.print("registry dropped");
+
+    let options = LibraryOptions {
+        prompt_dirs: vec![dir.path().to_path_buf()],
+        no_builtin_prompts: true,
+        no_discover: true,
+        cwd: dir.path().to_path_buf(),
+        ..LibraryOptions::default()
+    };
+    let library = PromptLibrary::open(options).unwrap();
+    step.print("library (registry + renderer)");
+    library.snapshot().warm();
+    step.print("listings built");
+    let args: Map<String, Value> = json!({"target": "src/lib.rs"}).as_object().unwrap().clone();
+    let snapshot = library.snapshot();
+    for i in 0..n {
+        snapshot.renderer.analysis(&format!("p{i:06}"));
+    }
+    step.print("every template compiled and analysed");
+    drop(snapshot);
+    for i in 0..n {
+        library.render(&format!("p{i:06}"), &args).unwrap();
+    }
+    step.print("every prompt rendered once (validators)");
+    let after_load_live = live();
+    let after_load_rss = rss();
+
+    // A registry at rest: its files were written longer ago than a stamp needs to be trusted.
+    std::thread::sleep(Duration::from_millis(2500));
+    let mut times: Vec<Duration> = Vec::new();
+    for e in 0..edits {
+        let file = dir.path().join(format!("p{:06}.md", e % n));
+        std::fs::write(&file, generated_prompt(e % n, e + 1)).unwrap();
+        let t = Instant::now();
+        let outcome = library.reload();
+        times.push(t.elapsed());
+        assert!(outcome.changed, "edit {e} not seen");
+        library.render(&format!("p{:06}", e % n), &args).unwrap();
+    }
+    step.print(&format!("after {edits} edits and reloads"));
+    // The phases of one reload of the unchanged folder.
+    let old = library.snapshot();
+    let t = Instant::now();
+    let registry = Registry::load_with_previous(
+        roots(),
+        Some(&old.registry),
+        &promptd::render::check_syntax,
+        u64::MAX,
+    );
+    let read = t.elapsed();
+    let t = Instant::now();
+    let snapshot = promptd::library::Snapshot::new(registry, old.config.clone());
+    let built = t.elapsed();
+    let t = Instant::now();
+    snapshot.warm();
+    let warmed = t.elapsed();
+    println!(
+        "  one reload, no change: list and compare {:.1} ms, snapshot {:.1} ms, listings {:.1} ms",
+        read.as_secs_f64() * 1e3,
+        built.as_secs_f64() * 1e3,
+        warmed.as_secs_f64() * 1e3
+    );
+    times.sort();
+    if !times.is_empty() {
+        let pct = |p: f64| times[((times.len() - 1) as f64 * p).round() as usize];
+        println!(
+            "  reload after one edit: min {:.1} ms, median {:.1} ms, p99 {:.1} ms",
+            times[0].as_secs_f64() * 1e3,
+            pct(0.5).as_secs_f64() * 1e3,
+            pct(0.99).as_secs_f64() * 1e3,
+        );
+    }
+    println!(
+        "  growth over the edits: heap {:+.1} MB, RSS {:+.1} MB",
+        (live() as f64 - after_load_live as f64) / 1e6,
+        (rss() as f64 - after_load_rss as f64) / 1e6,
+    );
+}
+
+fn main() {
+    // As the binary runs (see `src/main.rs`).
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
+    let scales: Vec<usize> = std::env::var("REGISTRY_MEMORY_SCALE")
+        .unwrap_or_else(|_| "10000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let edits: usize = std::env::var("REGISTRY_MEMORY_EDITS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20);
+    println!(
+        "load average: {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+    for n in scales {
+        measure(n, edits);
+    }
+}
