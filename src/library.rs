@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::config::{ConfigError, ProjectConfig};
 use crate::dialect::Dialect;
 use crate::limits::Limits;
-use crate::registry::{ArgType, PromptCategory, PromptSource, PromptTemplate, Registry};
+use crate::registry::{ArgType, PromptCategory, PromptSource, PromptTemplate, Registry, Touched};
 use crate::render::{Clock, RenderError, RenderedPrompt, Renderer, VariableSource};
 
 /// The name of the listing/getting tool, as MCP clients see it.
@@ -392,6 +392,13 @@ impl PromptLibrary {
     /// `engine: jinja`, or declares no engine and its last good version was Jinja), stays at its
     /// last good version and is reported in `problems` as `file:line:col: ...`.
     pub fn reload(&self) -> ReloadOutcome {
+        self.reload_touched(None)
+    }
+
+    /// Like [`reload`](Self::reload), told by a file watcher which paths changed (`Some`):
+    /// files it did not see change are taken unchanged without a `stat` (see
+    /// [`Registry::load_touched`]).
+    pub fn reload_touched(&self, touched: Option<&Touched>) -> ReloadOutcome {
         let _loading = self.loading.lock().unwrap_or_else(|e| e.into_inner());
         let old = self.snapshot();
         let mut problems = Vec::new();
@@ -404,11 +411,12 @@ impl PromptLibrary {
         };
         // Changed files are checked with the renderer's Jinja syntax: a broken template edit keeps
         // the last good version, like a broken YAML edit.
-        let registry = Registry::load_with_previous(
+        let registry = Registry::load_touched(
             self.roots.clone(),
             Some(&old.registry),
             &crate::render::check_syntax,
             limits.max_prompt_file_bytes,
+            touched,
         );
         problems.extend(registry.diagnostics().iter().map(ToString::to_string));
         let registry_settling = registry.settling();
@@ -1000,6 +1008,90 @@ mod tests {
             snap.listings[1].get().is_some(),
             "full listing built by reload"
         );
+    }
+
+    /// A library over `dir` whose files were all last modified long enough ago for their
+    /// stamps to be trusted.
+    fn settled_library(dir: &std::path::Path, names: &[&str]) -> PromptLibrary {
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        for name in names {
+            let path = dir.join(name);
+            std::fs::write(&path, format!("{name} {{{{ x }}}}\n")).unwrap();
+            std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        PromptLibrary::open_with_roots(
+            LibraryOptions {
+                cwd: dir.to_path_buf(),
+                ..Default::default()
+            },
+            vec![Arc::new(DirSource::new(dir))],
+        )
+        .unwrap()
+    }
+
+    fn body(lib: &PromptLibrary, name: &str) -> String {
+        lib.snapshot().registry.get(name).unwrap().body.clone()
+    }
+
+    #[test]
+    fn a_reload_told_which_files_changed_reads_only_those() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = settled_library(dir.path(), &["a.md", "b.md"]);
+        std::fs::write(dir.path().join("a.md"), "A2\n").unwrap();
+        std::fs::write(dir.path().join("b.md"), "B2\n").unwrap();
+        // Told only of b.md: a.md is not even looked at.
+        let b = crate::registry::Touched::new([dir.path().join("b.md")]);
+        assert!(lib.reload_touched(Some(&b)).changed);
+        assert_eq!(body(&lib, "b"), "B2\n");
+        assert_eq!(body(&lib, "a"), "a.md {{ x }}\n");
+        // A changed folder covers every file below it.
+        let root = crate::registry::Touched::new([dir.path().to_path_buf()]);
+        assert!(lib.reload_touched(Some(&root)).changed);
+        assert_eq!(body(&lib, "a"), "A2\n");
+        // A new file is read whatever the watcher named.
+        std::fs::write(dir.path().join("c.md"), "C\n").unwrap();
+        assert!(lib.reload_touched(Some(&b)).changed);
+        assert_eq!(body(&lib, "c"), "C\n");
+    }
+
+    #[test]
+    fn a_reload_keeps_what_it_built_for_unchanged_prompts() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = settled_library(dir.path(), &["a.md", "b.md"]);
+        let before = lib.snapshot();
+        before.warm();
+        let entry = |snap: &Snapshot, name: &str| {
+            let all = snap.all_listing(None);
+            let i = all.prompts.iter().position(|s| s.name == name).unwrap();
+            all.prompts[i].clone()
+        };
+        std::fs::write(dir.path().join("b.md"), "B2\n").unwrap();
+        assert!(lib.reload().changed);
+        let after = lib.snapshot();
+        assert!(
+            Arc::ptr_eq(
+                before.registry.get("a").unwrap(),
+                after.registry.get("a").unwrap()
+            ),
+            "an unchanged file is not parsed again"
+        );
+        assert!(Arc::ptr_eq(&entry(&before, "a"), &entry(&after, "a")));
+        assert!(!Arc::ptr_eq(&entry(&before, "b"), &entry(&after, "b")));
+        assert_eq!(
+            entry(&after, "b").version_hash,
+            after.registry.get("b").unwrap().version_hash
+        );
+        // The user listing shares the entries of the full one.
+        let user = after.metadata_listing(false);
+        assert!(Arc::ptr_eq(
+            &user.prompts[0],
+            &entry(&after, &user.prompts[0].name)
+        ));
     }
 
     #[tokio::test]

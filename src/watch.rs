@@ -11,8 +11,12 @@
 //! it reappears. The reload itself re-parses only files whose content hash changed, keeps the
 //! last good version of a file that stopped parsing, and reports when a changed file was still
 //! being written ([`ReloadOutcome::settling`]): then this module reloads again after
-//! [`SETTLE_RETRY`] until the file is taken. This module only decides *when* to reload and logs
-//! what the reload found.
+//! [`SETTLE_RETRY`] until the file is taken. The paths a burst's events name are handed to the
+//! reload ([`Touched`]), so that files no event named are not even `stat`ed; a burst the
+//! watcher may have lost events of (its queue overflowed), or that named more than
+//! [`MAX_TOUCHED`] paths, and the reloads that follow a settling file or a new watch, check
+//! every file instead. This module only decides *when* to reload and logs what the reload
+//! found.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -26,6 +30,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::library::{PromptLibrary, ReloadOutcome};
+use crate::registry::Touched;
 
 /// How long the folders must stay quiet before a burst of events is reloaded.
 pub const DEBOUNCE: Duration = Duration::from_millis(30);
@@ -33,6 +38,9 @@ pub const DEBOUNCE: Duration = Duration::from_millis(30);
 const MAX_DELAY: Duration = Duration::from_secs(1);
 /// How soon a reload that found a file still being written is retried.
 pub const SETTLE_RETRY: Duration = Duration::from_millis(200);
+/// A burst that changed more paths than this (a branch switch) is reloaded by checking every
+/// file's stamp rather than by the paths.
+const MAX_TOUCHED: usize = 256;
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
@@ -174,27 +182,38 @@ where
                     None => return,
                 },
             };
-            if let Some(event) = &event {
-                if !is_relevant(event, config_name.as_deref(), &roots) {
+            // The paths this burst changed; `None`: check every file.
+            let mut touched: Option<Vec<PathBuf>> = None;
+            if let Some(event) = event {
+                if !is_relevant(&event, config_name.as_deref(), &roots) {
                     continue;
                 }
+                let mut paths = Some(Vec::new());
+                note_paths(&mut paths, &event);
                 // Wait for the burst to end: an editor's save is several events.
                 let started = tokio::time::Instant::now();
                 loop {
                     let remaining = MAX_DELAY.saturating_sub(started.elapsed());
                     match tokio::time::timeout(DEBOUNCE.min(remaining), rx.recv()).await {
-                        Ok(Some(_)) if !remaining.is_zero() => continue,
+                        Ok(Some(event)) if !remaining.is_zero() => note_paths(&mut paths, &event),
                         Ok(None) => return,
                         _ => break,
                     }
+                }
+                // A reload after a settling file checks every file.
+                if retry.is_none() {
+                    touched = paths;
                 }
             }
             retry = None;
             // A folder that appeared (a `system/` folder, a root created again) is watched
             // before a second reload, which picks up what was written into it meanwhile.
+            let mut touched = touched.map(Touched::new);
             for _ in 0..2 {
                 let lib = library.clone();
-                let outcome = match tokio::task::spawn_blocking(move || lib.reload()).await {
+                let paths = touched.take();
+                let reload = move || lib.reload_touched(paths.as_ref());
+                let outcome = match tokio::task::spawn_blocking(reload).await {
                     Ok(o) => o,
                     Err(e) => {
                         tracing::error!("reload failed: {e}");
@@ -222,6 +241,23 @@ where
         _watcher: watcher,
         task,
     })
+}
+
+/// Adds the paths of a non-read `event` to `paths`; an event that says events were lost, or
+/// too many paths, turn it into `None` (check every file).
+fn note_paths(paths: &mut Option<Vec<PathBuf>>, event: &notify::Event) {
+    let Some(list) = paths else {
+        return;
+    };
+    if event.need_rescan() || list.len() + event.paths.len() > MAX_TOUCHED {
+        *paths = None;
+        return;
+    }
+    if !matches!(event.kind, EventKind::Access(kind)
+        if kind != AccessKind::Close(AccessMode::Write))
+    {
+        list.extend(event.paths.iter().cloned());
+    }
 }
 
 /// Forgets watched folders that no longer exist (their watch died with them) and watches every
@@ -296,6 +332,26 @@ mod tests {
             e = e.add_path(PathBuf::from(p));
         }
         e
+    }
+
+    #[test]
+    fn a_burst_names_its_paths_unless_events_were_lost_or_too_many() {
+        let modify = EventKind::Modify(ModifyKind::Any);
+        let mut paths = Some(Vec::new());
+        note_paths(&mut paths, &event(modify, &["/p/a.md"]));
+        let read = EventKind::Access(AccessKind::Open(notify::event::AccessMode::Read));
+        note_paths(&mut paths, &event(read, &["/p/b.md"]));
+        assert_eq!(paths, Some(vec![PathBuf::from("/p/a.md")]));
+        let lost = notify::Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
+        note_paths(&mut paths, &lost);
+        assert_eq!(paths, None, "events were lost: every file is checked");
+        note_paths(&mut paths, &event(modify, &["/p/c.md"]));
+        assert_eq!(paths, None);
+        let mut paths = Some(Vec::new());
+        for i in 0..=MAX_TOUCHED {
+            note_paths(&mut paths, &event(modify, &[&format!("/p/{i}.md")]));
+        }
+        assert_eq!(paths, None, "a branch switch: every file is checked");
     }
 
     #[test]

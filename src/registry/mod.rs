@@ -126,7 +126,8 @@ struct FileState {
     hash: String,
     /// The last version that parsed, if any.
     good: Option<Arc<PromptTemplate>>,
-    /// The file's stamp when it was listed before it was read (`None` when its source has none).
+    /// The file's stamp taken before it was read, kept only when it vouches for the content
+    /// read ([`FileStamp::trusted_at`] the load); `None` otherwise and when its source has none.
     stamp: Option<FileStamp>,
 }
 
@@ -140,8 +141,6 @@ pub struct Registry {
     files: HashMap<String, FileState>,
     max_file_bytes: u64,
     settling: bool,
-    /// When the roots were listed for this snapshot.
-    listed_at: std::time::SystemTime,
 }
 
 impl Registry {
@@ -177,13 +176,27 @@ impl Registry {
         check: TemplateCheck<'_>,
         max_file_bytes: u64,
     ) -> Registry {
+        Self::load_touched(roots, previous, check, max_file_bytes, None)
+    }
+
+    /// Like [`load_with_previous`](Self::load_with_previous), told by a file watcher which
+    /// paths changed since `previous` was loaded (`touched`): a file of `previous` that is not
+    /// covered by `touched` is taken unchanged without even a `stat`. Files that are new to the
+    /// listing are read whatever `touched` says.
+    pub fn load_touched(
+        roots: Vec<Arc<dyn PromptSource>>,
+        previous: Option<&Registry>,
+        check: TemplateCheck<'_>,
+        max_file_bytes: u64,
+        touched: Option<&Touched>,
+    ) -> Registry {
         let mut diagnostics = Vec::new();
         let mut files = HashMap::new();
         let mut prompts: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
         let mut shadowed = Vec::new();
         let mut settling = false;
         let listed_at = std::time::SystemTime::now();
-        let reads = read_settled(&roots, previous, max_file_bytes, listed_at);
+        let reads = read_settled(&roots, previous, touched, max_file_bytes, listed_at);
         for (root, listed) in roots.iter().zip(reads) {
             let listed = match listed {
                 Ok(l) => l,
@@ -207,6 +220,7 @@ impl Registry {
                     read,
                     previous,
                     check,
+                    listed_at,
                     &mut files,
                     &mut diagnostics,
                     &mut settling,
@@ -234,7 +248,6 @@ impl Registry {
             files,
             max_file_bytes,
             settling,
-            listed_at,
         }
     }
 
@@ -328,16 +341,30 @@ impl Registry {
         Ok(None)
     }
 
-    /// Whether `file` is, by its stamp, the file this snapshot read and parsed: same size,
-    /// modification time and inode, last modified well before this snapshot listed it, and
-    /// served from a version that parsed.
-    fn unchanged(&self, file: &SourceFile) -> bool {
-        let Some(stamp) = file.stamp else {
-            return false;
+    /// Whether `file` of `root` is the file this snapshot read and parsed, served from a
+    /// version that parsed: a watcher saw no change to it (`touched` does not cover it), or its
+    /// stamp now is the trusted stamp taken when it was read. Returns the stamp it took.
+    fn unchanged(
+        &self,
+        root: &dyn PromptSource,
+        file: &SourceFile,
+        touched: Option<&Touched>,
+    ) -> Result<(), Option<FileStamp>> {
+        let Some(prev) = self.files.get(&file.display_path) else {
+            return Err(root.stamp(&file.rel_path));
         };
-        self.files.get(&file.display_path).is_some_and(|prev| {
-            prev.good.is_some() && prev.stamp == Some(stamp) && stamp.trusted_at(self.listed_at)
-        })
+        if prev.good.is_none() {
+            return Err(root.stamp(&file.rel_path));
+        }
+        if touched.is_some_and(|t| !t.covers(&file.display_path)) {
+            return Ok(());
+        }
+        let stamp = root.stamp(&file.rel_path);
+        if stamp.is_some() && prev.stamp == stamp {
+            Ok(())
+        } else {
+            Err(stamp)
+        }
     }
 
     /// Whether `other` serves exactly the same prompts (names, metadata and content hashes):
@@ -429,6 +456,7 @@ pub struct IncludedFile {
 fn read_settled(
     roots: &[Arc<dyn PromptSource>],
     previous: Option<&Registry>,
+    touched: Option<&Touched>,
     max_file_bytes: u64,
     listed_at: std::time::SystemTime,
 ) -> Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> {
@@ -439,9 +467,13 @@ fn read_settled(
                 .list()?
                 .into_iter()
                 .map(|file| {
-                    if previous.is_some_and(|p| p.unchanged(&file)) {
-                        return (file, FileRead::UNCHANGED);
-                    }
+                    let stamp = match previous {
+                        Some(p) => match p.unchanged(root.as_ref(), &file, touched) {
+                            Ok(()) => return (file, FileRead::UNCHANGED),
+                            Err(stamp) => stamp,
+                        },
+                        None => root.stamp(&file.rel_path),
+                    };
                     let result = root.read(&file.rel_path, max_file_bytes);
                     (
                         file,
@@ -449,6 +481,7 @@ fn read_settled(
                             result,
                             settled: true,
                             unchanged: false,
+                            stamp,
                         },
                     )
                 })
@@ -471,7 +504,7 @@ fn read_settled(
                 if read.unchanged || !changed(file, &read.result) {
                     continue;
                 }
-                let quiet = file.stamp.is_some_and(|s| {
+                let quiet = read.stamp.is_some_and(|s| {
                     s.unmodified_for(SETTLE, listed_at) && roots[r].stamp(&file.rel_path) == Some(s)
                 });
                 if !quiet {
@@ -509,8 +542,10 @@ fn read_settled(
 struct FileRead {
     result: ReadResult,
     settled: bool,
-    /// Not read: its stamp says it is the file the previous snapshot read and parsed.
+    /// Not read: it is the file the previous snapshot read and parsed.
     unchanged: bool,
+    /// Its stamp, taken before it was read.
+    stamp: Option<FileStamp>,
 }
 
 impl FileRead {
@@ -518,7 +553,43 @@ impl FileRead {
         result: Ok(None),
         settled: true,
         unchanged: true,
+        stamp: None,
     };
+}
+
+/// Paths a file watcher saw change since the previous load: files, and folders (everything
+/// below them counts as changed).
+#[derive(Debug, Clone, Default)]
+pub struct Touched {
+    paths: Vec<String>,
+}
+
+impl Touched {
+    /// The changed paths, spelled as the watched folders were (as [`SourceFile::display_path`]).
+    pub fn new<I: IntoIterator<Item = std::path::PathBuf>>(paths: I) -> Touched {
+        let mut paths: Vec<String> = paths.into_iter().map(|p| p.display().to_string()).collect();
+        paths.sort();
+        paths.dedup();
+        Touched { paths }
+    }
+
+    /// How many paths changed.
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+
+    /// Whether no path changed.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+
+    /// Whether `path` or a folder above it changed.
+    fn covers(&self, path: &str) -> bool {
+        self.paths.iter().any(|t| {
+            path.strip_prefix(t.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(std::path::MAIN_SEPARATOR))
+        })
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -528,10 +599,12 @@ fn load_file(
     read: FileRead,
     previous: Option<&Registry>,
     check: TemplateCheck<'_>,
+    listed_at: std::time::SystemTime,
     files: &mut HashMap<String, FileState>,
     diagnostics: &mut Vec<Diagnostic>,
     settling: &mut bool,
 ) -> Option<Arc<PromptTemplate>> {
+    let stamp = read.stamp.filter(|s| s.trusted_at(listed_at));
     let prev = previous.and_then(|p| p.files.get(&file.display_path));
     let good = prev.and_then(|p| p.good.clone());
     if read.unchanged
@@ -601,7 +674,7 @@ fn load_file(
         files.insert(
             file.display_path.clone(),
             FileState {
-                stamp: file.stamp,
+                stamp,
                 ..prev.clone()
             },
         );
@@ -658,7 +731,7 @@ fn load_file(
         FileState {
             hash,
             good: served.clone(),
-            stamp: file.stamp,
+            stamp,
         },
     );
     served

@@ -20,13 +20,11 @@ pub struct SourceFile {
     /// Path for messages: absolute on disk, `builtin:prompts/...` for built-ins.
     pub display_path: String,
     pub category: PromptCategory,
-    /// What the listing saw of the file on disk, when the source can tell: a reload skips
-    /// reading a file whose stamp has not moved.
-    pub stamp: Option<FileStamp>,
 }
 
-/// A file's size, modification time and inode as listed: when none of them moved, its content
-/// is taken as unchanged (see [`FileStamp::trusted_at`] for files modified just before).
+/// A file's size, modification time and inode: when none of them moved since the file was
+/// read, its content is taken as unchanged (see [`FileStamp::trusted_at`] for files modified
+/// just before they were read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     len: u64,
@@ -53,7 +51,7 @@ impl FileStamp {
         })
     }
 
-    /// Whether a file with this stamp, listed at `listed_at`, had stopped changing by then:
+    /// Whether a file with this stamp, taken at `listed_at`, had stopped changing by then:
     /// its modification time is at least [`STAMP_MARGIN`] older.
     pub fn trusted_at(&self, listed_at: std::time::SystemTime) -> bool {
         self.unmodified_for(STAMP_MARGIN, listed_at)
@@ -71,14 +69,14 @@ impl FileStamp {
     }
 }
 
-/// The metadata of a listed folder entry, symlinks followed, if it is a regular file.
-fn regular_file(entry: &std::fs::DirEntry, kind: std::fs::FileType) -> Option<std::fs::Metadata> {
-    let meta = if kind.is_symlink() {
-        std::fs::metadata(entry.path()).ok()?
+/// Whether a listed folder entry is a regular file, symlinks followed (only a symlink costs a
+/// `stat`: the listing knows the others' types).
+fn regular_file(entry: &std::fs::DirEntry, kind: std::fs::FileType) -> bool {
+    if kind.is_symlink() {
+        entry.path().is_file()
     } else {
-        entry.metadata().ok()?
-    };
-    meta.is_file().then_some(meta)
+        kind.is_file()
+    }
 }
 
 /// Errors reading a source.
@@ -200,14 +198,11 @@ impl DirSource {
                 };
                 if kind.is_dir() {
                     pending.push(rel);
-                } else if dialect.accepts(&name)
-                    && let Some(meta) = regular_file(&entry, kind)
-                {
+                } else if dialect.accepts(&name) && regular_file(&entry, kind) {
                     out.push(SourceFile {
                         display_path: entry.path().display().to_string(),
                         rel_path: rel,
                         category: PromptCategory::User,
-                        stamp: FileStamp::of(&meta),
                     });
                 }
             }
@@ -243,9 +238,9 @@ impl DirSource {
             if !is_md || hidden {
                 continue;
             }
-            let Some(meta) = entry.file_type().ok().and_then(|k| regular_file(&entry, k)) else {
+            if !entry.file_type().is_ok_and(|k| regular_file(&entry, k)) {
                 continue;
-            };
+            }
             let file = entry.file_name().to_string_lossy().into_owned();
             let rel_path = if sub.is_empty() {
                 file
@@ -256,7 +251,6 @@ impl DirSource {
                 display_path: path.display().to_string(),
                 rel_path,
                 category,
-                stamp: FileStamp::of(&meta),
             });
         }
         Ok(())
@@ -383,7 +377,6 @@ impl PromptSource for BuiltinSource {
                         display_path: self.display_path(&rel),
                         rel_path: rel,
                         category,
-                        stamp: None,
                     });
                 }
             }

@@ -180,7 +180,6 @@ impl PromptSource for MemorySource {
                 rel_path: rel.clone(),
                 display_path: self.display_path(rel),
                 category: PromptCategory::User,
-                stamp: None,
             })
             .collect())
     }
