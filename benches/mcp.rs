@@ -11,7 +11,7 @@
 //! - `prompts/get` and `tools/call wit-get-prompts` (one prompt, rendered): median / p90 / p99
 //!   over `MCP_BENCH_CALLS` calls each (default 2,000) after a warm-up;
 //! - spawn → first answer: process spawn until the `initialize` response arrives;
-//! - file save → `notifications/prompts/list_changed` received (watcher + 100 ms debounce +
+//! - file save → `notifications/prompts/list_changed` received (watcher + 30 ms debounce +
 //!   reload);
 //! - idle RSS with the built-in prompts;
 //! - large registries (`MCP_BENCH_SCALE`, default `10000`; e.g. `10000,100000`): that many
@@ -248,7 +248,7 @@ fn main() {
         .filter_map(|n| n.trim().parse().ok())
         .collect();
     for n in scales {
-        large_registry(&bin, cwd.path(), n, calls.min(500));
+        large_registry(&bin, n, calls.min(500));
     }
 }
 
@@ -282,7 +282,18 @@ fn generated_prompt(i: usize, revision: usize) -> String {
 }
 
 /// `n` generated prompts: load, serve, edit, memory.
-fn large_registry(bin: &Path, cwd: &Path, n: usize, calls: usize) {
+fn large_registry(bin: &Path, n: usize, calls: usize) {
+    // A listing of every prompt is about 390 bytes a prompt: the response cap is raised to fit.
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(
+        cwd.path().join(".ado-mcp-config.json"),
+        format!(
+            r#"{{"limits": {{"maxResponseBytes": {}}}}}"#,
+            (n * 1024).max(16 << 20)
+        ),
+    )
+    .unwrap();
+    let cwd = cwd.path();
     let dir = tempfile::tempdir().unwrap();
     for i in 0..n {
         std::fs::write(
