@@ -143,7 +143,6 @@ impl Snapshot {
                 limits.clone(),
                 previous.map(|p| &p.renderer),
             ),
-
             version: registry.version(),
             registry,
             config,

@@ -11,9 +11,10 @@
 //!
 //! Files are read under `limits.maxPromptFileBytes`: a larger file, a non-regular file or text
 //! that is not UTF-8 is reported by name and left out (on reload its last good version stays).
-//! A reload reads only what changed: a listed file whose stamp (size, modification time,
-//! inode) is the one the previous snapshot read, modified well before that, is not read again
-//! and keeps its parsed template (and so its render caches and listing entry upstream).
+//! A reload reads only what changed: a listed file that the file watcher did not name
+//! ([`Touched`]), or whose stamp (size, modification time, inode) is the one taken when the
+//! previous snapshot read it, modified well before that, is not read again and keeps its
+//! parsed template (and so its render caches and listing entry upstream).
 //! On reload a file whose content changed is only taken once it is stable: it is read again
 //! after [`SETTLE`] until two reads agree (unless its stamp already shows it unmodified for
 //! that long), so a reader never sees a file half-written in place.
@@ -343,27 +344,25 @@ impl Registry {
 
     /// Whether `file` of `root` is the file this snapshot read and parsed, served from a
     /// version that parsed: a watcher saw no change to it (`touched` does not cover it), or its
-    /// stamp now is the trusted stamp taken when it was read. Returns the stamp it took.
+    /// stamp now is the trusted stamp taken when it was read. When it is not, the stamp taken
+    /// (to be kept with what is read now).
     fn unchanged(
         &self,
         root: &dyn PromptSource,
         file: &SourceFile,
         touched: Option<&Touched>,
     ) -> Result<(), Option<FileStamp>> {
-        let Some(prev) = self.files.get(&file.display_path) else {
-            return Err(root.stamp(&file.rel_path));
-        };
-        if prev.good.is_none() {
-            return Err(root.stamp(&file.rel_path));
-        }
-        if touched.is_some_and(|t| !t.covers(&file.display_path)) {
+        let prev = self
+            .files
+            .get(&file.display_path)
+            .filter(|prev| prev.good.is_some());
+        if prev.is_some() && touched.is_some_and(|t| !t.covers(&file.display_path)) {
             return Ok(());
         }
         let stamp = root.stamp(&file.rel_path);
-        if stamp.is_some() && prev.stamp == stamp {
-            Ok(())
-        } else {
-            Err(stamp)
+        match prev {
+            Some(prev) if stamp.is_some() && prev.stamp == stamp => Ok(()),
+            _ => Err(stamp),
         }
     }
 
@@ -447,8 +446,8 @@ pub struct IncludedFile {
     pub body_line: usize,
 }
 
-/// Lists every root and reads its files. On reload (`previous` given), a file whose stamp has
-/// not moved is not read (see [`Registry::unchanged`]); files whose content changed are read
+/// Lists every root and reads its files. On reload (`previous` given), a file the watcher did
+/// not name or whose stamp has not moved is not read (see [`Registry::unchanged`]); files whose content changed are read
 /// again after [`SETTLE`] until two reads agree, unless their stamp shows them unmodified for
 /// [`SETTLE`] already, before and after the read; a file still changing after [`SETTLE_ROUNDS`]
 /// reads is marked unsettled.
@@ -571,16 +570,6 @@ impl Touched {
         paths.sort();
         paths.dedup();
         Touched { paths }
-    }
-
-    /// How many paths changed.
-    pub fn len(&self) -> usize {
-        self.paths.len()
-    }
-
-    /// Whether no path changed.
-    pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
     }
 
     /// Whether `path` or a folder above it changed.

@@ -106,13 +106,13 @@ pub trait PromptSource: Send + Sync + std::fmt::Debug {
     /// the root are rejected, and so are files larger than `max_bytes`, non-regular files and
     /// text that is not UTF-8.
     fn read(&self, rel_path: &str, max_bytes: u64) -> Result<Option<String>, SourceError>;
-    /// How long ago a file was last modified, when the source knows.
-    fn age(&self, _rel_path: &str) -> Option<std::time::Duration> {
-        None
-    }
-    /// A file's stamp now, when the source has stamps (as [`SourceFile::stamp`]).
+    /// A file's stamp now, when the source has stamps (files on disk).
     fn stamp(&self, _rel_path: &str) -> Option<FileStamp> {
         None
+    }
+    /// How long ago a file was last modified, when the source knows (from its stamp).
+    fn age(&self, rel_path: &str) -> Option<std::time::Duration> {
+        Some(self.stamp(rel_path)?.modified.elapsed().unwrap_or_default())
     }
     /// The message path of a root-relative file.
     fn display_path(&self, rel_path: &str) -> String;
@@ -304,13 +304,6 @@ impl PromptSource for DirSource {
 
     fn stamp(&self, rel_path: &str) -> Option<FileStamp> {
         FileStamp::of(&std::fs::metadata(self.root.join(rel_path)).ok()?)
-    }
-
-    fn age(&self, rel_path: &str) -> Option<std::time::Duration> {
-        let modified = std::fs::metadata(self.root.join(rel_path))
-            .and_then(|m| m.modified())
-            .ok()?;
-        Some(modified.elapsed().unwrap_or_default())
     }
 
     fn display_path(&self, rel_path: &str) -> String {
