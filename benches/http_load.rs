@@ -12,6 +12,8 @@
 //! 64 clients against `--stateless` (no session, JSON answers). `HTTP_LOAD_CLIENTS` (default
 //! 64), `HTTP_LOAD_SECS` (default 5 per mode), `PROMPTD_BIN` (default `target/release/promptd`).
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -95,12 +97,6 @@ fn cpu_seconds(pid: u32) -> f64 {
     };
     // utime and stime are fields 14 and 15 of the line, 11 and 12 after the command.
     (ticks(11) + ticks(12)) / 100.0
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 fn post(addr: &str, session: Option<&str>, body: String) -> Request<Full<Bytes>> {
@@ -200,7 +196,7 @@ fn main() {
     for (label, stateless) in [("sessions", false), ("stateless", true)] {
         let args: &[&str] = if stateless { &["--stateless"] } else { &[] };
         let (mut child, addr) = start(&bin, &prompts, clients, args);
-        let load_before = load_average();
+        let load_before = common::load_average();
         // A short warm-up, then the measured run.
         for (measured, duration) in [
             (false, Duration::from_millis(500)),
@@ -233,7 +229,7 @@ fn main() {
                 pct(&all, 0.5),
                 pct(&all, 0.99),
                 cpu * 1e3 / all.len() as f64,
-                load_average()
+                common::load_average()
             );
         }
         let _ = child.kill();

@@ -19,11 +19,14 @@
 //!   idle RSS after the load, `prompts/get` and listing latency, 20 edits (edit →
 //!   `list_changed`) and the RSS after them. Every line ends with the machine's load.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{generated_prompt, load_average};
 use serde_json::{Value, json};
 
 /// The tests' command builder and environment policy, laid out as in the test binary.
@@ -252,35 +255,6 @@ fn main() {
     }
 }
 
-/// Resident memory of `pid` in MB (VmRSS).
-fn rss_mb(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
-}
-
-/// A prompt of about 1 KB: frontmatter with two arguments and a Jinja body.
-fn generated_prompt(i: usize, revision: usize) -> String {
-    let mut body = format!(
-        "---\ntitle: Generated prompt {i}\ndescription: Prompt number {i} of a large registry, revision {revision}.\narguments:\n  target: {{ type: string, required: true, description: What to work on }}\n  depth: {{ type: integer, default: 2 }}\n---\nWork on {{{{ target }}}} at depth {{{{ depth }}}}.\n"
-    );
-    while body.len() < 1000 {
-        body.push_str(
-            "Explain each step, name the files you change and why, and keep the diff small.\n",
-        );
-    }
-    body
-}
-
 /// `n` generated prompts: load, serve, edit, memory.
 fn large_registry(bin: &Path, n: usize, calls: usize) {
     // A listing of every prompt is about 390 bytes a prompt: the response cap is raised to fit.
@@ -359,4 +333,9 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
         load_average()
     );
     s.close();
+}
+
+/// Resident memory of `pid` in MB (VmRSS).
+fn rss_mb(pid: u32) -> f64 {
+    common::rss_bytes(Some(pid)) as f64 / (1024.0 * 1024.0)
 }

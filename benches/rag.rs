@@ -12,6 +12,8 @@
 //! `RAG_BENCH_EMBED_RUNS=N` runs of it, default 3;
 //! `RAG_BENCH_EMBED_TOKENS=128,256` token windows to compare, default the configured one).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -264,16 +266,8 @@ fn active_file_latencies(retriever: &Retriever, tree: &Path) {
         QUERIES.len(),
         line(&total),
         line(&follow),
-        load_average()
+        common::load_average()
     );
-}
-
-/// The machine's load averages (1, 5, 15 minutes): throughput on a shared machine means little
-/// without them.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// Background embedding throughput on a fresh copy of a mid-size crate: model load plus
@@ -324,7 +318,7 @@ fn embedding_throughput(model: &RagConfig, cores: usize) {
                     promptd::rag::embed::BACKGROUND_TURN
                 )
             };
-            let load_before = load_average();
+            let load_before = common::load_average();
             let mut rates = Vec::new();
             let mut per_cpu = Vec::new();
             for run in 0..runs {
@@ -352,7 +346,7 @@ fn embedding_throughput(model: &RagConfig, cores: usize) {
                 percentile(rates.clone(), 0.5),
                 percentile(rates, 0.99),
                 percentile(per_cpu, 0.5),
-                load_average()
+                common::load_average()
             );
         }
     }
@@ -410,7 +404,7 @@ fn query_wait_under_background_embedding(model: &RagConfig) {
         percentile(idle, 0.99),
         percentile(busy.clone(), 0.5),
         percentile(busy, 0.99),
-        load_average()
+        common::load_average()
     );
 }
 

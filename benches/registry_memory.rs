@@ -8,10 +8,13 @@
 //!
 //! `cargo bench --bench registry_memory`
 
+mod common;
+
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::generated_prompt;
 use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::registry::{DirSource, PromptSource, Registry, Touched};
 use serde_json::{Map, Value, json};
@@ -49,32 +52,8 @@ fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
-fn rss() -> usize {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse::<usize>().ok())
-        })
-        .map_or(0, |kb| kb * 1024)
-}
-
 fn mb(bytes: usize) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
-}
-
-/// A prompt of about 1 KB: frontmatter with two arguments and a Jinja body (as `benches/mcp.rs`).
-fn generated_prompt(i: usize, revision: usize) -> String {
-    let mut body = format!(
-        "---\ntitle: Generated prompt {i}\ndescription: Prompt number {i} of a large registry, revision {revision}.\narguments:\n  target: {{ type: string, required: true, description: What to work on }}\n  depth: {{ type: integer, default: 2 }}\n---\nWork on {{{{ target }}}} at depth {{{{ depth }}}}.\n"
-    );
-    while body.len() < 1000 {
-        body.push_str(
-            "Explain each step, name the files you change and why, and keep the diff small.\n",
-        );
-    }
-    body
 }
 
 struct Step {
@@ -84,7 +63,7 @@ struct Step {
 
 impl Step {
     fn print(&mut self, what: &str) {
-        let (l, r) = (live(), rss());
+        let (l, r) = (live(), common::rss_bytes(None));
         println!(
             "  {what:<44} heap {:>9} (+{:>9}, {:>6.0} B/prompt)   RSS {:>9}",
             mb(l),
@@ -142,7 +121,7 @@ fn measure(n: usize, edits: usize) {
     }
     step.print("every prompt rendered once (validators)");
     let after_load_live = live();
-    let after_load_rss = rss();
+    let after_load_rss = common::rss_bytes(None);
 
     // A registry at rest: its files were written longer ago than a stamp needs to be trusted.
     std::thread::sleep(Duration::from_millis(2500));
@@ -161,7 +140,7 @@ fn measure(n: usize, edits: usize) {
     println!(
         "  growth over the edits: heap {:+.1} MB, RSS {:+.1} MB",
         (live() as f64 - after_load_live as f64) / 1e6,
-        (rss() as f64 - after_load_rss as f64) / 1e6,
+        (common::rss_bytes(None) as f64 - after_load_rss as f64) / 1e6,
     );
     // One edit, reloaded by checking every file's stamp (a watcher that lost events).
     std::fs::write(
@@ -221,12 +200,7 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(20);
-    println!(
-        "load average: {}",
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .trim()
-    );
+    println!("load average: {}", common::load_average());
     for n in scales {
         measure(n, edits);
     }

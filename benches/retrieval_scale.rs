@@ -17,6 +17,8 @@
 //! the first build, `RETRIEVAL_SCALE_RUNS=N` sets the one-shot runs (default 20),
 //! `RETRIEVAL_SCALE_FILES=N` the file count to reach (default 100,000).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -202,15 +204,6 @@ fn subjects() -> Vec<String> {
     out
 }
 
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .unwrap_or_default()
-        .split_whitespace()
-        .take(3)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 fn percentile(samples: &[f64], p: f64) -> f64 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
@@ -224,7 +217,7 @@ fn report(label: &str, samples: &[f64]) {
         percentile(samples, 0.0),
         percentile(samples, 0.5),
         percentile(samples, 0.99),
-        load()
+        common::load_average()
     );
 }
 
@@ -303,7 +296,10 @@ fn main() {
         .unwrap_or(20)
         .max(1);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("retrieval scale bench on {cores} cores (load {})", load());
+    println!(
+        "retrieval scale bench on {cores} cores (load {})",
+        common::load_average()
+    );
     let started = Instant::now();
     let tree = scale_tree(wanted);
     let queries = subjects();
@@ -324,7 +320,7 @@ fn main() {
         println!(
             "first full index (promptd index --no-embed): {:.1} s, peak RSS {peak:.0} MiB (load {})",
             ms / 1000.0,
-            load()
+            common::load_average()
         );
     }
     let files = indexable(&tree);
