@@ -253,9 +253,7 @@ fn note_paths(paths: &mut Option<Vec<PathBuf>>, event: &notify::Event) {
         *paths = None;
         return;
     }
-    if !matches!(event.kind, EventKind::Access(kind)
-        if kind != AccessKind::Close(AccessMode::Write))
-    {
+    if !is_read(event) {
         list.extend(event.paths.iter().cloned());
     }
 }
@@ -290,6 +288,11 @@ fn add_watch(watcher: &Mutex<RecommendedWatcher>, dir: &Path, watched: &mut Vec<
     }
 }
 
+/// Whether an event only reports a read (an access other than closing a file written to).
+fn is_read(event: &notify::Event) -> bool {
+    matches!(event.kind, EventKind::Access(kind) if kind != AccessKind::Close(AccessMode::Write))
+}
+
 /// Whether an event can change what is served: a `*.md` file, a `*.toml` file of a prompt root,
 /// the config file, a
 /// folder (a `system/` folder, a subfolder of a dialect folder, a prompt root) appearing or
@@ -299,9 +302,7 @@ fn is_relevant(
     config_name: Option<&std::ffi::OsStr>,
     roots: &[PathBuf],
 ) -> bool {
-    let is_read = matches!(event.kind, EventKind::Access(kind)
-        if kind != AccessKind::Close(AccessMode::Write));
-    if is_read {
+    if is_read(event) {
         return false;
     }
     if matches!(
