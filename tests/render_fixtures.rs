@@ -1,12 +1,14 @@
 //! Glob-driven render snapshots: each folder under `tests/fixtures/render/` holds prompt
 //! folders and a `case.json` listing renders; the snapshot is every render's text, variables and
-//! provenance, or its error message.
+//! provenance, or its error message, and the values a marked render (the studio's) found in the
+//! text, whose text must equal the plain render's.
 
 use crate::support;
 
 use std::fmt::Write;
 use std::path::Path;
 
+use promptd::render::SegmentKind;
 use serde_json::{Map, Value};
 
 pub(crate) fn run_case(case_file: &Path) -> String {
@@ -45,6 +47,44 @@ pub(crate) fn run_case(case_file: &Path) -> String {
                 for w in &r.warnings {
                     writeln!(out, "warning: {w}").unwrap();
                 }
+                let snapshot = lib.snapshot();
+                let prompt = snapshot.registry.get(name).unwrap();
+                let (marked, messages) = snapshot
+                    .renderer
+                    .render_marked(prompt, &args, &snapshot.config, lib.clock())
+                    .expect("a marked render succeeds where the render did");
+                assert_eq!(marked.text, r.text, "{name}: marks changed the text");
+                assert_eq!(
+                    marked.messages, r.messages,
+                    "{name}: marks changed the messages"
+                );
+                let values: Vec<String> = messages
+                    .iter()
+                    .flat_map(|m| &m.segments)
+                    .filter_map(|s| match &s.kind {
+                        SegmentKind::Text => None,
+                        SegmentKind::Variable { name } => Some(format!("{name}={:?}", s.text)),
+                        SegmentKind::Expression => Some(format!("(expr)={:?}", s.text)),
+                    })
+                    .collect();
+                let joined: String = messages
+                    .iter()
+                    .map(|m| {
+                        m.segments
+                            .iter()
+                            .map(|s| s.text.as_str())
+                            .collect::<String>()
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let expected: String = r
+                    .messages
+                    .iter()
+                    .map(|m| m.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                assert_eq!(joined, expected, "{name}: segments lost text");
+                writeln!(out, "marks: {}", values.join(", ")).unwrap();
                 if r.messages.len() > 1 {
                     for m in &r.messages {
                         writeln!(out, "--- message ({}) ---\n{}", m.role, m.text).unwrap();

@@ -20,6 +20,7 @@
 pub mod bounded;
 pub mod clock;
 mod coerce;
+pub mod marks;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, LazyLock, OnceLock};
@@ -32,6 +33,7 @@ use serde_json::{Map, Value};
 
 pub use clock::{Clock, ClockError, computed_variables};
 pub use coerce::coerce;
+pub use marks::{MarkedMessage, Segment, SegmentKind};
 
 use crate::config::ProjectConfig;
 use crate::dialect::{Dialect, display_value, jinja, plain};
@@ -500,6 +502,55 @@ impl Renderer {
         config: &ProjectConfig,
         clock: &Clock,
     ) -> Result<RenderedPrompt, RenderError> {
+        self.render_with(prompt, args, config, clock, false)
+            .map(|(rendered, _)| rendered)
+    }
+
+    /// Like [`render_template`](Self::render_template), also cutting each message into the
+    /// template's text and the values substituted into it (see [`marks`]). A body or argument
+    /// holding the private-use characters marks are made of is rendered unmarked: one text
+    /// segment per message.
+    pub fn render_marked(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+        config: &ProjectConfig,
+        clock: &Clock,
+    ) -> Result<(RenderedPrompt, Vec<MarkedMessage>), RenderError> {
+        let hostile = marks::has_delimiters(&prompt.body)
+            || args.values().any(|v| marks::has_delimiters(&v.to_string()));
+        let (mut rendered, names) = self.render_with(prompt, args, config, clock, !hostile)?;
+        let marked = split_roles(&rendered.text, prompt.roles)
+            .into_iter()
+            .map(|m| MarkedMessage {
+                segments: if hostile {
+                    vec![Segment {
+                        text: m.text,
+                        kind: SegmentKind::Text,
+                    }]
+                } else {
+                    marks::segments(&m.text, &names)
+                },
+                role: m.role,
+            })
+            .collect();
+        if !hostile {
+            rendered.text = marks::strip(&rendered.text);
+            rendered.messages = split_roles(&rendered.text, prompt.roles);
+        }
+        Ok((rendered, marked))
+    }
+
+    /// Renders `prompt`; with `mark`, every substituted value in the text is wrapped in marks
+    /// and the names their indices refer to are returned beside it.
+    fn render_with(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+        config: &ProjectConfig,
+        clock: &Clock,
+        mark: bool,
+    ) -> Result<(RenderedPrompt, Vec<String>), RenderError> {
         let name = prompt.name.as_str();
         let cache = self.cache(prompt)?;
         let analysis = self.analysis_in(cache, prompt);
@@ -529,6 +580,22 @@ impl Renderer {
             }
         }
 
+        let names: Vec<String> = if mark {
+            vars.keys().cloned().collect()
+        } else {
+            Vec::new()
+        };
+        let index_of = |k: &str| names.iter().position(|n| n == k);
+        let substituted = |k: &str| {
+            vars.get(k).map(|v| {
+                let shown = display_value(v);
+                if mark {
+                    marks::wrap(index_of(k), &shown)
+                } else {
+                    shown
+                }
+            })
+        };
         let missing: Vec<String> = prompt
             .arguments
             .iter()
@@ -572,11 +639,7 @@ impl Renderer {
             _ if !prompt.dialect.is_promptd() => {
                 let (text, mut used) = prompt
                     .dialect
-                    .substitute(
-                        &prompt.body,
-                        |k| vars.get(k).map(display_value),
-                        self.limits.max_render_bytes,
-                    )
+                    .substitute(&prompt.body, substituted, self.limits.max_render_bytes)
                     .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
                 used.sort();
                 (text, used)
@@ -586,6 +649,7 @@ impl Renderer {
                     .env
                     .get_template(name)
                     .map_err(|e| self.template_error(prompt, &e))?;
+                let _marking = mark.then(|| marks::Marking::start(printed(&vars, &provenance)));
                 let text = t.render(JinjaValue::from(Serde(&vars))).map_err(|e| {
                     if guard.exceeded() {
                         self.too_large(prompt, guard.total_exceeded(), jinja_message(&e))
@@ -602,12 +666,9 @@ impl Renderer {
                 (text, used)
             }
             Engine::Plain => {
-                let (text, mut used) = plain::substitute(
-                    &prompt.body,
-                    |k| vars.get(k).map(display_value),
-                    self.limits.max_render_bytes,
-                )
-                .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
+                let (text, mut used) =
+                    plain::substitute(&prompt.body, substituted, self.limits.max_render_bytes)
+                        .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
                 used.sort();
                 if !analysis.verbatim.is_empty() {
                     warnings.push(format!(
@@ -655,7 +716,7 @@ impl Renderer {
             .collect();
         drop(guard);
         let messages = split_roles(&text, prompt.roles);
-        Ok(RenderedPrompt {
+        let rendered = RenderedPrompt {
             name: name.to_string(),
             text,
             messages,
@@ -665,7 +726,8 @@ impl Renderer {
             provenance,
             values,
             warnings,
-        })
+        };
+        Ok((rendered, names))
     }
 
     /// Builds the render context, lowest layer first, with provenance.
@@ -834,6 +896,29 @@ fn value_size_limit(limits: &Limits) -> minijinja::ValueSizeLimitGuard {
     })
 }
 
+/// How each variable prints in Jinja output (as the formatter writes it), with its index in
+/// `vars`' key order, highest layer first: what a marked render attributes an output to.
+fn printed(vars: &Map<String, Value>, provenance: &Provenance) -> Vec<(String, usize)> {
+    let mut out: Vec<(VariableSource, String, usize)> = vars
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (k, v))| {
+            let shown = match v {
+                Value::Bool(b) => b.to_string(),
+                Value::Null => return None,
+                other => JinjaValue::from(Serde(other)).to_string(),
+            };
+            let layer = provenance
+                .get(k)
+                .copied()
+                .unwrap_or(VariableSource::Computed);
+            (!shown.is_empty()).then_some((layer, shown, i))
+        })
+        .collect();
+    out.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+    out.into_iter().map(|(_, s, i)| (s, i)).collect()
+}
+
 /// The minijinja environment every Jinja compile and render uses, without a loader: the
 /// renderer adds its registry loader, [`check_syntax`] compiles a body with it as is. One
 /// constructor, so hot reload's syntax check and rendering cannot disagree on what parses.
@@ -857,6 +942,11 @@ fn jinja_environment<'source>() -> Environment<'source> {
         } else {
             value
         };
+        if marks::marking() && matches!(state.auto_escape(), minijinja::AutoEscape::None) {
+            return out
+                .write_str(&marks::jinja_mark(&value.to_string()))
+                .map_err(minijinja::Error::from);
+        }
         minijinja::escape_formatter(out, state, value)
     });
     // Prompt text is whitespace-sensitive: keep the file's final newline, and let block tags
