@@ -10,6 +10,7 @@
 //! (enhance, compose) are ordinary registry templates fed by stage outputs, so users can
 //! override them by shadowing.
 
+pub mod auth;
 pub mod cli;
 pub mod compose;
 pub mod config;
@@ -28,6 +29,7 @@ pub mod rag;
 pub mod registry;
 pub mod render;
 pub mod stages;
+pub mod studio;
 pub mod tokens;
 pub mod tools;
 pub mod watch;

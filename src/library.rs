@@ -280,6 +280,8 @@ pub struct PromptLibrary {
     /// Held while a load or reload reads the folders and swaps the snapshot: the later one
     /// read the files last, so it stores last.
     loading: std::sync::Mutex<()>,
+    /// Counts snapshot swaps (a load, a reload that changed prompts, config or diagnostics).
+    swaps: tokio::sync::watch::Sender<u64>,
 }
 
 impl PromptLibrary {
@@ -305,6 +307,7 @@ impl PromptLibrary {
             roots,
             loaded: tokio::sync::watch::Sender::new(false),
             loading: std::sync::Mutex::new(()),
+            swaps: tokio::sync::watch::Sender::new(0),
         })
     }
 
@@ -324,7 +327,7 @@ impl PromptLibrary {
         let snapshot = Snapshot::new(registry, old.config.clone());
         snapshot.warm();
         crate::metrics::global().serving(snapshot.registry.len(), &snapshot.version);
-        self.current.store(Arc::new(snapshot));
+        self.store(snapshot);
         self.loaded.send_replace(true);
     }
 
@@ -358,12 +361,30 @@ impl PromptLibrary {
             roots,
             loaded: tokio::sync::watch::Sender::new(true),
             loading: std::sync::Mutex::new(()),
+            swaps: tokio::sync::watch::Sender::new(0),
         })
+    }
+
+    /// Serves `snapshot` from now on and tells the swap's watchers.
+    fn store(&self, snapshot: Snapshot) {
+        self.current.store(Arc::new(snapshot));
+        self.swaps.send_modify(|n| *n += 1);
+    }
+
+    /// Watches snapshot swaps: the value counts them and changes after every swap (a load, or a
+    /// reload that changed prompts, the config or a file's diagnostics, such as a broken edit).
+    pub fn subscribe_swaps(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.swaps.subscribe()
     }
 
     /// The current snapshot (cheap; hold it for a consistent view).
     pub fn snapshot(&self) -> Arc<Snapshot> {
         self.current.load_full()
+    }
+
+    /// The project folder (discovery, config and test cases are relative to it).
+    pub fn cwd(&self) -> &std::path::Path {
+        &self.options.cwd
     }
 
     /// The clock used for computed variables.
@@ -426,7 +447,7 @@ impl PromptLibrary {
             // Built here, on the reloading thread, so that no request pays for it.
             snapshot.warm_from(Some(&old));
             crate::metrics::global().serving(snapshot.registry.len(), &snapshot.version);
-            self.current.store(Arc::new(snapshot));
+            self.store(snapshot);
         }
         crate::metrics::global().reload(problems.is_empty());
         ReloadOutcome {

@@ -27,6 +27,21 @@ pub fn check(snap: &Snapshot) -> Vec<Diagnostic> {
     out
 }
 
+/// The lints of one prompt: its file's load diagnostics and its own checks, sorted by line.
+pub fn check_prompt_file(snap: &Snapshot, prompt: &PromptTemplate) -> Vec<Diagnostic> {
+    let mut out: Vec<Diagnostic> = snap
+        .registry
+        .diagnostics()
+        .iter()
+        .filter(|d| d.path == prompt.path)
+        .cloned()
+        .collect();
+    check_prompt(snap, prompt, &mut out);
+    out.sort_by_key(|d| (d.line, d.column));
+    out.dedup();
+    out
+}
+
 fn diag(
     prompt: &PromptTemplate,
     severity: Severity,

@@ -58,3 +58,5 @@ mod stages_catalog;
 mod stages_equality;
 mod stages_errors;
 mod stages_reload;
+mod studio_browser;
+mod studio_http;

@@ -52,8 +52,32 @@ pub enum Command {
     Enhance(stages::EnhanceArgs),
     /// Compose the final prompt: system prompt, tools, project rules and docs under a budget.
     Compose(stages::ComposeArgs),
-    /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http.
+    /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http (and the
+    /// studio page at /).
     Serve(ServeArgs),
+    /// Open the studio: a live web page to browse, fill, render, check and test prompts.
+    Studio(StudioArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct StudioArgs {
+    /// Address to listen on (loopback; port 0 picks a free one).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub addr: std::net::SocketAddr,
+    /// Open the page in the browser ($BROWSER, else xdg-open).
+    #[arg(long)]
+    pub open: bool,
+    /// The token the page (and /mcp) require; default: a random one, printed in the address.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "PROMPTD_AUTH_TOKEN",
+        hide_env_values = true
+    )]
+    pub auth_token: Option<String>,
+    /// No token at all (loopback only: anyone on this machine can read the prompts).
+    #[arg(long, conflicts_with = "auth_token")]
+    pub no_token: bool,
 }
 
 #[derive(Debug, Args)]
@@ -83,6 +107,9 @@ pub struct ServeArgs {
     /// Do not watch prompt folders and the config file for changes.
     #[arg(long)]
     pub no_watch: bool,
+    /// With --http: do not serve the studio page at /.
+    #[arg(long, requires = "http")]
+    pub no_studio: bool,
 }
 
 #[derive(Debug, Args)]
@@ -158,6 +185,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Enhance(args) => stages::enhance(&cli.common, &args, &mut out()),
         Command::Compose(args) => stages::compose(&cli.common, &args, &mut out()),
         Command::Serve(args) => serve(&cli.common, &args),
+        Command::Studio(args) => studio(&cli.common, &args),
     }
 }
 
@@ -345,7 +373,46 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
         auth_token: args.auth_token.clone(),
         watch: !args.no_watch,
         stateless: args.stateless,
+        studio: (!args.no_studio).then(crate::mcp::StudioLaunch::default),
     };
     crate::mcp::serve(lib, options)?;
     Ok(0)
+}
+
+fn studio(common: &CommonArgs, args: &StudioArgs) -> Result<u8> {
+    if !args.addr.ip().is_loopback() {
+        bail!(
+            "--addr {}: the studio is for one author on this machine; serve others with              `promptd serve --http ADDR --auth-token TOKEN`",
+            args.addr
+        );
+    }
+    let lib = crate::library::PromptLibrary::open_deferred(common.library_options()?)?;
+    let (token, show_token) = match (&args.auth_token, args.no_token) {
+        (Some(t), _) => (Some(t.clone()), false),
+        (None, true) => (None, false),
+        (None, false) => (Some(random_token()?), true),
+    };
+    let options = crate::mcp::ServeOptions {
+        handler: crate::mcp::HandlerOptions::default(),
+        http: Some(args.addr),
+        auth_token: token,
+        watch: true,
+        stateless: false,
+        studio: Some(crate::mcp::StudioLaunch {
+            show_token,
+            open: args.open,
+        }),
+    };
+    crate::mcp::serve(lib, options)?;
+    Ok(0)
+}
+
+/// 32 random bytes from the system, as hex.
+fn random_token() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("reading /dev/urandom for the studio's token")?;
+    Ok(hex::encode(bytes))
 }

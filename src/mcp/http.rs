@@ -124,6 +124,8 @@ pub struct RouterOptions {
     pub config: HttpConfig,
     /// No MCP sessions: every request is answered on its own, so any replica can answer it.
     pub stateless: bool,
+    /// Serve the studio page at `/`.
+    pub studio: bool,
 }
 
 /// The axum router: `/mcp` behind the request guard and `/metrics`, both behind the bearer
@@ -154,6 +156,24 @@ pub fn router(
     }
     let conformance = super::jsonrpc::HttpConformance::of(server.library());
     let library = server.library().clone();
+    let studio = options.studio.then(|| {
+        crate::studio::web::router(
+            crate::studio::web::StudioState {
+                library: library.clone(),
+                options: crate::studio::StudioOptions::for_project(library.cwd()),
+            },
+            crate::studio::web::WebGuard {
+                token: options
+                    .token
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .map(Arc::from),
+                local: options.local,
+                allowed_origins: options.config.allowed_origins.clone(),
+            },
+        )
+    });
     let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
     let guard_state = Arc::new(GuardState {
         sessions: sessions.clone(),
@@ -187,7 +207,11 @@ pub fn router(
         .route(HEALTH_PATH, get(health))
         .route(READY_PATH, get(ready))
         .with_state(library);
-    protected.merge(probes)
+    let app = protected.merge(probes);
+    match studio {
+        Some(studio) => app.merge(studio),
+        None => app,
+    }
 }
 
 async fn health() -> Response {
@@ -213,15 +237,29 @@ async fn metrics(State(sessions): State<Arc<BoundedSessions>>) -> Response {
         .into_response()
 }
 
+/// What [`serve`] serves, and where.
+#[derive(Debug, Clone)]
+pub struct HttpServe {
+    pub addr: SocketAddr,
+    pub token: Option<String>,
+    pub stateless: bool,
+    /// Also serve the studio page at `/`.
+    pub studio: Option<super::StudioLaunch>,
+}
+
 /// Serves until `ct` is cancelled. Prints the bound address to stderr (tests and users with
 /// port 0 need it).
 pub async fn serve(
     server: PromptServer,
-    addr: SocketAddr,
-    token: Option<String>,
-    stateless: bool,
+    serve: HttpServe,
     ct: CancellationToken,
 ) -> Result<(), ServeError> {
+    let HttpServe {
+        addr,
+        token,
+        stateless,
+        studio,
+    } = serve;
     let snapshot = server.library().snapshot();
     let limits = snapshot.limits.clone();
     let config = HttpConfig::from_config(&snapshot.config).map_err(ServeError::Config)?;
@@ -235,14 +273,31 @@ pub async fn serve(
     let sessions = Arc::new(BoundedSessions::new(SessionLimits::from_limits(&limits)));
     sessions.spawn_reaper(ct.child_token());
     let options = RouterOptions {
-        token,
+        token: token.clone(),
         local,
         limits: limits.clone(),
         config,
         stateless,
+        studio: studio.is_some(),
     };
     let app = router(server, &options, sessions, ct.child_token());
     eprintln!("promptd: serving MCP at http://{local}{MCP_PATH}");
+    if let Some(launch) = studio {
+        let mut url = format!("http://{local}/");
+        if launch.show_token
+            && let Some(t) = token.as_deref()
+        {
+            url.push_str("?token=");
+            url.extend(percent_encoding::utf8_percent_encode(
+                t,
+                percent_encoding::NON_ALPHANUMERIC,
+            ));
+        }
+        eprintln!("promptd: studio at {url}");
+        if launch.open {
+            crate::studio::web::open_in_browser(&url);
+        }
+    }
     accept_loop(listener, app, &limits, ct).await;
     Ok(())
 }
@@ -580,9 +635,9 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer_token);
+        .and_then(crate::auth::bearer_token);
     match supplied {
-        Some(s) if constant_time_eq(s.as_bytes(), token.as_bytes()) => next.run(request).await,
+        Some(s) if crate::auth::same_token(s, &token) => next.run(request).await,
         _ => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
@@ -590,23 +645,6 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
         )
             .into_response(),
     }
-}
-
-/// The token of an `Authorization: Bearer <token>` value; the scheme name is matched without
-/// regard to case (RFC 7235).
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.trim_start().split_once(' ')?;
-    scheme
-        .eq_ignore_ascii_case("bearer")
-        .then_some(token.trim())
-}
-
-/// Compares without an early exit, so timing does not reveal how much of a guess was right.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
@@ -628,18 +666,6 @@ mod tests {
         assert!(weak.contains("limits.minAuthTokenChars"), "{weak}");
         assert!(check_bind(any, Some(&format!(" {} ", &strong[1..])), 16).is_err());
         assert!(check_bind(any, Some(strong), 16).is_ok());
-        assert!(constant_time_eq(b"abc", b"abc"));
-        assert!(!constant_time_eq(b"abc", b"abd"));
-        assert!(!constant_time_eq(b"abc", b"ab"));
-    }
-
-    #[test]
-    fn bearer_scheme_is_case_insensitive() {
-        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
-        assert_eq!(bearer_token("bearer abc"), Some("abc"));
-        assert_eq!(bearer_token("BEARER  abc "), Some("abc"));
-        assert_eq!(bearer_token("Basic abc"), None);
-        assert_eq!(bearer_token("Bearerabc"), None);
     }
 
     #[test]

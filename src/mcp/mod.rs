@@ -45,6 +45,17 @@ pub struct ServeOptions {
     /// Over HTTP, keep no MCP sessions: any replica behind a load balancer can answer any
     /// request (no server-to-client notifications).
     pub stateless: bool,
+    /// Over HTTP, also serve the studio page at `/`.
+    pub studio: Option<StudioLaunch>,
+}
+
+/// How the studio is announced once the server listens.
+#[derive(Debug, Clone, Default)]
+pub struct StudioLaunch {
+    /// Print the page's address with `?token=` (a token the user did not choose).
+    pub show_token: bool,
+    /// Open the page in the user's browser.
+    pub open: bool,
 }
 
 /// Why serving failed.
@@ -160,7 +171,13 @@ pub async fn serve_async(
                 let _ = tokio::signal::ctrl_c().await;
                 stop.cancel();
             });
-            http::serve(server, addr, options.auth_token, options.stateless, ct).await
+            let http = http::HttpServe {
+                addr,
+                token: options.auth_token,
+                stateless: options.stateless,
+                studio: options.studio,
+            };
+            http::serve(server, http, ct).await
         }
         None => serve_stdio(server).await,
     }

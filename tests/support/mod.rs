@@ -9,13 +9,16 @@
 //!   data in `tests/fixtures/guard/corpus/`;
 //! - [`rag`]: the retrieval fixture repository and the embedding model's location;
 //! - [`llm_server`]: a local OpenAI-compatible server that records every request;
+//! - [`browser`]: a real headless Chromium over the DevTools protocol, with screenshots;
 //! - here: a prompt library over fixture folders, and path redaction for snapshots.
 
+pub mod browser;
 pub mod guard;
 pub mod llm_server;
 pub mod mcp;
 pub mod process;
 pub mod rag;
+pub mod studio;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -1,0 +1,366 @@
+//! The studio over real HTTP, as a browser's requests reach it: the token (bearer header, or
+//! the cookie `/?token=` sets), Host and Origin checks, read-only routes, the render fragment,
+//! the event stream a file edit drives, `serve --no-studio`, and `promptd studio` itself
+//! (address with a generated token, `--open` through `$BROWSER`, loopback only).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::mcp::{command, http_server, within};
+use crate::support::studio::{review, write_project};
+
+const TOKEN: &str = "studio-test-token-0123456789abcdef";
+
+fn client() -> reqwest::Client {
+    promptd::llm::install_tls_provider();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+fn base(mcp_url: &str) -> String {
+    mcp_url.trim_end_matches("/mcp").to_string()
+}
+
+async fn get(req: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, String) {
+    let response = within("request", req.send()).await.expect("request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (
+        status,
+        headers,
+        within("body", response.text()).await.unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn the_token_guards_every_route_and_the_cookie_carries_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let (_child, url, _log) = http_server(dir.path(), &["--auth-token", TOKEN]).await;
+    let base = base(&url);
+    let http = client();
+
+    // Nothing without the token, and nothing of the prompts in the refusal.
+    for path in [
+        "/",
+        "/?prompt=review",
+        "/studio/render?prompt=review",
+        "/studio/events",
+    ] {
+        let (status, _, body) = get(http.get(format!("{base}{path}"))).await;
+        assert_eq!(status, 401, "{path}");
+        assert!(!body.contains("Code review"), "{path} leaked: {body}");
+    }
+    let (status, _, _) = get(http.get(format!("{base}/?token=wrong-token"))).await;
+    assert_eq!(status, 401);
+
+    // `/?token=` sets an HttpOnly, SameSite=Strict cookie and drops the token from the address.
+    let (status, headers, _) =
+        get(http.get(format!("{base}/?token={TOKEN}&prompt=review&a.language=go"))).await;
+    assert_eq!(status, 303);
+    assert_eq!(headers["location"], "/?prompt=review&a.language=go");
+    let cookie = headers["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let pair = cookie.split(';').next().unwrap().to_string();
+
+    let (status, headers, page) = get(http
+        .get(format!("{base}/?prompt=review&a.language=go"))
+        .header("cookie", &pair))
+    .await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Code review"), "{page}");
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["referrer-policy"], "no-referrer");
+
+    // The bearer header works as well; /mcp still takes only the header.
+    let (status, _, _) = get(http
+        .get(format!("{base}/studio/render?prompt=review&a.language=go"))
+        .bearer_auth(TOKEN))
+    .await;
+    assert_eq!(status, 200);
+    let (status, _, _) = get(http
+        .post(format!("{base}/mcp"))
+        .header("cookie", &pair)
+        .header("content-type", "application/json")
+        .body("{}"))
+    .await;
+    assert_eq!(status, 401, "the cookie must not open /mcp");
+}
+
+#[tokio::test]
+async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let (_child, url, _log) = http_server(dir.path(), &[]).await;
+    let base = base(&url);
+    let http = client();
+    let port = base.rsplit(':').next().unwrap();
+
+    let (status, _, _) = get(http.get(format!("{base}/"))).await;
+    assert_eq!(status, 200, "loopback without a token serves the page");
+    // DNS rebinding: a page of evil.example resolving to 127.0.0.1.
+    let (status, _, _) = get(http
+        .get(format!("{base}/"))
+        .header("host", format!("evil.example:{port}")))
+    .await;
+    assert_eq!(status, 403);
+    let (status, _, _) = get(http
+        .get(format!("{base}/studio/render?prompt=review"))
+        .header("origin", "https://evil.example"))
+    .await;
+    assert_eq!(status, 403);
+    let (status, _, _) = get(http
+        .get(format!("{base}/studio/render?prompt=review&a.language=go"))
+        .header("origin", format!("http://127.0.0.1:{port}")))
+    .await;
+    assert_eq!(status, 200, "the page's own origin");
+
+    // Every route is read-only.
+    let before = std::fs::read_to_string(dir.path().join("prompts/review.md")).unwrap();
+    for path in ["/", "/studio/render?prompt=review", "/studio/events"] {
+        let (status, _, _) = get(http.post(format!("{base}{path}")).body("x")).await;
+        assert_eq!(status, 405, "POST {path}");
+    }
+    let (status, _, page) = get(http.get(format!("{base}/?prompt=review&a.language=go"))).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("review@go_strict"), "cases listed: {page}");
+    assert!(
+        !dir.path().join("tests/prompts/snapshots").exists(),
+        "running the cases wrote snapshots"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("prompts/review.md")).unwrap(),
+        before
+    );
+}
+
+#[tokio::test]
+async fn the_render_fragment_reports_values_errors_and_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let (_child, url, _log) = http_server(dir.path(), &[]).await;
+    let base = base(&url);
+    let http = client();
+
+    let (status, _, body) = get(http.get(format!(
+        "{base}/studio/render?prompt=review&a.language=python&a.strict=true"
+    )))
+    .await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#"data-ok="true""#), "{body}");
+    // Each value is highlighted by its layer, with its provenance.
+    assert!(
+        body.contains(
+            r#"data-layer="user" title="language: your argument" tabindex="0">python</mark>"#
+        ),
+        "{body}"
+    );
+    assert!(
+        body.contains(
+            r#"data-layer="config" title="team: from the config file" tabindex="0">core</mark>"#
+        ),
+        "{body}"
+    );
+    assert!(body.contains(r#"data-layer="default" title="focus: the frontmatter default" tabindex="0">correctness</mark>"#), "{body}");
+    assert!(body.contains(r#"data-layer="computed" title="today: computed by promptd (clock)" tabindex="0">2025-03-15</mark>"#), "{body}");
+    // The same counter as `promptd test`.
+    let text = "Review this python change for team core, focusing on correctness (as of \
+                2025-03-15).\nBe strict.\nReport at most 5 findings.\n";
+    let tokens = promptd::tokens::count_tokens(text);
+    assert!(
+        body.contains(&format!(r#"<span id="token-count">{tokens}</span>"#)),
+        "{body}"
+    );
+
+    // Coercion and validation as the CLI's: errors name the field.
+    let (_, _, body) = get(http.get(format!(
+        "{base}/studio/render?prompt=review&a.language=go&a.max_findings=zero"
+    )))
+    .await;
+    assert!(body.contains(r#"data-ok="false""#));
+    assert!(body.contains(r#"<li data-field="max_findings">"#), "{body}");
+    let (_, _, body) = get(http.get(format!("{base}/studio/render?prompt=review"))).await;
+    assert!(
+        body.contains(r#"<li data-field="language">required</li>"#),
+        "{body}"
+    );
+    // Another tool's format: a Claude command's `$ARGUMENTS`, substituted as Claude Code does.
+    let (_, _, body) = get(http.get(format!(
+        "{base}/studio/render?prompt=fix-issue&a.arguments=42"
+    )))
+    .await;
+    assert!(
+        body.contains(r#"Fix issue #<mark class="layer layer-user" data-layer="user" title="arguments: your argument" tabindex="0">42</mark> following"#),
+        "{body}"
+    );
+    let (status, _, _) = get(http.get(format!("{base}/studio/render?prompt=nope"))).await;
+    assert_eq!(status, 404);
+    let (status, _, _) = get(http.get(format!("{base}/studio/render"))).await;
+    assert_eq!(status, 400);
+}
+
+/// Reads the event stream until an event `reload` arrives.
+async fn next_reload(response: &mut reqwest::Response) -> String {
+    let mut seen = String::new();
+    loop {
+        let chunk = within("an event", response.chunk())
+            .await
+            .expect("event stream")
+            .expect("stream open");
+        seen.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(at) = seen.find("event: reload") {
+            return seen[at..].to_string();
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_edit_on_disk_sends_a_reload_event_and_a_broken_edit_keeps_the_last_good_render() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let (_child, url, _log) = http_server(dir.path(), &[]).await;
+    let base = base(&url);
+    let http = client();
+    // The server answers once the folders are loaded.
+    let (status, _, _) = get(http.get(format!("{base}/?prompt=review"))).await;
+    assert_eq!(status, 200);
+
+    let mut events = within("events", http.get(format!("{base}/studio/events")).send())
+        .await
+        .unwrap();
+    assert_eq!(events.status(), 200);
+    assert_eq!(events.headers()["content-type"], "text/event-stream");
+    let edited = Instant::now();
+    std::fs::write(
+        dir.path().join("prompts/review.md"),
+        review().replace("Report at most", "List at most"),
+    )
+    .unwrap();
+    next_reload(&mut events).await;
+    eprintln!("edit -> reload event: {:?}", edited.elapsed());
+    let (_, _, body) =
+        get(http.get(format!("{base}/studio/render?prompt=review&a.language=go"))).await;
+    assert!(body.contains("List at most"), "{body}");
+
+    // A broken edit: the page names the file and line, and the last good text stays.
+    std::fs::write(
+        dir.path().join("prompts/review.md"),
+        review()
+            .replace("Report at most", "List at most")
+            .replace("{{ focus }}", "{{ focus "),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let page = loop {
+        let (_, _, page) = get(http.get(format!("{base}/?prompt=review&a.language=go"))).await;
+        if page.contains(r#"id="file-error""#) || Instant::now() > deadline {
+            break page;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(page.contains(r#"id="file-error""#), "{page}");
+    assert!(
+        page.contains("prompts&#x2f;review.md:20:82: syntax error"),
+        "{page}"
+    );
+    assert!(
+        page.contains("List at most"),
+        "the last good render is gone: {page}"
+    );
+}
+
+#[tokio::test]
+async fn no_studio_serves_only_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let (_child, url, _log) = http_server(dir.path(), &["--no-studio"]).await;
+    let (status, _, _) = get(client().get(format!("{}/", base(&url)))).await;
+    assert_eq!(status, 404);
+}
+
+/// `promptd studio` with extra arguments; returns the child and the address it printed.
+async fn studio(
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (tokio::process::Child, String) {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let mut all = vec!["studio"];
+    all.extend_from_slice(args);
+    let mut cmd = command(dir, &all);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn promptd studio");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = within("the studio's address", async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if let Some(url) = line.split("studio at ").nth(1) {
+                return url.trim().to_string();
+            }
+        }
+        panic!("promptd studio exited without an address");
+    })
+    .await;
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    (child, url)
+}
+
+#[tokio::test]
+async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let opened = dir.path().join("opened.txt");
+    let browser = dir.path().join("browser.sh");
+    std::fs::write(
+        &browser,
+        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &browser,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (_child, url) = studio(
+        dir.path(),
+        &["--open"],
+        &[("BROWSER", browser.to_str().unwrap())],
+    )
+    .await;
+    let token = url.split("?token=").nth(1).expect("a token in the address");
+    assert!(token.len() >= 32, "{url}");
+    let base = url.split("/?").next().unwrap().to_string();
+    let http = client();
+    let (status, _, _) = get(http.get(format!("{base}/"))).await;
+    assert_eq!(status, 401, "the generated token is required");
+    let (status, headers, _) = get(http.get(&url)).await;
+    assert_eq!(status, 303, "{headers:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !opened.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(std::fs::read_to_string(&opened).unwrap(), url);
+
+    // Only loopback.
+    let out = within(
+        "studio --addr 0.0.0.0",
+        command(dir.path(), &["studio", "--addr", "0.0.0.0:0"]).output(),
+    )
+    .await
+    .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--addr 0.0.0.0:0"));
+}
