@@ -15,7 +15,7 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,13 +28,6 @@ use hyper_util::rt::TokioIo;
 mod support {
     #[allow(dead_code)]
     pub mod process;
-}
-
-fn binary() -> PathBuf {
-    std::env::var_os("PROMPTD_BIN").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/promptd"),
-        PathBuf::from,
-    )
 }
 
 fn env_usize(name: &str, default: usize) -> usize {
@@ -176,7 +169,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 fn main() {
     let clients = env_usize("HTTP_LOAD_CLIENTS", 64);
     let secs = env_usize("HTTP_LOAD_SECS", 5) as u64;
-    let bin = binary();
+    let bin = common::release_binary();
     assert!(
         bin.is_file(),
         "{} missing: cargo build --release",

@@ -22,8 +22,8 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{generated_prompt, load_average};
@@ -117,24 +117,6 @@ impl Server {
     }
 }
 
-fn binary() -> PathBuf {
-    if let Some(p) = std::env::var_os("PROMPTD_BIN") {
-        return PathBuf::from(p);
-    }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = root.join("target/release/promptd");
-    if !bin.exists() {
-        eprintln!("building the release binary…");
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--release", "--bin", "promptd", "--manifest-path"])
-            .arg(root.join("Cargo.toml"))
-            .status()
-            .expect("cargo build --release");
-        assert!(status.success());
-    }
-    bin
-}
-
 struct Stats {
     samples: Vec<Duration>,
 }
@@ -185,7 +167,7 @@ fn main() {
         eprintln!("mcp bench: timed out");
         std::process::exit(2);
     });
-    let bin = binary();
+    let bin = common::release_binary();
     let cwd = tempfile::tempdir().unwrap();
     let prompts = tempfile::tempdir().unwrap();
     let live = prompts.path().join("live.md");

@@ -1,6 +1,42 @@
-//! What several bench binaries share: the machine's load, a process's resident memory, and the
-//! generated prompts of the large-registry benches. Each bench uses a part of it.
+//! What several bench binaries share: the release binary, the machine's load, a process's
+//! resident memory, and the generated prompts of the large-registry benches. Each bench uses a
+//! part of it.
 #![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+/// The binary under measurement: `$PROMPTD_BIN`, else `target/release/promptd` (built with
+/// `cargo build --release --bin promptd` when missing).
+pub fn release_binary() -> PathBuf {
+    if let Some(p) = std::env::var_os("PROMPTD_BIN") {
+        return PathBuf::from(p);
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = root.join("target/release/promptd");
+    if !bin.exists() {
+        eprintln!("building the release binary…");
+        let status = std::process::Command::new(env!("CARGO"))
+            .args(["build", "--release", "--bin", "promptd", "--manifest-path"])
+            .arg(root.join("Cargo.toml"))
+            .status()
+            .expect("cargo build --release");
+        assert!(status.success());
+    }
+    bin
+}
+
+/// Min, median and p99 of `samples` (sorted in place), formatted in milliseconds.
+pub fn summary_ms(samples: &mut [f64]) -> String {
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    format!(
+        "min {:.2} ms  median {:.2} ms  p99 {:.2} ms  (n={})",
+        at(0.0),
+        at(0.5),
+        at(0.99),
+        samples.len()
+    )
+}
 
 /// The machine's load averages (1, 5, 15 minutes): a timing on a shared machine means little
 /// without them.
