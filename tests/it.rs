@@ -59,4 +59,5 @@ mod stages_equality;
 mod stages_errors;
 mod stages_reload;
 mod studio_browser;
+mod studio_collections;
 mod studio_http;

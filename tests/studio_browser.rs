@@ -324,6 +324,40 @@ fn an_author_browses_fills_edits_and_sees_hostile_text_as_text() {
         ])
     );
 
+    // Leading blank lines, indentation and tabs reach the page byte for byte (an HTML parser
+    // drops a newline right after `<pre>`: real prompt files start with one).
+    let cli = promptd()
+        .args([
+            "--now",
+            "2025-03-15",
+            "get",
+            "notes",
+            "--arg",
+            "topic=x",
+            "--json",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let cli: serde_json::Value = serde_json::from_slice(&cli.stdout).unwrap();
+    tab.navigate_to(&format!("{base}/?prompt=notes&a.topic=x"))
+        .unwrap();
+    tab.wait_until_navigated().unwrap();
+    tab.wait_for_element("#messages").unwrap();
+    assert_eq!(
+        eval(
+            &tab,
+            "return document.querySelector('#messages pre.text').textContent"
+        ),
+        cli["data"]["prompt"]["content"]
+    );
+    assert!(
+        cli["data"]["prompt"]["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("\n\n  # Notes")
+    );
+
     // Hostile text stays text: no script ran, the markup is readable in the page.
     tab.navigate_to(&format!("{base}/?prompt=hostile")).unwrap();
     tab.wait_until_navigated().unwrap();

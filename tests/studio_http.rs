@@ -145,6 +145,12 @@ async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
 async fn the_render_fragment_reports_values_errors_and_tokens() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());
+    // Windows line endings, written here: a checkout may convert them.
+    std::fs::write(
+        dir.path().join("prompts/windows.md"),
+        "---\r\ndescription: CR LF\r\n---\r\nline one\r\nline two\r\n",
+    )
+    .unwrap();
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
     let base = base(&url);
     let http = client();
@@ -200,6 +206,11 @@ async fn the_render_fragment_reports_values_errors_and_tokens() {
         body.contains(r#"Fix issue #<mark class="layer layer-user" data-layer="user" title="arguments: your argument" tabindex="0">42</mark> following"#),
         "{body}"
     );
+    // A page never shows a CR (HTML reads CR LF as LF): the stats say the text has them.
+    let (_, _, body) = get(http.get(format!("{base}/studio/render?prompt=windows"))).await;
+    assert!(body.contains(r#"<span id="crlf">"#), "{body}");
+    let (_, _, body) = get(http.get(format!("{base}/studio/render?prompt=fix-issue"))).await;
+    assert!(!body.contains(r#"<span id="crlf">"#), "{body}");
     let (status, _, _) = get(http.get(format!("{base}/studio/render?prompt=nope"))).await;
     assert_eq!(status, 404);
     let (status, _, _) = get(http.get(format!("{base}/studio/render"))).await;

@@ -58,7 +58,7 @@ pub struct Entry {
     pub arguments: Vec<String>,
     /// The page of this prompt.
     pub href: String,
-    /// What the filter matches, lowercased: name, title, description, dialect, file.
+    /// What the filter matches, lowercased: name, title, description, dialect, file, arguments.
     pub search: String,
 }
 
@@ -66,13 +66,15 @@ impl Entry {
     fn of(t: &PromptTemplate, options: &StudioOptions) -> Entry {
         let file = shown_path(Path::new(&t.path), &options.base_dir);
         let description = t.description.clone().unwrap_or_default();
+        let arguments: Vec<String> = t.arguments.iter().map(|a| a.name.clone()).collect();
         let search = format!(
-            "{} {} {} {} {}",
+            "{} {} {} {} {} {}",
             t.name,
             t.title.as_deref().unwrap_or_default(),
             description,
             t.dialect.as_str(),
-            file
+            file,
+            arguments.join(" ")
         )
         .to_lowercase();
         Entry {
@@ -88,7 +90,7 @@ impl Entry {
             file,
             version_hash: t.version_hash.clone(),
             system: t.category == PromptCategory::System,
-            arguments: t.arguments.iter().map(|a| a.name.clone()).collect(),
+            arguments,
         }
     }
 }
@@ -229,6 +231,8 @@ pub struct Output {
     /// Tokens of the whole text, counted as `promptd test` counts them.
     pub tokens: usize,
     pub chars: usize,
+    /// The text has carriage returns, which a page's text never shows (HTML reads CR LF as LF).
+    pub carriage_returns: bool,
     pub used: Vec<Used>,
     pub warnings: Vec<String>,
     pub error: Option<String>,
@@ -333,6 +337,7 @@ pub fn render(
         messages,
         tokens: crate::tokens::count_tokens(&rendered.text),
         chars: rendered.text.chars().count(),
+        carriage_returns: rendered.text.contains('\r'),
         used,
         warnings: rendered.warnings,
         error: None,
