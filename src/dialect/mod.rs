@@ -228,6 +228,18 @@ impl Dialect {
     ) -> Result<(String, Vec<String>), TooLarge> {
         substitute(&self.segments(body), lookup, max_len)
     }
+
+    /// Like [`substitute`](Self::substitute), each slot's final value passed through `wrap`
+    /// with the argument it comes from before it is written.
+    pub fn substitute_wrapped(
+        self,
+        body: &str,
+        lookup: impl Fn(&str) -> Option<String>,
+        wrap: impl Fn(&str, String) -> String,
+        max_len: usize,
+    ) -> Result<(String, Vec<String>), TooLarge> {
+        segment::substitute_wrapped(&self.segments(body), lookup, wrap, max_len)
+    }
 }
 
 /// An argument a dialect's placeholders declare.

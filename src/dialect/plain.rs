@@ -67,6 +67,16 @@ pub fn substitute(
     super::segment::substitute(&segments(body), lookup, max_len)
 }
 
+/// Like [`substitute`], each value passed through `wrap` with its key before it is written.
+pub fn substitute_wrapped(
+    body: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+    wrap: impl Fn(&str, String) -> String,
+    max_len: usize,
+) -> Result<(String, Vec<String>), TooLarge> {
+    super::segment::substitute_wrapped(&segments(body), lookup, wrap, max_len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

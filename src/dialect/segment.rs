@@ -66,6 +66,17 @@ pub fn substitute(
     lookup: impl Fn(&str) -> Option<String>,
     max_len: usize,
 ) -> Result<(String, Vec<String>), TooLarge> {
+    substitute_wrapped(segments, lookup, |_, v| v, max_len)
+}
+
+/// Like [`substitute`], passing each slot's final value (a word of an argument once split) and
+/// the argument it comes from through `wrap` before it is written.
+pub fn substitute_wrapped(
+    segments: &[Segment<'_>],
+    lookup: impl Fn(&str) -> Option<String>,
+    wrap: impl Fn(&str, String) -> String,
+    max_len: usize,
+) -> Result<(String, Vec<String>), TooLarge> {
     let mut text = String::new();
     let mut used: Vec<String> = Vec::new();
     let mut words: HashMap<&str, Option<Vec<String>>> = HashMap::new();
@@ -95,6 +106,10 @@ pub fn substitute(
         };
         match value {
             Some(v) => {
+                let v = match slot.key.argument() {
+                    Some(a) => wrap(a, v),
+                    None => v,
+                };
                 push(&mut text, &v)?;
                 if let Some(a) = slot.key.argument()
                     && !used.iter().any(|u| u == a)

@@ -585,16 +585,14 @@ impl Renderer {
         } else {
             Vec::new()
         };
-        let index_of = |k: &str| names.iter().position(|n| n == k);
-        let substituted = |k: &str| {
-            vars.get(k).map(|v| {
-                let shown = display_value(v);
-                if mark {
-                    marks::wrap(index_of(k), &shown)
-                } else {
-                    shown
-                }
-            })
+        let substituted = |k: &str| vars.get(k).map(display_value);
+        // Marks go around each slot's final value (a word of an argument, once split).
+        let wrap = |k: &str, shown: String| {
+            if mark {
+                marks::wrap(names.iter().position(|n| n == k), &shown)
+            } else {
+                shown
+            }
         };
         let missing: Vec<String> = prompt
             .arguments
@@ -639,7 +637,12 @@ impl Renderer {
             _ if !prompt.dialect.is_promptd() => {
                 let (text, mut used) = prompt
                     .dialect
-                    .substitute(&prompt.body, substituted, self.limits.max_render_bytes)
+                    .substitute_wrapped(
+                        &prompt.body,
+                        substituted,
+                        wrap,
+                        self.limits.max_render_bytes,
+                    )
                     .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
                 used.sort();
                 (text, used)
@@ -666,9 +669,13 @@ impl Renderer {
                 (text, used)
             }
             Engine::Plain => {
-                let (text, mut used) =
-                    plain::substitute(&prompt.body, substituted, self.limits.max_render_bytes)
-                        .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
+                let (text, mut used) = plain::substitute_wrapped(
+                    &prompt.body,
+                    substituted,
+                    wrap,
+                    self.limits.max_render_bytes,
+                )
+                .map_err(|e| self.too_large(prompt, false, e.to_string()))?;
                 used.sort();
                 if !analysis.verbatim.is_empty() {
                     warnings.push(format!(
