@@ -288,6 +288,44 @@ async fn an_edit_on_disk_sends_a_reload_event_and_a_broken_edit_keeps_the_last_g
 }
 
 #[tokio::test]
+async fn a_large_registry_lists_its_first_thousand_and_searches_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    for i in 0..1005 {
+        std::fs::write(
+            prompts.join(format!("p{i:04}.md")),
+            format!("---\ndescription: generated {i}\n---\nPrompt {i}.\n"),
+        )
+        .unwrap();
+    }
+    let (_child, url, _log) = http_server(
+        dir.path(),
+        &["--no-builtin-prompts", "--prompts", "prompts"],
+    )
+    .await;
+    let base = base(&url);
+    let http = client();
+    let (status, _, page) = get(http.get(format!("{base}/"))).await;
+    assert_eq!(status, 200);
+    let user_list = page.split(r#"id="system-list""#).next().unwrap();
+    assert_eq!(user_list.matches(r#"<li class="entry""#).count(), 1000);
+    assert!(
+        page.contains(r#"<p id="truncated""#),
+        "the page says the list is cut"
+    );
+    assert!(page.contains(r#"Prompts <span class="count">1005</span>"#));
+    assert!(!page.contains(">p1004<"));
+    let (_, _, page) = get(http.get(format!("{base}/?q=generated+1004"))).await;
+    assert_eq!(page.matches(r#"<li class="entry""#).count(), 1, "{page}");
+    assert!(
+        page.contains(r#"<span class="name">p1004</span>"#),
+        "{page}"
+    );
+    assert!(!page.contains(r#"<p id="truncated""#));
+}
+
+#[tokio::test]
 async fn no_studio_serves_only_mcp() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());

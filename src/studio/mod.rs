@@ -98,24 +98,70 @@ impl Entry {
 /// Every prompt of a snapshot, user prompts and system prompts apart, each sorted by name.
 #[derive(Debug, Clone, Serialize)]
 pub struct Catalog {
+    /// The first [`LIST_CAP`] user prompts that match the query.
     pub prompts: Vec<Entry>,
+    /// The first [`LIST_CAP`] system prompts that match the query.
     pub system: Vec<Entry>,
+    /// How many user and system prompts match the query in all.
+    pub prompts_total: usize,
+    pub system_total: usize,
+    /// The server-side query (`?q=`), when one was given.
+    pub query: Option<String>,
     /// The registry's version.
     pub version: String,
 }
 
-/// The catalog of `snapshot`.
-pub fn catalog(snapshot: &Snapshot, options: &StudioOptions) -> Catalog {
-    let (mut system, mut prompts): (Vec<Entry>, Vec<Entry>) = snapshot
-        .registry
-        .prompts()
-        .map(|t| Entry::of(t, options))
-        .partition(|e| e.system);
-    prompts.sort_by(|a, b| a.name.cmp(&b.name));
-    system.sort_by(|a, b| a.name.cmp(&b.name));
+/// The most entries a section of the list holds: a registry of 100,000 prompts is browsed by
+/// query, not by one page of all of them.
+pub const LIST_CAP: usize = 1000;
+
+/// The catalog of `snapshot`: the prompts whose name, title, description, dialect, file or
+/// argument names contain every word of `query` (all when `None`).
+pub fn catalog(snapshot: &Snapshot, options: &StudioOptions, query: Option<&str>) -> Catalog {
+    let words: Vec<String> = query
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_lowercase)
+        .collect();
+    let mut prompts: Vec<&PromptTemplate> = Vec::new();
+    let mut system: Vec<&PromptTemplate> = Vec::new();
+    for t in snapshot.registry.prompts() {
+        if t.category == PromptCategory::System {
+            system.push(t);
+        } else {
+            prompts.push(t);
+        }
+    }
+    let section = |mut all: Vec<&PromptTemplate>| {
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut total = 0;
+        let mut shown = Vec::new();
+        for t in all {
+            if words.is_empty() {
+                total += 1;
+                if shown.len() < LIST_CAP {
+                    shown.push(Entry::of(t, options));
+                }
+                continue;
+            }
+            let e = Entry::of(t, options);
+            if words.iter().all(|w| e.search.contains(w.as_str())) {
+                total += 1;
+                if shown.len() < LIST_CAP {
+                    shown.push(e);
+                }
+            }
+        }
+        (shown, total)
+    };
+    let (prompts, prompts_total) = section(prompts);
+    let (system, system_total) = section(system);
     Catalog {
         prompts,
         system,
+        prompts_total,
+        system_total,
+        query: query.map(str::to_string).filter(|q| !q.trim().is_empty()),
         version: snapshot.version.clone(),
     }
 }

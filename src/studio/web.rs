@@ -2,7 +2,8 @@
 //! little JavaScript, assets embedded in the binary, live updates by server-sent events from
 //! the library's snapshot swaps (the same reloads that send `list_changed`).
 //!
-//! Routes: `/` (the page; `?prompt=NAME&a.ARG=VALUE`), `/studio/render` (the output fragment
+//! Routes: `/` (the page; `?prompt=NAME&a.ARG=VALUE`, `&q=WORDS` to list only the prompts
+//! that match), `/studio/render` (the output fragment
 //! for the same query), `/studio/events` (an event `reload` after every swap), and the assets
 //! under `/studio/`. Every route is a GET and none writes anything.
 //!
@@ -148,7 +149,11 @@ async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Res
     // Test cases and token counting are CPU work: off the async workers.
     let built = tokio::task::spawn_blocking(move || {
         let snapshot = library.snapshot();
-        let catalog = super::catalog(&snapshot, &options);
+        let query = pairs
+            .iter()
+            .find(|(k, _)| k == "q")
+            .map(|(_, v)| v.as_str());
+        let catalog = super::catalog(&snapshot, &options, query);
         let name = prompt_name(&pairs);
         let view = name.and_then(|n| {
             super::prompt_view(&snapshot, n, &args(&pairs), library.clock(), &options)

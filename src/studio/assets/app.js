@@ -46,6 +46,13 @@
     return p;
   }
 
+  // The server-side list query (`?q=`) of the page, kept across re-renders and reloads.
+  function withListQuery(p) {
+    const q = new URLSearchParams(location.search).get("q");
+    if (q) p.set("q", q);
+    return p;
+  }
+
   async function fetchDoc(url) {
     const r = await fetch(url, { headers: { accept: "text/html" }, cache: "no-store" });
     const text = await r.text();
@@ -88,7 +95,7 @@
       if (mine !== seq) return;
       const body = doc.getElementById("output-body");
       if (body) applyOutput(body);
-      history.replaceState(null, "", "/?" + q);
+      history.replaceState(null, "", "/?" + withListQuery(q));
     } catch (e) {
       say("render failed: " + e);
     }
@@ -108,9 +115,9 @@
   // the arguments' declarations changed (keeping what was typed); the text as a render.
   async function refresh() {
     const form = $("args");
-    const url = form ? "/?" + query() : location.pathname + location.search;
+    const url = form ? "/?" + withListQuery(query()) : location.pathname + location.search;
     const { doc } = await fetchDoc(url);
-    for (const id of ["prompt-list", "system-list", "meta", "checks", "tests"]) {
+    for (const id of ["prompt-list", "system-list", "truncated", "meta", "checks", "tests"]) {
       const fresh = doc.getElementById(id);
       const old = $(id);
       if (fresh && old) old.replaceWith(document.importNode(fresh, true));
