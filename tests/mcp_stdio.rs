@@ -62,6 +62,53 @@ async fn stdio_config_change_notifies_list_changed() {
 
 /// A raw pipe: stdout carries only JSON-RPC frames, and the server exits cleanly (status 0) as
 /// soon as stdin closes.
+/// Clients give their server pipes, which the server reads and writes without the blocking
+/// pool; a regular file as stdin and as stdout (`promptd serve < requests > answers`) must work
+/// as well.
+#[test]
+fn stdio_serves_regular_files_as_well_as_pipes() {
+    let dir = tempfile::tempdir().unwrap();
+    let requests = dir.path().join("requests.jsonl");
+    std::fs::write(
+        &requests,
+        concat!(
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"file","version":"0"}}}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\n",
+            r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"greet","arguments":{"who":"file"}}}"#,
+            "\n",
+        ),
+    )
+    .unwrap();
+    let answers = dir.path().join("answers.jsonl");
+    let status = process::promptd()
+        .arg("--prompts")
+        .arg(fixture_prompts())
+        .args(["serve", "--no-watch"])
+        .stdin(std::fs::File::open(&requests).unwrap())
+        .stdout(std::fs::File::create(&answers).unwrap())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    let out = std::fs::read_to_string(&answers).unwrap();
+    let lines: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[0]["id"], 1);
+    assert_eq!(lines[1]["id"], 2);
+    assert!(
+        lines[1]["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("file"),
+        "{out}"
+    );
+}
+
 #[test]
 fn stdio_exits_when_stdin_closes_and_stdout_is_only_frames() {
     let cwd = tempfile::tempdir().unwrap();

@@ -183,6 +183,44 @@ pub async fn serve_async(
     }
 }
 
+type Input = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// stdin and stdout for the session. When they are pipes (what every MCP client gives its
+/// server), they are the runtime's own non-blocking pipes, read and written on the runtime's
+/// thread when epoll says so; tokio's `stdin()` / `stdout()` would hand every read and every
+/// write to a blocking-pool thread and back (two thread switches per message each way). Any
+/// other kind of file (a terminal, a regular file, a socket) keeps tokio's.
+fn stdio_streams() -> (Input, Output) {
+    use std::os::fd::AsFd;
+    use tokio::net::unix::pipe;
+    let input: Input = match std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(pipe::Receiver::from_file)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(e) => {
+            tracing::debug!("stdin is not a pipe ({e}): reading it on the blocking pool");
+            Box::new(tokio::io::stdin())
+        }
+    };
+    let output: Output = match std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(pipe::Sender::from_file)
+    {
+        Ok(pipe) => Box::new(pipe),
+        Err(e) => {
+            tracing::debug!("stdout is not a pipe ({e}): writing it on the blocking pool");
+            Box::new(tokio::io::stdout())
+        }
+    };
+    (input, output)
+}
+
 /// One MCP session over stdin/stdout; returns when the client closes stdin.
 ///
 /// Messages are read through [`jsonrpc::LineTransport`]. Before the session starts, rmcp gives
@@ -191,7 +229,7 @@ pub async fn serve_async(
 pub async fn serve_stdio(server: PromptServer) -> Result<(), ServeError> {
     use rmcp::service::ServerInitializeError;
     let limits = server.library().snapshot().limits.clone();
-    let (stdin, stdout) = rmcp::transport::stdio();
+    let (stdin, stdout) = stdio_streams();
     let transport = jsonrpc::LineTransport::new(stdin, stdout, &limits);
     let running = loop {
         match server.clone().serve(transport.clone()).await {

@@ -128,7 +128,9 @@ pub fn sized_envelope_result<T: Serialize>(
     structured: bool,
 ) -> Result<CallToolResult, ErrorData> {
     let value = to_json(envelope)?;
-    let bytes = json_len(&value);
+    // The text is written once and measured by its length (it is the compact JSON).
+    let text = value.to_string();
+    let bytes = text.len();
     if bytes > limits.max_response_bytes {
         return Err(ErrorData::invalid_params(
             format!(
@@ -140,11 +142,11 @@ pub fn sized_envelope_result<T: Serialize>(
         ));
     }
     let mut result = if !structured {
-        let mut r = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+        let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
         r.structured_content = None;
         r
     } else if bytes <= limits.max_text_copy_bytes {
-        let mut r = CallToolResult::success(vec![ContentBlock::text(value.to_string())]);
+        let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
         r.structured_content = Some(value);
         r
     } else {
@@ -167,24 +169,6 @@ fn to_json<T: Serialize>(envelope: &T) -> Result<serde_json::Value, ErrorData> {
         .map_err(|e| ErrorData::internal_error(format!("cannot serialize the result: {e}"), None))
 }
 
-/// Length of `value` as compact JSON, without building the text.
-fn json_len(value: &serde_json::Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a `Value` to an infallible writer cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
 /// Whether the calling client reads `structuredContent`: it negotiated MCP 2025-06-18 or
 /// later (a call outside a handshake, such as a stateless HTTP request, is taken as current).
 fn reads_structured_content(peer: Option<&Peer<RoleServer>>) -> bool {
@@ -193,21 +177,36 @@ fn reads_structured_content(peer: Option<&Peer<RoleServer>>) -> bool {
     })
 }
 
+/// Whether a `wit-get-prompts` request renders no more than one prompt: one name, or a listing
+/// without content.
+fn renders_at_most_one(req: &GetPromptsRequest) -> bool {
+    match &req.prompt_names {
+        Some(names) => names.len() <= 1 || !req.include_content,
+        None => req.prompt_name.is_some() || !req.include_content,
+    }
+}
+
 fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
         let req: GetPromptsRequest = parse_arguments(GET_PROMPTS, args)?;
         let structured = reads_structured_content(ctx.peer.as_ref());
-        // Rendering a batch can take a while: off the request loop (stdio is one thread).
-        tokio::task::spawn_blocking(move || {
+        let inline = renders_at_most_one(&req);
+        let answer = move || {
             let library = ctx.stages.library();
             let snap = library.snapshot();
             let resp = snap
                 .get_prompts(library.clock(), &req, ctx.visibility)
                 .map_err(|e| ErrorData::invalid_params(format!("{GET_PROMPTS}: {e}"), None))?;
             sized_envelope_result(GET_PROMPTS, &resp, !resp.success, &snap.limits, structured)
-        })
-        .await
-        .map_err(|e| ErrorData::internal_error(format!("{GET_PROMPTS}: {e}"), None))?
+        };
+        // One prompt, or the cached metadata listing, takes microseconds: answered in place.
+        // Rendering a batch can take a while: off the request loop (stdio is one thread).
+        if inline {
+            return answer();
+        }
+        tokio::task::spawn_blocking(answer)
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("{GET_PROMPTS}: {e}"), None))?
     })
 }
 
