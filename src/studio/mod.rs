@@ -28,6 +28,8 @@ pub struct StudioOptions {
     pub cases_dir: Option<PathBuf>,
     /// Paths are shown relative to this folder.
     pub base_dir: PathBuf,
+    /// `base_dir` with its symlinks resolved, once (paths may be written either way).
+    canonical_base: Option<PathBuf>,
 }
 
 impl StudioOptions {
@@ -38,6 +40,22 @@ impl StudioOptions {
         StudioOptions {
             cases_dir: cases.is_dir().then_some(cases),
             base_dir: base_dir.to_path_buf(),
+            canonical_base: std::fs::canonicalize(base_dir).ok(),
+        }
+    }
+
+    /// `path` as `promptd test` shows it: relative to the project when inside it (without a
+    /// file-system call per path, which a list of 100,000 prompts would pay).
+    fn shown(&self, path: &str) -> String {
+        let path = Path::new(path);
+        let inside = path.strip_prefix(&self.base_dir).ok().or_else(|| {
+            self.canonical_base
+                .as_ref()
+                .and_then(|c| path.strip_prefix(c).ok())
+        });
+        match inside {
+            Some(rel) => shown_path(rel, Path::new("")),
+            None => path.display().to_string(),
         }
     }
 }
@@ -64,7 +82,7 @@ pub struct Entry {
 
 impl Entry {
     fn of(t: &PromptTemplate, options: &StudioOptions) -> Entry {
-        let file = shown_path(Path::new(&t.path), &options.base_dir);
+        let file = options.shown(&t.path);
         let description = t.description.clone().unwrap_or_default();
         let arguments: Vec<String> = t.arguments.iter().map(|a| a.name.clone()).collect();
         let search = format!(
@@ -466,10 +484,12 @@ pub fn cases(
     options: &StudioOptions,
 ) -> Vec<CaseView> {
     let own = format!("{}@", prompt.name);
-    let file = shown_path(Path::new(&prompt.path), &options.base_dir);
+    let file = options.shown(&prompt.path);
     let test_options = TestOptions {
         cases_dir: options.cases_dir.clone(),
-        filter: None,
+        // Only this prompt's cases are rendered (the filter matches `<prompt>@` anywhere in a
+        // case's id; the exact ones are kept below).
+        filter: Some(own.clone()),
         update: SnapshotUpdate::Nothing,
         default_now: if clock.is_fixed() {
             *clock
@@ -548,7 +568,7 @@ pub fn prompt_view(
         .map(|d| {
             format!(
                 "{}:{}:{}: {}",
-                shown_path(Path::new(&d.path), &options.base_dir),
+                options.shown(&d.path),
                 d.line,
                 d.column,
                 d.message
