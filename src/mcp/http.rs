@@ -156,6 +156,13 @@ pub fn router(
     }
     let conformance = super::jsonrpc::HttpConformance::of(server.library());
     let library = server.library().clone();
+    // The token every protected route checks (a blank one is none).
+    let token: Option<Arc<str>> = options
+        .token
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(Arc::from);
     let studio = options.studio.then(|| {
         crate::studio::web::router(
             crate::studio::web::StudioState {
@@ -163,12 +170,7 @@ pub fn router(
                 options: crate::studio::StudioOptions::for_project(library.cwd()),
             },
             crate::studio::web::WebGuard {
-                token: options
-                    .token
-                    .as_deref()
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .map(Arc::from),
+                token: token.clone(),
                 local: options.local,
                 allowed_origins: options.config.allowed_origins.clone(),
             },
@@ -191,16 +193,8 @@ pub fn router(
         ))
         .layer(middleware::from_fn_with_state(guard_state, guard))
         .merge(metrics);
-    let protected = match options
-        .token
-        .as_deref()
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-    {
-        Some(token) => router.layer(middleware::from_fn_with_state(
-            Arc::<str>::from(token),
-            require_bearer,
-        )),
+    let protected = match token {
+        Some(token) => router.layer(middleware::from_fn_with_state(token, require_bearer)),
         None => router,
     };
     let probes = axum::Router::new()
