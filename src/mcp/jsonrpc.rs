@@ -183,6 +183,15 @@ impl Probe {
 /// Sorts one raw message (a stdio line or an HTTP body).
 pub fn check(raw: &[u8]) -> Verdict {
     let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
+    // Every well-formed message of a method rmcp types is one parse: a message that parses as
+    // one is valid JSON, an object, and within the nesting limit, so the checks below would
+    // pass it as it is.
+    match serde_json::from_slice::<ClientJsonRpcMessage>(raw) {
+        Ok(ClientJsonRpcMessage::Request(request))
+            if matches!(request.request, ClientRequest::CustomRequest(_)) => {}
+        Ok(message) => return Verdict::Pass(Box::new(message)),
+        Err(_) => {}
+    }
     if let Err(e) = serde_json::from_slice::<IgnoredAny>(raw) {
         return Verdict::Refuse(Refusal::new(
             Value::Null,
