@@ -30,13 +30,6 @@ mod support {
     pub mod process;
 }
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The server: started with `args` and a config whose session caps admit every client from
 /// one address, its address read from stderr.
 fn start(bin: &Path, prompts: &Path, clients: usize, args: &[&str]) -> (Child, String) {
@@ -167,8 +160,8 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 fn main() {
-    let clients = env_usize("HTTP_LOAD_CLIENTS", 64);
-    let secs = env_usize("HTTP_LOAD_SECS", 5) as u64;
+    let clients = common::env_usize("HTTP_LOAD_CLIENTS", 64);
+    let secs = common::env_usize("HTTP_LOAD_SECS", 5) as u64;
     let bin = common::release_binary();
     assert!(
         bin.is_file(),

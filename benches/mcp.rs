@@ -250,14 +250,7 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
     )
     .unwrap();
     let cwd = cwd.path();
-    let dir = tempfile::tempdir().unwrap();
-    for i in 0..n {
-        std::fs::write(
-            dir.path().join(format!("p{i:06}.md")),
-            generated_prompt(i, 0),
-        )
-        .unwrap();
-    }
+    let dir = common::generated_registry(n);
     let listing = json!({"name": "wit-get-prompts", "arguments": {"includeContent": false}});
     // Large listings are only in structuredContent (the text copy is capped).
     let listed = |v: &Value| -> usize {
@@ -295,7 +288,9 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
     let mut edits = Vec::new();
     for e in 1..=20 {
         std::thread::sleep(Duration::from_millis(150));
-        let file = dir.path().join(format!("p{:06}.md", (e * 7919) % n));
+        let file = dir
+            .path()
+            .join(format!("{}.md", common::generated_name((e * 7919) % n)));
         let t = Instant::now();
         std::fs::write(&file, generated_prompt(e, e)).unwrap();
         loop {

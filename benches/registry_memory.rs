@@ -76,14 +76,7 @@ impl Step {
 }
 
 fn measure(n: usize, edits: usize) {
-    let dir = tempfile::tempdir().unwrap();
-    for i in 0..n {
-        std::fs::write(
-            dir.path().join(format!("p{i:06}.md")),
-            generated_prompt(i, 0),
-        )
-        .unwrap();
-    }
+    let dir = common::generated_registry(n);
     println!("{n} prompts ({} of text)", mb(n * 1000));
     let mut step = Step {
         base_live: live(),
@@ -112,12 +105,12 @@ fn measure(n: usize, edits: usize) {
     let args: Map<String, Value> = json!({"target": "src/lib.rs"}).as_object().unwrap().clone();
     let snapshot = library.snapshot();
     for i in 0..n {
-        snapshot.renderer.analysis(&format!("p{i:06}"));
+        snapshot.renderer.analysis(&common::generated_name(i));
     }
     step.print("every template compiled and analysed");
     drop(snapshot);
     for i in 0..n {
-        library.render(&format!("p{i:06}"), &args).unwrap();
+        library.render(&common::generated_name(i), &args).unwrap();
     }
     step.print("every prompt rendered once (validators)");
     let after_load_live = live();
@@ -127,14 +120,18 @@ fn measure(n: usize, edits: usize) {
     std::thread::sleep(Duration::from_millis(2500));
     let mut times: Vec<Duration> = Vec::new();
     for e in 0..edits {
-        let file = dir.path().join(format!("p{:06}.md", e % n));
+        let file = dir
+            .path()
+            .join(format!("{}.md", common::generated_name(e % n)));
         std::fs::write(&file, generated_prompt(e % n, e + 1)).unwrap();
         let t = Instant::now();
         // As the file watcher reloads: told which file changed.
         let outcome = library.reload_touched(Some(&Touched::new([file])));
         times.push(t.elapsed());
         assert!(outcome.changed, "edit {e} not seen");
-        library.render(&format!("p{:06}", e % n), &args).unwrap();
+        library
+            .render(&common::generated_name(e % n), &args)
+            .unwrap();
     }
     step.print(&format!("after {edits} edits and reloads"));
     println!(

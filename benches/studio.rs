@@ -20,7 +20,7 @@ use std::net::TcpStream;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use common::{load_average, release_binary, summary_ms};
+use common::{env_usize, load_average, release_binary, summary_ms};
 
 #[path = "../tests/support"]
 mod support {
@@ -30,13 +30,6 @@ mod support {
     pub mod process;
     #[allow(dead_code)]
     pub mod studio;
-}
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 /// `serve --http 127.0.0.1:0` in `dir`; returns the child and `host:port`.

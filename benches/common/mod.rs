@@ -38,6 +38,32 @@ pub fn summary_ms(samples: &mut [f64]) -> String {
     )
 }
 
+/// The integer in environment variable `name`, else `default`.
+pub fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The name of generated prompt `i` (its file is `NAME.md`).
+pub fn generated_name(i: usize) -> String {
+    format!("p{i:06}")
+}
+
+/// A folder of `n` generated prompts (revision 0), named by [`generated_name`].
+pub fn generated_registry(n: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        std::fs::write(
+            dir.path().join(format!("{}.md", generated_name(i))),
+            generated_prompt(i, 0),
+        )
+        .unwrap();
+    }
+    dir
+}
+
 /// The machine's load averages (1, 5, 15 minutes): a timing on a shared machine means little
 /// without them.
 pub fn load_average() -> String {
