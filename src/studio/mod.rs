@@ -525,7 +525,6 @@ pub struct PromptView {
     pub form_key: String,
     pub output: Output,
     pub findings: Vec<Finding>,
-    pub errors: usize,
     /// Why the file on disk does not load (its last good version is served), as
     /// `file:line:col: message`.
     pub load_errors: Vec<String>,
@@ -582,7 +581,6 @@ pub fn prompt_view(
     };
     Some(PromptView {
         entry: Entry::of(prompt, options),
-        errors: findings.iter().filter(|f| f.severity == "error").count(),
         cases_passed: cases.iter().filter(|c| c.passed).count(),
         load_errors,
         fields,
