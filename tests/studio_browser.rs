@@ -17,6 +17,15 @@ const TOKEN: &str = "browser-test-token-0123456789abcdef";
 /// Generous for a loaded CI machine; the latency itself is measured by `benches/studio_live`.
 const LIVE: Duration = Duration::from_secs(10);
 
+/// The form control of argument `field`.
+fn control<'a>(tab: &'a headless_chrome::Tab, field: &str) -> headless_chrome::Element<'a> {
+    tab.find_element(&format!(
+        "[data-field={field}] input:not([type=hidden]), [data-field={field}] select, \
+         [data-field={field}] textarea"
+    ))
+    .unwrap_or_else(|e| panic!("the control of `{field}`: {e}"))
+}
+
 #[test]
 fn an_author_browses_fills_edits_and_sees_hostile_text_as_text() {
     let dir = tempfile::tempdir().unwrap();
@@ -134,21 +143,12 @@ fn an_author_browses_fills_edits_and_sees_hostile_text_as_text() {
     assert_eq!(missing, json!("required"));
 
     // Fill the form by keyboard: the rendered text follows.
-    tab.find_element("[data-field=language] select")
-        .unwrap()
-        .focus()
-        .unwrap();
+    control(&tab, "language").focus().unwrap();
     tab.press_key("ArrowDown").unwrap();
     tab.press_key("ArrowDown").unwrap();
-    tab.find_element("[data-field=focus] input")
-        .unwrap()
-        .click()
-        .unwrap();
+    control(&tab, "focus").click().unwrap();
     tab.type_str("error handling").unwrap();
-    tab.find_element("[data-field=strict] input")
-        .unwrap()
-        .focus()
-        .unwrap();
+    control(&tab, "strict").focus().unwrap();
     tab.press_key(" ").unwrap();
     let (text, _) = wait_for(
         &tab,
@@ -199,10 +199,7 @@ fn an_author_browses_fills_edits_and_sees_hostile_text_as_text() {
     );
 
     // A refused value: the error sits by its field, the last good text stays.
-    tab.find_element("[data-field=max_findings] input")
-        .unwrap()
-        .click()
-        .unwrap();
+    control(&tab, "max_findings").click().unwrap();
     tab.type_str("0").unwrap();
     let (error, _) = wait_for(
         &tab,
