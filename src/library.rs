@@ -204,6 +204,24 @@ impl Snapshot {
     fn all_listing(&self, previous: Option<&Snapshot>) -> &Arc<PromptListing> {
         let earlier = previous.and_then(|p| Some((&p.registry, p.listings[1].get()?)));
         self.listings[1].get_or_init(|| {
+            // Updated from named files: the earlier listing with the changed names replaced.
+            if let Some((registry, listing)) = earlier
+                && let Some(changes) = self.registry.changes_since(registry)
+            {
+                let mut prompts = listing.prompts.clone();
+                for name in changes.names() {
+                    let at = prompts.binary_search_by(|s| s.name.as_str().cmp(name));
+                    match (at, self.registry.get(name)) {
+                        (Ok(i), Some(t)) => prompts[i] = Arc::new(PromptSummary::of(t)),
+                        (Err(i), Some(t)) => prompts.insert(i, Arc::new(PromptSummary::of(t))),
+                        (Ok(i), None) => {
+                            prompts.remove(i);
+                        }
+                        (Err(_), None) => {}
+                    }
+                }
+                return Arc::new(PromptListing::new(prompts));
+            }
             let summary = |t: &Arc<PromptTemplate>| {
                 if let Some((registry, listing)) = earlier
                     && registry.get(&t.name).is_some_and(|old| Arc::ptr_eq(old, t))
@@ -441,7 +459,11 @@ impl PromptLibrary {
         problems.extend(registry.diagnostics().iter().map(ToString::to_string));
         let registry_settling = registry.settling();
         let config_changed = config.raw != old.config.raw;
-        let changed = config_changed || !registry.same_prompts(&old.registry);
+        let changed = config_changed
+            || match registry.changes_since(&old.registry) {
+                Some(changes) => !changes.names().is_empty(),
+                None => !registry.same_prompts(&old.registry),
+            };
         if changed || registry.diagnostics() != old.registry.diagnostics() {
             let snapshot = Snapshot::after(registry, config, Some(&old));
             // Built here, on the reloading thread, so that no request pays for it.
@@ -1064,19 +1086,154 @@ mod tests {
         let lib = settled_library(dir.path(), &["a.md", "b.md"]);
         std::fs::write(dir.path().join("a.md"), "A2\n").unwrap();
         std::fs::write(dir.path().join("b.md"), "B2\n").unwrap();
-        // Told only of b.md: a.md is not even looked at.
+        // Told only of b.md: a.md is not even looked at, and only b's entries are rebuilt.
+        let before = lib.snapshot();
         let b = crate::registry::Touched::new([dir.path().join("b.md")]);
         assert!(lib.reload_touched(Some(&b)).changed);
         assert_eq!(body(&lib, "b"), "B2\n");
         assert_eq!(body(&lib, "a"), "a.md {{ x }}\n");
+        let changes = lib
+            .snapshot()
+            .registry
+            .changes_since(&before.registry)
+            .cloned();
+        assert_eq!(changes.unwrap().names(), ["b"]);
         // A changed folder covers every file below it.
         let root = crate::registry::Touched::new([dir.path().to_path_buf()]);
         assert!(lib.reload_touched(Some(&root)).changed);
         assert_eq!(body(&lib, "a"), "A2\n");
-        // A new file is read whatever the watcher named.
+        // A new file the watcher names is read and served.
         std::fs::write(dir.path().join("c.md"), "C\n").unwrap();
-        assert!(lib.reload_touched(Some(&b)).changed);
+        let c = crate::registry::Touched::new([dir.path().join("c.md")]);
+        assert!(lib.reload_touched(Some(&c)).changed);
         assert_eq!(body(&lib, "c"), "C\n");
+        // A reload that checks every file finds one the watcher did not name.
+        std::fs::write(dir.path().join("d.md"), "D\n").unwrap();
+        assert!(lib.reload().changed);
+        assert_eq!(body(&lib, "d"), "D\n");
+    }
+
+    /// What a snapshot serves, compared between an update from named files and a full reload:
+    /// prompts (name, file, content hash, body), findings, shadowing, version, listing entries
+    /// and every prompt's render.
+    fn served(snap: &Snapshot) -> Vec<String> {
+        let clock = Clock::parse("2025-03-15").unwrap();
+        let args: Map<String, Value> = serde_json::from_str(r#"{"x":"1"}"#).unwrap();
+        let mut out = vec![format!("version {}", snap.version)];
+        for t in snap.registry.prompts() {
+            let render = match snap.render(&t.name, &args, &clock) {
+                Ok(r) => r.text,
+                Err(e) => format!("error: {e}"),
+            };
+            out.push(format!(
+                "{} {} {} {:?} -> {render:?}",
+                t.name, t.path, t.version_hash, t.body
+            ));
+        }
+        let mut findings: Vec<String> = snap
+            .registry
+            .diagnostics()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        findings.sort();
+        out.extend(findings);
+        let mut shadowed: Vec<String> = snap
+            .registry
+            .shadowed()
+            .iter()
+            .map(|s| format!("{} {} by {}", s.name, s.hidden, s.by))
+            .collect();
+        shadowed.sort();
+        out.extend(shadowed);
+        out.push(format!("settling {}", snap.registry.settling()));
+        for listing in [snap.metadata_listing(false), snap.metadata_listing(true)] {
+            out.push(serde_json::to_string(&*listing).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn an_update_from_named_files_serves_what_a_full_reload_serves() {
+        let lower = tempfile::tempdir().unwrap();
+        let upper = tempfile::tempdir().unwrap();
+        let dirs = [lower.path(), upper.path()].map(|d| {
+            std::fs::create_dir(d.join("system")).unwrap();
+            std::fs::canonicalize(d).unwrap()
+        });
+        let roots: Vec<Arc<dyn PromptSource>> = dirs
+            .iter()
+            .map(|d| Arc::new(DirSource::new(d)) as Arc<dyn PromptSource>)
+            .collect();
+        let config = Arc::new(ProjectConfig::default());
+        let load = |previous: Option<&Snapshot>, touched: Option<&Touched>| {
+            let registry = Registry::load_touched(
+                roots.clone(),
+                previous.map(|p| &*p.registry),
+                &crate::render::check_syntax,
+                Limits::default().max_prompt_file_bytes,
+                touched,
+            );
+            let snap = Snapshot::after(registry, config.clone(), previous);
+            snap.warm_from(previous);
+            snap
+        };
+        let mut current = load(None, None);
+        // Every write gets its own modification time, long enough ago that no read waits for
+        // the file to settle, and distinct so that stamps tell the versions apart.
+        let base = std::time::SystemTime::now() - std::time::Duration::from_secs(600);
+        let mut rng = fastrand::Rng::with_seed(18);
+        let mut updates = 0;
+        for step in 0..200u64 {
+            let dir = &dirs[rng.usize(..2)];
+            let file = [
+                "a.md",
+                "b.md",
+                "c.md",
+                "system/s.md",
+                "notes.txt",
+                ".hidden.md",
+            ][rng.usize(..6)];
+            let path = dir.join(file);
+            let text = match rng.usize(..9) {
+                0 => None,
+                1 => Some("---\ntitle: [\n---\nbroken frontmatter\n".to_string()),
+                2 => Some("---\nengine: jinja\n---\n{{ broken\n".to_string()),
+                3 => Some(format!(
+                    "---\nname: {}\n---\nnamed in step {step}\n",
+                    ["a", "b", "x"][rng.usize(..3)]
+                )),
+                4 => Some(format!("{step}: {{% include 'b' %}} {{{{ x }}}}\n")),
+                5 => Some(String::new()),
+                _ => Some(format!("{file} in step {step}: {{{{ x }}}}\n")),
+            };
+            let op = format!("step {step}: {} <- {text:?}", path.display());
+            match &text {
+                Some(text) => {
+                    std::fs::write(&path, text).unwrap();
+                    std::fs::File::options()
+                        .write(true)
+                        .open(&path)
+                        .unwrap()
+                        .set_modified(base + std::time::Duration::from_millis(step))
+                        .unwrap();
+                }
+                None => {
+                    let _ = std::fs::remove_file(&path);
+                }
+            }
+            let touched = Touched::new([path.clone()]);
+            let updated = load(Some(&current), Some(&touched));
+            let full = load(Some(&current), None);
+            assert_eq!(served(&updated), served(&full), "{op}");
+            if updated.registry.changes_since(&current.registry).is_some() {
+                updates += 1;
+            }
+            current = updated;
+        }
+        // About half the steps are updates; the others touch a name that more than one file
+        // claims (a collision, a shadowed name) and reload fully.
+        assert!(updates > 60, "{updates} of 200 steps were updates");
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub mod template;
 #[cfg(test)]
 mod dialect_tests;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -130,18 +130,86 @@ struct FileState {
     /// The file's stamp taken before it was read, kept only when it vouches for the content
     /// read ([`FileStamp::trusted_at`] the load); `None` otherwise and when its source has none.
     stamp: Option<FileStamp>,
+    /// What loading this version found (a broken edit, a read error): reported again by every
+    /// load that takes the file unchanged.
+    findings: Vec<Diagnostic>,
 }
 
-/// An immutable snapshot of all prompts.
+/// An immutable snapshot of all prompts. Its maps are persistent (structure shared with the
+/// snapshot it was loaded from), so a reload that changes a few files costs a few map updates,
+/// whatever the number of prompts.
 #[derive(Debug)]
 pub struct Registry {
     roots: Vec<Arc<dyn PromptSource>>,
-    prompts: BTreeMap<String, Arc<PromptTemplate>>,
+    prompts: imbl::OrdMap<String, Arc<PromptTemplate>>,
     diagnostics: Vec<Diagnostic>,
     shadowed: Vec<Shadowing>,
-    files: HashMap<String, FileState>,
+    /// Every file read, by display path.
+    files: imbl::OrdMap<String, FileState>,
+    /// Names that more than one file claims (shadowed by a later root, or shared within a root):
+    /// who serves them is decided over the whole listing, never by an update of one file.
+    contested: Arc<HashSet<String>>,
+    version: VersionSum,
     max_file_bytes: u64,
     settling: bool,
+    /// The names whose served prompt differs from the `previous` registry's, when this one was
+    /// updated from the watcher's paths alone (see [`Registry::changes`]).
+    changes: Option<Changes>,
+}
+
+/// What an update from named paths changed: the names whose served template was added,
+/// replaced or removed, relative to the registry it was updated from (its `base`).
+#[derive(Debug, Clone)]
+pub struct Changes {
+    base: VersionSum,
+    names: Vec<String>,
+}
+
+/// The order-independent sum of every served prompt's digest (its name and content hash): the
+/// registry's version, kept up to date one prompt at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct VersionSum([u64; 4]);
+
+impl VersionSum {
+    fn digest(t: &PromptTemplate) -> [u64; 4] {
+        let mut h = blake3::Hasher::new();
+        h.update(t.name.as_bytes());
+        h.update(&[0]);
+        h.update(t.version_hash.as_bytes());
+        let bytes = h.finalize();
+        let mut lanes = [0u64; 4];
+        for (lane, chunk) in lanes.iter_mut().zip(bytes.as_bytes().chunks_exact(8)) {
+            *lane = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        lanes
+    }
+
+    fn add(&mut self, t: &PromptTemplate) {
+        for (a, d) in self.0.iter_mut().zip(Self::digest(t)) {
+            *a = a.wrapping_add(d);
+        }
+    }
+
+    fn remove(&mut self, t: &PromptTemplate) {
+        for (a, d) in self.0.iter_mut().zip(Self::digest(t)) {
+            *a = a.wrapping_sub(d);
+        }
+    }
+
+    fn of<'a>(prompts: impl Iterator<Item = &'a Arc<PromptTemplate>>) -> VersionSum {
+        let mut sum = VersionSum::default();
+        for t in prompts {
+            sum.add(t);
+        }
+        sum
+    }
+}
+
+impl Changes {
+    /// The names added, replaced or removed, sorted.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
 }
 
 impl Registry {
@@ -191,10 +259,22 @@ impl Registry {
         max_file_bytes: u64,
         touched: Option<&Touched>,
     ) -> Registry {
+        if let (Some(previous), Some(touched)) = (previous, touched)
+            && previous.roots.len() == roots.len()
+            && previous
+                .roots
+                .iter()
+                .zip(&roots)
+                .all(|(a, b)| Arc::ptr_eq(a, b))
+            && let Some(updated) = previous.updated(touched, check, max_file_bytes)
+        {
+            return updated;
+        }
         let mut diagnostics = Vec::new();
-        let mut files = HashMap::new();
-        let mut prompts: BTreeMap<String, Arc<PromptTemplate>> = BTreeMap::new();
+        let mut files = imbl::OrdMap::new();
+        let mut prompts: imbl::OrdMap<String, Arc<PromptTemplate>> = imbl::OrdMap::new();
         let mut shadowed = Vec::new();
+        let mut contested = HashSet::new();
         let mut settling = false;
         let listed_at = std::time::SystemTime::now();
         let reads = read_settled(&roots, previous, touched, max_file_bytes, listed_at);
@@ -230,9 +310,10 @@ impl Registry {
                 };
                 loaded.push(tpl);
             }
-            let in_root = qualify_collisions(loaded, &mut diagnostics);
+            let in_root = qualify_collisions(loaded, &mut diagnostics, &mut contested);
             for (name, tpl) in in_root {
                 if let Some(hidden) = prompts.insert(name.clone(), tpl.clone()) {
+                    contested.insert(name.clone());
                     shadowed.push(Shadowing {
                         name,
                         hidden: hidden.path.clone(),
@@ -242,14 +323,194 @@ impl Registry {
             }
         }
         Registry {
+            version: VersionSum::of(prompts.values()),
             roots,
             prompts,
             diagnostics,
             shadowed,
             files,
+            contested: Arc::new(contested),
             max_file_bytes,
             settling,
+            changes: None,
         }
+    }
+
+    /// This registry updated from the paths a watcher named, reading and parsing only the files
+    /// at those paths; `None` when the paths may change more than those files' own prompts (a
+    /// folder, a path that is neither a known file nor a file a root would list, a name that
+    /// another file claims or would claim), which only a full load decides.
+    fn updated(
+        &self,
+        touched: &Touched,
+        check: TemplateCheck<'_>,
+        max_file_bytes: u64,
+    ) -> Option<Registry> {
+        let listed_at = std::time::SystemTime::now();
+        let mut targets: Vec<(usize, SourceFile, FileRead)> = Vec::new();
+        for path in touched.paths() {
+            let known = self.files.contains_key(path);
+            if !known && self.holds_files_below(path) {
+                return None;
+            }
+            let mut claims = self
+                .roots
+                .iter()
+                .enumerate()
+                .filter_map(|(r, root)| Some((r, root.file_at(path)?)));
+            let claim = claims.next();
+            if claims.next().is_some() {
+                return None;
+            }
+            let kind = std::fs::metadata(path).map(|m| m.file_type());
+            let exists = match &kind {
+                Ok(k) if k.is_file() => true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                // A folder, a device or a file that cannot be looked at: only a listing decides.
+                _ if known || claim.is_some() => return None,
+                _ => continue,
+            };
+            let Some((r, file)) = claim else {
+                if known {
+                    return None;
+                }
+                // Not a file any root lists (the config file, an editor's temporary file).
+                continue;
+            };
+            if !known && !exists {
+                continue;
+            }
+            let root = &self.roots[r];
+            let stamp = root.stamp(&file.rel_path);
+            let result = if exists {
+                root.read(&file.rel_path, max_file_bytes)
+            } else {
+                Ok(None)
+            };
+            targets.push((
+                r,
+                file,
+                FileRead {
+                    result,
+                    settled: true,
+                    unchanged: false,
+                    stamp,
+                },
+            ));
+        }
+        settle(
+            self,
+            listed_at,
+            max_file_bytes,
+            targets
+                .iter_mut()
+                .map(|(r, file, read)| (self.roots[*r].as_ref(), &*file, read)),
+        );
+
+        let mut files = self.files.clone();
+        let mut prompts = self.prompts.clone();
+        let mut version = self.version;
+        let mut found = Vec::new();
+        let mut settling = false;
+        let mut names = Vec::new();
+        let paths: HashSet<String> = targets
+            .iter()
+            .map(|(_, f, _)| f.display_path.clone())
+            .collect();
+        for (r, file, read) in targets {
+            let old = self
+                .files
+                .get(&file.display_path)
+                .and_then(|s| s.good.clone());
+            if let Some(old) = &old
+                && (self.contested.contains(&old.name)
+                    || !prompts.get(&old.name).is_some_and(|p| Arc::ptr_eq(p, old)))
+            {
+                return None;
+            }
+            files.remove(&file.display_path);
+            let served = load_file(
+                self.roots[r].as_ref(),
+                &file,
+                read,
+                Some(self),
+                check,
+                listed_at,
+                &mut files,
+                &mut found,
+                &mut settling,
+            );
+            if let Some(new) = &served
+                && (self.contested.contains(&new.name)
+                    || (old.as_ref().map(|o| &o.name) != Some(&new.name)
+                        && prompts.contains_key(&new.name)))
+            {
+                return None;
+            }
+            if old
+                .as_ref()
+                .zip(served.as_ref())
+                .is_some_and(|(o, n)| Arc::ptr_eq(o, n))
+            {
+                continue;
+            }
+            if let Some(old) = &old {
+                prompts.remove(&old.name);
+                version.remove(old);
+                names.push(old.name.clone());
+            }
+            if let Some(new) = served {
+                version.add(&new);
+                names.push(new.name.clone());
+                prompts.insert(new.name.clone(), new);
+            }
+        }
+        // The touched files' findings replace their earlier ones, in their place.
+        let mut diagnostics = Vec::with_capacity(self.diagnostics.len() + found.len());
+        let mut placed = false;
+        for d in &self.diagnostics {
+            if paths.contains(&d.path) {
+                if !placed {
+                    diagnostics.append(&mut found);
+                    placed = true;
+                }
+            } else {
+                diagnostics.push(d.clone());
+            }
+        }
+        diagnostics.append(&mut found);
+        names.sort();
+        names.dedup();
+        Some(Registry {
+            roots: self.roots.clone(),
+            prompts,
+            diagnostics,
+            shadowed: self.shadowed.clone(),
+            files,
+            contested: self.contested.clone(),
+            version,
+            max_file_bytes,
+            settling,
+            changes: Some(Changes {
+                base: self.version,
+                names,
+            }),
+        })
+    }
+
+    /// Whether some file of this registry lies below `path` (a folder).
+    fn holds_files_below(&self, path: &str) -> bool {
+        let below = format!("{path}{}", std::path::MAIN_SEPARATOR);
+        self.files
+            .range(below.clone()..)
+            .next()
+            .is_some_and(|(p, _)| p.starts_with(&below))
+    }
+
+    /// What changed since `base` when this registry was updated from `base` by named paths
+    /// alone; `None` after a full load (compare the registries instead).
+    pub fn changes_since(&self, base: &Registry) -> Option<&Changes> {
+        self.changes.as_ref().filter(|c| c.base == base.version)
     }
 
     /// Whether a changed file was still being written (or was just emptied) and kept its last
@@ -268,17 +529,17 @@ impl Registry {
         self.prompts.values()
     }
 
-    /// The version of the whole set: the content hash of every prompt's name and version
-    /// hash in name order. Two processes serving the same files report the same version.
+    /// The version of the whole set: a hash of the set of every served prompt's name and
+    /// version hash (the sum of their digests, kept up to date by reloads). Two processes
+    /// serving the same files report the same version.
     pub fn version(&self) -> String {
-        let mut all = String::with_capacity(self.prompts.len() * 40);
-        for t in self.prompts.values() {
-            all.push_str(&t.name);
-            all.push('\0');
-            all.push_str(&t.version_hash);
-            all.push('\n');
-        }
-        content_hash(all.as_bytes())
+        let bytes: Vec<u8> = self
+            .version
+            .0
+            .iter()
+            .flat_map(|l| l.to_le_bytes())
+            .collect();
+        content_hash(&bytes)
     }
 
     /// The number of prompts served.
@@ -386,6 +647,7 @@ impl Registry {
 fn qualify_collisions(
     loaded: Vec<Arc<PromptTemplate>>,
     diagnostics: &mut Vec<Diagnostic>,
+    contested: &mut HashSet<String>,
 ) -> BTreeMap<String, Arc<PromptTemplate>> {
     let mut users: HashMap<&str, Vec<&str>> = HashMap::new();
     for t in &loaded {
@@ -402,6 +664,8 @@ fn qualify_collisions(
             Some(paths) if paths.first() != Some(&tpl.path) => {
                 let mut t = (*tpl).clone();
                 t.name = crate::dialect::qualified_name(&tpl.rel_path);
+                contested.insert(tpl.name.clone());
+                contested.insert(t.name.clone());
                 diagnostics.push(Diagnostic {
                     severity: Severity::Warning,
                     path: tpl.path.clone(),
@@ -420,6 +684,7 @@ fn qualify_collisions(
             _ => tpl,
         };
         if let Some(first) = in_root.get(&tpl.name) {
+            contested.insert(tpl.name.clone());
             diagnostics.push(Diagnostic {
                 severity: Severity::Error,
                 path: tpl.path.clone(),
@@ -447,10 +712,8 @@ pub struct IncludedFile {
 }
 
 /// Lists every root and reads its files. On reload (`previous` given), a file the watcher did
-/// not name or whose stamp has not moved is not read (see [`Registry::unchanged`]); files whose content changed are read
-/// again after [`SETTLE`] until two reads agree, unless their stamp shows them unmodified for
-/// [`SETTLE`] already, before and after the read; a file still changing after [`SETTLE_ROUNDS`]
-/// reads is marked unsettled.
+/// not name or whose stamp has not moved is not read (see [`Registry::unchanged`]), and the
+/// files whose content changed are [settled](settle).
 #[allow(clippy::type_complexity)]
 fn read_settled(
     roots: &[Arc<dyn PromptSource>],
@@ -490,50 +753,65 @@ fn read_settled(
     let Some(previous) = previous else {
         return reads;
     };
+    settle(
+        previous,
+        listed_at,
+        max_file_bytes,
+        reads
+            .iter_mut()
+            .zip(roots)
+            .filter_map(|(listed, root)| Some((root, listed.as_mut().ok()?)))
+            .flat_map(|(root, listed)| {
+                listed
+                    .iter_mut()
+                    .map(move |(file, read)| (root.as_ref(), &*file, read))
+            }),
+    );
+    reads
+}
+
+/// Waits for the files read whose content changed since `previous` to be stable: each is read
+/// again after [`SETTLE`] until two reads agree, unless its stamp shows it unmodified for
+/// [`SETTLE`] already, before and after the read; a file still changing after
+/// [`SETTLE_ROUNDS`] reads is marked unsettled.
+fn settle<'a>(
+    previous: &Registry,
+    listed_at: std::time::SystemTime,
+    max_file_bytes: u64,
+    reads: impl Iterator<Item = (&'a dyn PromptSource, &'a SourceFile, &'a mut FileRead)>,
+) {
     let changed =
         |file: &SourceFile, read: &ReadResult| match (previous.files.get(&file.display_path), read)
         {
             (Some(prev), Ok(Some(text))) => prev.hash != content_hash(text.as_bytes()),
             _ => true,
         };
-    let mut unsettled: Vec<(usize, usize)> = Vec::new();
-    for (r, listed) in reads.iter().enumerate() {
-        if let Ok(listed) = listed {
-            for (f, (file, read)) in listed.iter().enumerate() {
-                if read.unchanged || !changed(file, &read.result) {
-                    continue;
-                }
-                let quiet = read.stamp.is_some_and(|s| {
-                    s.unmodified_for(SETTLE, listed_at) && roots[r].stamp(&file.rel_path) == Some(s)
-                });
-                if !quiet {
-                    unsettled.push((r, f));
-                }
+    let mut unsettled: Vec<_> = reads
+        .filter(|(root, file, read)| {
+            if read.unchanged || !changed(file, &read.result) {
+                return false;
             }
-        }
-    }
+            let quiet = read.stamp.is_some_and(|s| {
+                s.unmodified_for(SETTLE, listed_at) && root.stamp(&file.rel_path) == Some(s)
+            });
+            !quiet
+        })
+        .collect();
     for _ in 0..SETTLE_ROUNDS {
         if unsettled.is_empty() {
             break;
         }
         std::thread::sleep(SETTLE);
-        unsettled.retain(|&(r, f)| {
-            let Ok(listed) = &mut reads[r] else {
-                return false;
-            };
-            let (file, read) = &mut listed[f];
-            let again = roots[r].read(&file.rel_path, max_file_bytes);
+        unsettled.retain_mut(|(root, file, read)| {
+            let again = root.read(&file.rel_path, max_file_bytes);
             let same = same_read(&read.result, &again);
             read.result = again;
             !same
         });
     }
-    for (r, f) in unsettled {
-        if let Ok(listed) = &mut reads[r] {
-            listed[f].1.settled = false;
-        }
+    for (_, _, read) in unsettled {
+        read.settled = false;
     }
-    reads
 }
 
 /// One listed file's content, and whether it was stable.
@@ -573,6 +851,11 @@ impl Touched {
     }
 
     /// Whether `path` or a folder above it changed.
+    /// The changed paths, sorted.
+    pub fn paths(&self) -> &[String] {
+        &self.paths
+    }
+
     fn covers(&self, path: &str) -> bool {
         self.paths.iter().any(|t| {
             path.strip_prefix(t.as_str())
@@ -589,7 +872,7 @@ fn load_file(
     previous: Option<&Registry>,
     check: TemplateCheck<'_>,
     listed_at: std::time::SystemTime,
-    files: &mut HashMap<String, FileState>,
+    files: &mut imbl::OrdMap<String, FileState>,
     diagnostics: &mut Vec<Diagnostic>,
     settling: &mut bool,
 ) -> Option<Arc<PromptTemplate>> {
@@ -599,19 +882,28 @@ fn load_file(
     if read.unchanged
         && let Some(prev) = prev
     {
+        diagnostics.extend(prev.findings.iter().cloned());
         files.insert(file.display_path.clone(), prev.clone());
         return good;
     }
     // Keeps the last good version (if any) of a file whose new content is not taken.
     let mut keep = |diagnostic: Option<Diagnostic>| {
+        let mut findings = Vec::new();
         if let Some(mut d) = diagnostic {
             if good.is_some() {
                 d.message.push_str(" (keeping the last good version)");
             }
-            diagnostics.push(d);
+            diagnostics.push(d.clone());
+            findings.push(d);
         }
         if let Some(prev) = prev {
-            files.insert(file.display_path.clone(), prev.clone());
+            files.insert(
+                file.display_path.clone(),
+                FileState {
+                    findings,
+                    ..prev.clone()
+                },
+            );
         }
         good.clone()
     };
@@ -660,6 +952,7 @@ fn load_file(
         && prev.hash == hash
         && let Some(good) = &prev.good
     {
+        diagnostics.extend(prev.findings.iter().cloned());
         files.insert(
             file.display_path.clone(),
             FileState {
@@ -707,13 +1000,15 @@ fn load_file(
             }),
         ),
     };
+    let mut findings = Vec::new();
     if let Some(mut diagnostic) = problem {
         if served.is_some() {
             diagnostic
                 .message
                 .push_str(" (keeping the last good version)");
         }
-        diagnostics.push(diagnostic);
+        diagnostics.push(diagnostic.clone());
+        findings.push(diagnostic);
     }
     files.insert(
         file.display_path.clone(),
@@ -721,6 +1016,7 @@ fn load_file(
             hash,
             good: served.clone(),
             stamp,
+            findings,
         },
     );
     served

@@ -116,6 +116,12 @@ pub trait PromptSource: Send + Sync + std::fmt::Debug {
     }
     /// The message path of a root-relative file.
     fn display_path(&self, rel_path: &str) -> String;
+    /// The file [`list`](Self::list) would offer at message path `path` if a regular file were
+    /// there (whether or not one is), judged by the path alone; `None` for a path outside the
+    /// root or one its listing leaves out (hidden, another extension, another subfolder).
+    fn file_at(&self, _path: &str) -> Option<SourceFile> {
+        None
+    }
     /// The dialect of the root's files, when the root decides it (a `.claude/commands` folder).
     fn dialect(&self) -> Option<Dialect> {
         None
@@ -308,6 +314,39 @@ impl PromptSource for DirSource {
 
     fn display_path(&self, rel_path: &str) -> String {
         self.root.join(rel_path).display().to_string()
+    }
+
+    fn file_at(&self, path: &str) -> Option<SourceFile> {
+        let rel = Path::new(path).strip_prefix(&self.root).ok()?;
+        let mut parts = Vec::new();
+        for c in rel.components() {
+            match c {
+                Component::Normal(part) => parts.push(part.to_str()?),
+                _ => return None,
+            }
+        }
+        let (&name, folders) = parts.split_last()?;
+        if parts.iter().any(|p| p.starts_with('.')) {
+            return None;
+        }
+        let category = match self.dialect {
+            Some(d) if d.nested() => d.accepts(name).then_some(PromptCategory::User)?,
+            _ => {
+                if Path::new(name).extension().is_none_or(|e| e != "md") {
+                    return None;
+                }
+                match folders {
+                    [] => PromptCategory::User,
+                    ["system"] => PromptCategory::System,
+                    _ => return None,
+                }
+            }
+        };
+        Some(SourceFile {
+            rel_path: parts.join("/"),
+            display_path: self.display_path(&parts.join("/")),
+            category,
+        })
     }
 
     fn dialect(&self) -> Option<Dialect> {

@@ -23,7 +23,7 @@ mod coerce;
 pub mod marks;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock, Mutex, OnceLock};
 
 use minijinja::value::Serde;
 use minijinja::{Environment, ErrorKind, UndefinedBehavior, Value as JinjaValue};
@@ -159,36 +159,26 @@ pub type Provenance = BTreeMap<String, VariableSource>;
 
 type Validators = Result<Arc<Vec<(String, jsonschema::Validator)>>, RenderError>;
 
-/// What the renderer keeps per prompt of its snapshot, each built on first use.
+/// What the renderer keeps per prompt, each built on first use: what depends on the prompt's
+/// file alone, so the renderers of later snapshots share it while the prompt is served
+/// unchanged.
 #[derive(Default)]
 struct PromptCache {
+    /// The analysis of a template that includes nothing.
     analysis: OnceLock<Arc<Analysis>>,
     validators: OnceLock<Validators>,
-}
-
-impl PromptCache {
-    /// What a renderer over a later snapshot may keep of this cache for the same, unchanged
-    /// prompt: its validators (they depend on its arguments only) and its analysis when the
-    /// template includes nothing (otherwise it depends on the included files too).
-    fn carried(&self) -> PromptCache {
-        let cache = PromptCache::default();
-        if let Some(a) = self.analysis.get()
-            && a.includes.is_empty()
-        {
-            let _ = cache.analysis.set(a.clone());
-        }
-        if let Some(v) = self.validators.get() {
-            let _ = cache.validators.set(v.clone());
-        }
-        cache
-    }
 }
 
 /// Renders prompts of one registry snapshot.
 pub struct Renderer {
     registry: Arc<Registry>,
     env: Environment<'static>,
-    caches: HashMap<String, PromptCache>,
+    /// By prompt name; a persistent map sharing its entries with the renderers of the
+    /// snapshots before and after.
+    caches: imbl::OrdMap<String, Arc<PromptCache>>,
+    /// The analyses of templates that include others: they depend on this snapshot's other
+    /// files.
+    includers: Mutex<HashMap<String, Arc<Analysis>>>,
     globals: BTreeSet<String>,
     limits: Limits,
 }
@@ -232,19 +222,35 @@ impl Renderer {
             )),
         });
         let globals = env.globals().map(|(k, _)| k.to_string()).collect();
-        let carried = |p: &Arc<PromptTemplate>| {
-            let previous = previous?;
-            let old = previous.registry.get(&p.name)?;
-            Arc::ptr_eq(old, p).then(|| previous.caches.get(&p.name).map(PromptCache::carried))?
+        let caches = match previous.and_then(|p| Some((p, registry.changes_since(&p.registry)?))) {
+            // Updated from named files: only the changed names get new caches.
+            Some((previous, changes)) => {
+                let mut caches = previous.caches.clone();
+                for name in changes.names() {
+                    caches.remove(name);
+                    if registry.get(name).is_some() {
+                        caches.insert(name.clone(), Arc::default());
+                    }
+                }
+                caches
+            }
+            None => {
+                let kept = |p: &Arc<PromptTemplate>| {
+                    let previous = previous?;
+                    let old = previous.registry.get(&p.name)?;
+                    Arc::ptr_eq(old, p).then(|| previous.caches.get(&p.name).cloned())?
+                };
+                registry
+                    .prompts()
+                    .map(|p| (p.name.clone(), kept(p).unwrap_or_default()))
+                    .collect()
+            }
         };
-        let caches = registry
-            .prompts()
-            .map(|p| (p.name.clone(), carried(p).unwrap_or_default()))
-            .collect();
         Renderer {
             registry,
             env,
             caches,
+            includers: Mutex::default(),
             globals,
             limits,
         }
@@ -256,7 +262,7 @@ impl Renderer {
     }
 
     /// The cached analysis of a prompt.
-    pub fn analysis(&self, name: &str) -> Option<&Analysis> {
+    pub fn analysis(&self, name: &str) -> Option<Arc<Analysis>> {
         let prompt = self.registry.get(name)?;
         Some(self.analysis_in(self.cache(prompt).ok()?, prompt))
     }
@@ -265,16 +271,34 @@ impl Renderer {
     fn cache(&self, prompt: &PromptTemplate) -> Result<&PromptCache, RenderError> {
         self.caches
             .get(&prompt.name)
+            .map(|c| &**c)
             .ok_or_else(|| RenderError::UnknownPrompt {
                 name: prompt.name.clone(),
             })
     }
 
-    fn analysis_in<'a>(&'a self, cache: &'a PromptCache, prompt: &PromptTemplate) -> &'a Analysis {
-        cache.analysis.get_or_init(|| {
+    /// The analysis of `prompt`: kept in its cache when the template includes nothing, else in
+    /// this renderer.
+    fn analysis_in(&self, cache: &PromptCache, prompt: &PromptTemplate) -> Arc<Analysis> {
+        if let Some(a) = cache.analysis.get() {
+            return a.clone();
+        }
+        let includers = || self.includers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(a) = includers().get(&prompt.name) {
+            return a.clone();
+        }
+        let analysis = {
             let _limit = value_size_limit(&self.limits);
             Arc::new(self.analyze(prompt))
-        })
+        };
+        if analysis.includes.is_empty() {
+            cache.analysis.get_or_init(|| analysis).clone()
+        } else {
+            includers()
+                .entry(prompt.name.clone())
+                .or_insert(analysis)
+                .clone()
+        }
     }
 
     fn analyze(&self, prompt: &PromptTemplate) -> Analysis {
