@@ -22,6 +22,7 @@ pub mod limits;
 pub mod lint;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod metrics;
 pub mod panics;
 pub mod prompt_tests;

@@ -210,7 +210,7 @@ impl Snapshot {
             {
                 let mut prompts = listing.prompts.clone();
                 for name in changes.names() {
-                    let at = prompts.binary_search_by(|s| s.name.as_str().cmp(name));
+                    let at = prompts.binary_search_by(|s| s.name().cmp(name));
                     match (at, self.registry.get(name)) {
                         (Ok(i), Some(t)) => prompts[i] = Arc::new(PromptSummary::of(t)),
                         (Err(i), Some(t)) => prompts.insert(i, Arc::new(PromptSummary::of(t))),
@@ -225,9 +225,7 @@ impl Snapshot {
             let summary = |t: &Arc<PromptTemplate>| {
                 if let Some((registry, listing)) = earlier
                     && registry.get(&t.name).is_some_and(|old| Arc::ptr_eq(old, t))
-                    && let Ok(i) = listing
-                        .prompts
-                        .binary_search_by(|s| s.name.as_str().cmp(&t.name))
+                    && let Ok(i) = listing.prompts.binary_search_by(|s| s.name().cmp(&t.name))
                 {
                     return listing.prompts[i].clone();
                 }
@@ -257,7 +255,7 @@ impl Snapshot {
                 Arc::new(PromptListing::new(
                     all.prompts
                         .iter()
-                        .filter(|s| s.category == PromptCategory::User)
+                        .filter(|s| s.template().category == PromptCategory::User)
                         .cloned()
                         .collect(),
                 ))
@@ -387,6 +385,8 @@ impl PromptLibrary {
     fn store(&self, snapshot: Snapshot) {
         self.current.store(Arc::new(snapshot));
         self.swaps.send_modify(|n| *n += 1);
+        // What the load freed (file texts, the snapshot before) goes back once things settle.
+        crate::memory::note_activity();
     }
 
     /// Watches snapshot swaps: the value counts them and changes after every swap (a load, or a
@@ -675,80 +675,38 @@ impl GetPromptsMetadata {
     }
 }
 
-/// One argument as listed to clients.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-pub struct ArgumentSummary {
-    pub name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    pub required: bool,
-    #[serde(rename = "type")]
-    pub arg_type: Option<ArgType>,
-    pub default: Option<Value>,
-}
-
-/// One prompt as listed to clients.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+/// One prompt as listed to clients: its template's metadata, written straight from the
+/// template (a listing holds no copy of it), and its render when content was asked for.
+#[derive(Debug, Clone)]
 pub struct PromptSummary {
-    pub name: String,
-    pub title: Option<String>,
-    /// The prompt's description; empty when it has none.
-    pub description: String,
-    pub category: PromptCategory,
-    /// The format of the prompt file (`jinja`, `vscode`, `claude`, …).
-    pub dialect: Dialect,
-    /// The file, relative to its prompt folder.
-    pub source: String,
-    /// Tool-specific frontmatter (`model`, `allowed-tools`, `argument-hint`, …).
-    #[serde(skip_serializing_if = "Map::is_empty")]
-    pub tool_metadata: Map<String, Value>,
-    /// Directives the prompt contains and promptd never runs (`shell`, `file`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub directives: Vec<&'static str>,
-    pub arguments: Vec<ArgumentSummary>,
+    template: Arc<PromptTemplate>,
     /// The rendered text (when content was asked for and the render succeeded).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
-    /// Every variable the template used, with the value it used (after coercion to the
-    /// declared type; config, default and computed values included).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Every variable the template used, with the value it used.
     pub template_args_used: Option<Map<String, Value>>,
     /// Which layer each used or supplied variable came from.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub provenance: Option<BTreeMap<String, VariableSource>>,
-    #[serde(rename = "version_hash")]
-    pub version_hash: String,
 }
 
 impl PromptSummary {
     /// Metadata only.
-    pub fn of(t: &PromptTemplate) -> PromptSummary {
+    pub fn of(t: &Arc<PromptTemplate>) -> PromptSummary {
         PromptSummary {
-            name: t.name.clone(),
-            title: t.title.clone(),
-            description: t.description.clone().unwrap_or_default(),
-            category: t.category,
-            dialect: t.dialect,
-            source: t.rel_path.clone(),
-            tool_metadata: crate::dialect::tool_metadata(&t.metadata),
-            directives: t.directives.clone(),
-            arguments: t
-                .arguments
-                .iter()
-                .map(|a| ArgumentSummary {
-                    name: a.name.clone(),
-                    description: a.description.clone(),
-                    required: a.required,
-                    arg_type: a.declared_type(),
-                    default: a.default.clone(),
-                })
-                .collect(),
+            template: t.clone(),
             content: None,
             template_args_used: None,
             provenance: None,
-            version_hash: t.version_hash.clone(),
         }
+    }
+
+    /// The prompt's name.
+    pub fn name(&self) -> &str {
+        &self.template.name
+    }
+
+    /// The template listed.
+    pub fn template(&self) -> &Arc<PromptTemplate> {
+        &self.template
     }
 
     fn with_render(mut self, r: RenderedPrompt) -> PromptSummary {
@@ -757,6 +715,155 @@ impl PromptSummary {
         self.provenance = Some(r.provenance);
         self
     }
+
+    fn wire(&self) -> SummaryWire<'_> {
+        let t = &*self.template;
+        SummaryWire {
+            name: &t.name,
+            title: t.title.as_deref(),
+            description: t.description.as_deref().unwrap_or_default(),
+            category: t.category,
+            dialect: t.dialect,
+            source: &t.rel_path,
+            tool_metadata: ToolMetadata(&t.metadata),
+            directives: &t.directives,
+            arguments: Arguments(&t.arguments),
+            content: self.content.as_deref(),
+            template_args_used: self.template_args_used.as_ref(),
+            provenance: self.provenance.as_ref(),
+            version_hash: &t.version_hash,
+        }
+    }
+}
+
+impl Serialize for PromptSummary {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.wire().serialize(serializer)
+    }
+}
+
+impl JsonSchema for PromptSummary {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        SummaryWire::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        SummaryWire::json_schema(generator)
+    }
+}
+
+// The wire form of a `PromptSummary`: the contract's field names and order (its doc comment is
+// the schema's description).
+/// One prompt as listed to clients.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "PromptSummary")]
+struct SummaryWire<'a> {
+    name: &'a str,
+    title: Option<&'a str>,
+    /// The prompt's description; empty when it has none.
+    description: &'a str,
+    category: PromptCategory,
+    /// The format of the prompt file (`jinja`, `vscode`, `claude`, …).
+    dialect: Dialect,
+    /// The file, relative to its prompt folder.
+    source: &'a str,
+    /// Tool-specific frontmatter (`model`, `allowed-tools`, `argument-hint`, …).
+    #[serde(skip_serializing_if = "ToolMetadata::is_empty")]
+    tool_metadata: ToolMetadata<'a>,
+    /// Directives the prompt contains and promptd never runs (`shell`, `file`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    directives: &'a [&'static str],
+    arguments: Arguments<'a>,
+    /// The rendered text (when content was asked for and the render succeeded).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    /// Every variable the template used, with the value it used (after coercion to the
+    /// declared type; config, default and computed values included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    template_args_used: Option<&'a Map<String, Value>>,
+    /// Which layer each used or supplied variable came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provenance: Option<&'a BTreeMap<String, VariableSource>>,
+    #[serde(rename = "version_hash")]
+    version_hash: &'a str,
+}
+
+/// The frontmatter keys of other tools a prompt file carries (see
+/// [`crate::dialect::tool_metadata`]), written as a map without building one.
+struct ToolMetadata<'a>(&'a Map<String, Value>);
+
+impl ToolMetadata<'_> {
+    fn entries(&self) -> impl Iterator<Item = (&String, &Value)> {
+        self.0
+            .iter()
+            .filter(|(k, _)| crate::dialect::is_tool_key(k))
+    }
+
+    fn is_empty(&self) -> bool {
+        self.entries().next().is_none()
+    }
+}
+
+impl Serialize for ToolMetadata<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.entries())
+    }
+}
+
+impl JsonSchema for ToolMetadata<'_> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <Map<String, Value>>::schema_name()
+    }
+
+    fn inline_schema() -> bool {
+        <Map<String, Value>>::inline_schema()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Map<String, Value>>::json_schema(generator)
+    }
+}
+
+/// A prompt's arguments as listed, written from the declarations.
+struct Arguments<'a>(&'a [crate::registry::ArgumentSpec]);
+
+impl Serialize for Arguments<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|a| ArgumentSummary {
+            name: &a.name,
+            description: a.description.as_deref(),
+            required: a.required,
+            arg_type: a.declared_type(),
+            default: a.default.as_ref(),
+        }))
+    }
+}
+
+impl JsonSchema for Arguments<'_> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        <Vec<ArgumentSummary<'static>>>::schema_name()
+    }
+
+    fn inline_schema() -> bool {
+        <Vec<ArgumentSummary<'static>>>::inline_schema()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Vec<ArgumentSummary<'static>>>::json_schema(generator)
+    }
+}
+
+/// One argument as listed to clients.
+#[derive(Serialize, JsonSchema)]
+struct ArgumentSummary<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    required: bool,
+    #[serde(rename = "type")]
+    arg_type: Option<ArgType>,
+    default: Option<&'a Value>,
 }
 
 /// The not-found message, exactly as agents expect it.
@@ -1244,7 +1351,7 @@ mod tests {
         before.warm();
         let entry = |snap: &Snapshot, name: &str| {
             let all = snap.all_listing(None);
-            let i = all.prompts.iter().position(|s| s.name == name).unwrap();
+            let i = all.prompts.iter().position(|s| s.name() == name).unwrap();
             all.prompts[i].clone()
         };
         std::fs::write(dir.path().join("b.md"), "B2\n").unwrap();
@@ -1260,14 +1367,14 @@ mod tests {
         assert!(Arc::ptr_eq(&entry(&before, "a"), &entry(&after, "a")));
         assert!(!Arc::ptr_eq(&entry(&before, "b"), &entry(&after, "b")));
         assert_eq!(
-            entry(&after, "b").version_hash,
+            entry(&after, "b").template().version_hash,
             after.registry.get("b").unwrap().version_hash
         );
         // The user listing shares the entries of the full one.
         let user = after.metadata_listing(false);
         assert!(Arc::ptr_eq(
             &user.prompts[0],
-            &entry(&after, &user.prompts[0].name)
+            &entry(&after, user.prompts[0].name())
         ));
     }
 

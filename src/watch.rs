@@ -230,6 +230,10 @@ where
                     tracing::info!("prompts changed; notifying clients");
                     on_change(outcome).await;
                 }
+                // What the reload freed sits in its blocking-pool thread's heap, which a
+                // collection on the runtime's thread cannot reach: that thread (the pool's one
+                // idle thread, as a rule) collects it.
+                tokio::task::spawn_blocking(crate::memory::collect);
                 if !rewatch(&task_watcher, &watch_targets(&library), &mut task_watched) {
                     break;
                 }

@@ -374,11 +374,16 @@ fn outside_code_blocks(body: &str) -> String {
     out
 }
 
+/// Whether a frontmatter key is one of [`tool_metadata`]'s.
+pub fn is_tool_key(key: &str) -> bool {
+    TOOL_KEYS.contains(&key)
+}
+
 /// The tool-specific keys of a file's frontmatter, for listings.
 pub fn tool_metadata(metadata: &Map<String, Value>) -> Map<String, Value> {
     metadata
         .iter()
-        .filter(|(k, _)| TOOL_KEYS.contains(&k.as_str()))
+        .filter(|(k, _)| is_tool_key(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect()
 }

@@ -120,6 +120,7 @@ pub async fn serve_async(
     options: ServeOptions,
 ) -> Result<(), ServeError> {
     let clients = Arc::new(ConnectedClients::new());
+    tokio::spawn(crate::memory::trim_when_quiet());
     if library.is_loaded() {
         // The listings clients ask for first are built beside the handshake, not in its way.
         let warming = library.snapshot();

@@ -92,6 +92,7 @@ fn counted<T>(
     result: Result<T, ErrorData>,
 ) -> Result<T, ErrorData> {
     crate::metrics::global().request(method, result.is_ok(), started.elapsed());
+    crate::memory::note_activity();
     result
 }
 

@@ -1,0 +1,48 @@
+//! Freed memory returned to the system once the process goes quiet. mimalloc keeps the pages of
+//! freed blocks for reuse and gives them back (purges them) only on later allocator activity,
+//! so a server that goes idle right after a large answer (a listing of 10,000 prompts is a few
+//! MB, built and serialized more than once) would hold that memory until its next request.
+//!
+//! Whatever does work worth trimming after says so ([`note_activity`]: every MCP request,
+//! every snapshot swap); [`trim_when_quiet`] waits until [`QUIET`] passes without any and then
+//! collects once. It sleeps while the process is idle: no timer runs between bursts.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+/// How long without activity before freed memory is returned.
+pub const QUIET: Duration = Duration::from_millis(200);
+
+static ACTIVITY: AtomicU64 = AtomicU64::new(0);
+static WAKE: Notify = Notify::const_new();
+
+/// Records that work was done whose garbage should be returned once things are quiet.
+pub fn note_activity() {
+    ACTIVITY.fetch_add(1, Ordering::Relaxed);
+    WAKE.notify_one();
+}
+
+/// Runs until dropped: after each burst of activity, once [`QUIET`] has passed without any,
+/// returns freed memory to the system ([`collect`]).
+pub async fn trim_when_quiet() {
+    loop {
+        WAKE.notified().await;
+        loop {
+            let seen = ACTIVITY.load(Ordering::Relaxed);
+            tokio::time::sleep(QUIET).await;
+            if ACTIVITY.load(Ordering::Relaxed) == seen {
+                break;
+            }
+        }
+        collect();
+    }
+}
+
+/// Frees what the calling thread's allocator heap holds empty and purges every page the
+/// allocator keeps for reuse (mimalloc, the binary's allocator and the syntax parsers').
+pub fn collect() {
+    // SAFETY: mi_collect takes no pointers; it may be called from any thread at any time.
+    unsafe { libmimalloc_sys::mi_collect(true) };
+}
