@@ -17,6 +17,7 @@ pub const QUIET: Duration = Duration::from_millis(200);
 
 static ACTIVITY: AtomicU64 = AtomicU64::new(0);
 static WAKE: Notify = Notify::const_new();
+static COLLECTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Records that work was done whose garbage should be returned once things are quiet.
 pub fn note_activity() {
@@ -45,4 +46,39 @@ pub async fn trim_when_quiet() {
 pub fn collect() {
     // SAFETY: mi_collect takes no pointers; it may be called from any thread at any time.
     unsafe { libmimalloc_sys::mi_collect(true) };
+    COLLECTIONS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// How many times [`collect`] has run in this process.
+pub fn collections() -> u64 {
+    COLLECTIONS.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_is_collected_once_activity_has_been_quiet_for_a_while() {
+        let trimmer = tokio::spawn(trim_when_quiet());
+        let before = collections();
+        // Busy: activity every 50 ms for 0.6 s postpones the collection...
+        let busy = std::time::Instant::now();
+        while busy.elapsed() < Duration::from_millis(600) {
+            note_activity();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // ...which follows once QUIET has passed without any.
+        let quiet = std::time::Instant::now();
+        while collections() == before && quiet.elapsed() < Duration::from_secs(5) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let waited = quiet.elapsed();
+        trimmer.abort();
+        assert!(collections() > before, "no collection after the activity stopped");
+        assert!(
+            waited >= QUIET / 2,
+            "collected {waited:?} after the last activity, before it was quiet"
+        );
+    }
 }
