@@ -75,7 +75,10 @@ mod tests {
         }
         let waited = quiet.elapsed();
         trimmer.abort();
-        assert!(collections() > before, "no collection after the activity stopped");
+        assert!(
+            collections() > before,
+            "no collection after the activity stopped"
+        );
         assert!(
             waited >= QUIET / 2,
             "collected {waited:?} after the last activity, before it was quiet"

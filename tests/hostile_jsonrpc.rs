@@ -485,3 +485,69 @@ async fn http_malformed_messages_get_conforming_errors() {
         64.0,
     );
 }
+
+/// A client that sends thousands of requests without reading the answers: once
+/// `MAX_IN_FLIGHT` answers wait to be written the server reads no more input (the client's
+/// writes block on the full pipe), its memory stays bounded, and every request is answered
+/// once the client reads.
+#[test]
+fn stdio_unread_answers_hold_back_input_not_memory() {
+    const REQUESTS: u64 = 3000;
+    let cwd = tempfile::tempdir().unwrap();
+    let mut child = promptd()
+        .arg("serve")
+        .current_dir(cwd.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn promptd serve");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "{INIT}").unwrap();
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    assert!(line.contains(r#""id":"init""#), "{line}");
+    writeln!(stdin, "{INITIALIZED}").unwrap();
+    let baseline = peak_rss_of(child.id()).unwrap();
+    let started = Instant::now();
+    // Each answer is the listing of the built-in prompts (tens of KB).
+    let writer = std::thread::spawn(move || {
+        for id in 0..REQUESTS {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": "wit-get-prompts", "arguments": {"includeContent": false}}});
+            if writeln!(stdin, "{request}").is_err() {
+                break;
+            }
+        }
+        stdin
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !writer.is_finished(),
+        "the server read {REQUESTS} requests while none of their answers was read"
+    );
+    let held = peak_rss_of(child.id()).unwrap();
+    let mut answered = std::collections::BTreeSet::new();
+    while (answered.len() as u64) < REQUESTS {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "stdout closed");
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(reply["result"]["isError"], false, "{line:.300}");
+        answered.insert(reply["id"].as_u64().unwrap());
+    }
+    assert_eq!(answered.len() as u64, REQUESTS);
+    drop(writer.join().unwrap());
+    assert_bounded(
+        "3,000 unread answers",
+        started,
+        baseline,
+        held.max(peak_rss_of(child.id()).unwrap()),
+        48.0,
+    );
+    let (status, _, timed_out) = wait_bounded(&mut child, STEP);
+    assert!(
+        !timed_out && status.is_some_and(|s| s.success()),
+        "{status:?}"
+    );
+}

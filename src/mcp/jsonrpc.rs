@@ -26,6 +26,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use rmcp::RoleServer;
+use tokio::sync::OwnedSemaphorePermit;
 // Deprecated methods (logging, resource subscriptions) are still served by rmcp, so their params
 // are checked too.
 #[allow(deprecated)]
@@ -414,6 +415,7 @@ pub struct LineTransport<R, W> {
     reader: Arc<Mutex<LineReader<R>>>,
     writer: Arc<Mutex<W>>,
     max_bytes: usize,
+    in_flight: Arc<InFlight>,
 }
 
 impl<R, W> Clone for LineTransport<R, W> {
@@ -422,7 +424,68 @@ impl<R, W> Clone for LineTransport<R, W> {
             reader: self.reader.clone(),
             writer: self.writer.clone(),
             max_bytes: self.max_bytes,
+            in_flight: self.in_flight.clone(),
         }
+    }
+}
+
+/// How many requests of one stdio session may be read and not yet answered. With that many
+/// waiting for their answers no more input is read (the client's writes block on the full pipe),
+/// so a client that sends without reading cannot make the server hold answers without bound.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// Each request read and not yet answered, with its permit.
+type Held = std::collections::HashMap<rmcp::model::RequestId, OwnedSemaphorePermit>;
+
+/// The requests read and not yet answered, each holding one of [`MAX_IN_FLIGHT`] permits until
+/// its answer is written or the client cancels it (rmcp then drops the answer).
+#[derive(Debug)]
+struct InFlight {
+    permits: Arc<tokio::sync::Semaphore>,
+    held: std::sync::Mutex<Held>,
+}
+
+impl InFlight {
+    fn new() -> InFlight {
+        InFlight {
+            permits: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
+            held: Default::default(),
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A permit to read one more message; waits while [`MAX_IN_FLIGHT`] requests are unanswered.
+    async fn permit(&self) -> OwnedSemaphorePermit {
+        self.permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    /// Keeps `permit` for a request read; releases the permit of a request the message cancels.
+    fn read(&self, message: &ClientJsonRpcMessage, permit: OwnedSemaphorePermit) {
+        match message {
+            ClientJsonRpcMessage::Request(r) => {
+                self.held().insert(r.id.clone(), permit);
+            }
+            ClientJsonRpcMessage::Notification(n) => {
+                if let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.held().remove(id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Releases the permit of the request `id` answers.
+    fn answered(&self, id: &rmcp::model::RequestId) {
+        self.held().remove(id);
     }
 }
 
@@ -495,6 +558,7 @@ where
             })),
             writer: Arc::new(Mutex::new(write)),
             max_bytes,
+            in_flight: Arc::new(InFlight::new()),
         }
     }
 
@@ -522,14 +586,27 @@ where
         item: ServerJsonRpcMessage,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let writer = self.writer.clone();
+        let answers = match &item {
+            ServerJsonRpcMessage::Response(r) => Some(r.id.clone()),
+            ServerJsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        let in_flight = self.in_flight.clone();
         async move {
             let line = serde_json::to_vec(&item)?;
-            write_line(&mut *writer.lock().await, &line).await
+            drop(item);
+            let written = write_line(&mut *writer.lock().await, &line).await;
+            if let Some(id) = answers {
+                in_flight.answered(&id);
+            }
+            written
         }
     }
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
+            // Taken before a line is read: cancelled while waiting or reading, nothing is lost.
+            let permit = self.in_flight.permit().await;
             let line = self.reader.lock().await.next().await;
             let verdict = match line {
                 Line::Closed => return None,
@@ -543,7 +620,10 @@ where
                 }
             };
             match verdict {
-                Verdict::Pass(message) => return Some(*message),
+                Verdict::Pass(message) => {
+                    self.in_flight.read(&message, permit);
+                    return Some(*message);
+                }
                 Verdict::Drop => {}
                 Verdict::Refuse(refusal) => {
                     if let Err(e) = self.refuse(&refusal).await {
