@@ -124,7 +124,10 @@ pub async fn serve_async(
     if library.is_loaded() {
         // The listings clients ask for first are built beside the handshake, not in its way.
         let warming = library.snapshot();
-        tokio::task::spawn_blocking(move || warming.warm());
+        tokio::task::spawn_blocking(move || {
+            warming.warm();
+            crate::memory::collect();
+        });
     } else {
         // A library opened deferred reads its folders beside the handshake; requests for
         // prompts wait for it (none answers from a partial registry, so no client needs a
@@ -133,10 +136,12 @@ pub async fn serve_async(
         tokio::spawn(async move {
             let started = std::time::Instant::now();
             let lib = loading.clone();
-            if tokio::task::spawn_blocking(move || lib.finish_loading())
-                .await
-                .is_err()
-            {
+            // The load's garbage (file texts, parse trees) is in that thread's heap: it collects.
+            let load = move || {
+                lib.finish_loading();
+                crate::memory::collect();
+            };
+            if tokio::task::spawn_blocking(load).await.is_err() {
                 tracing::error!("loading the prompt folders failed");
                 return;
             }
