@@ -9,8 +9,12 @@
 //! ```
 //!
 //! Modes: 64 clients each with its own MCP session (the default streamable HTTP server), and
-//! 64 clients against `--stateless` (no session, JSON answers). `HTTP_LOAD_CLIENTS` (default
-//! 64), `HTTP_LOAD_SECS` (default 5 per mode), `PROMPTD_BIN` (default `target/release/promptd`).
+//! 64 clients against `--stateless` (no session, JSON answers); each first saturated (every
+//! client sends its next request when the last is answered: the most the two cores give), then
+//! paced at `HTTP_LOAD_RATE` requests per second in all (default 10,000): each client sends on
+//! its own schedule and a latency counts from the request's scheduled time, so a server that
+//! falls behind is charged for the wait (no coordinated omission). `HTTP_LOAD_CLIENTS` (default
+//! 64), `HTTP_LOAD_SECS` (default 5 per run), `PROMPTD_BIN` (default `target/release/promptd`).
 
 mod common;
 
@@ -97,9 +101,17 @@ fn post(addr: &str, session: Option<&str>, body: String) -> Request<Full<Bytes>>
     r.body(Full::new(Bytes::from(body))).unwrap()
 }
 
+/// When a client sends: back to back, or one request every `every`, the first at `first`.
+#[derive(Clone, Copy)]
+enum Pace {
+    Saturate,
+    Every { first: Instant, every: Duration },
+}
+
 /// One simulated client: its own connection (and session unless `stateless`), then
-/// `prompts/get` until `until`. Returns the latencies.
-async fn client(addr: String, stateless: bool, until: Instant) -> Vec<Duration> {
+/// `prompts/get` until `until` at `pace`. Returns the latencies (from the scheduled send time
+/// when paced).
+async fn client(addr: String, stateless: bool, until: Instant, pace: Pace) -> Vec<Duration> {
     let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -132,12 +144,23 @@ async fn client(addr: String, stateless: bool, until: Instant) -> Vec<Duration> 
     }
     let mut samples = Vec::new();
     let mut id = 1u64;
-    while Instant::now() < until {
+    let mut due = match pace {
+        Pace::Saturate => Instant::now(),
+        Pace::Every { first, .. } => first,
+    };
+    while due < until {
+        if let Pace::Every { every, .. } = pace {
+            tokio::time::sleep_until(due.into()).await;
+            due += every;
+        }
         let body = format!(
             r#"{{"jsonrpc":"2.0","id":{id},"method":"prompts/get","params":{{"name":"greet","arguments":{{"who":"Ada"}}}}}}"#
         );
         id += 1;
-        let t = Instant::now();
+        let t = match pace {
+            Pace::Saturate => Instant::now(),
+            Pace::Every { every, .. } => due - every,
+        };
         let response = sender
             .send_request(post(&addr, session.as_deref(), body))
             .await
@@ -150,6 +173,9 @@ async fn client(addr: String, stateless: bool, until: Instant) -> Vec<Duration> 
             "{}",
             String::from_utf8_lossy(&bytes)
         );
+        if let Pace::Saturate = pace {
+            due = Instant::now();
+        }
     }
     samples
 }
@@ -162,6 +188,7 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 fn main() {
     let clients = common::env_usize("HTTP_LOAD_CLIENTS", 64);
     let secs = common::env_usize("HTTP_LOAD_SECS", 5) as u64;
+    let rate = common::env_usize("HTTP_LOAD_RATE", 10_000);
     let bin = common::release_binary();
     assert!(
         bin.is_file(),
@@ -183,17 +210,32 @@ fn main() {
         let args: &[&str] = if stateless { &["--stateless"] } else { &[] };
         let (mut child, addr) = start(&bin, &prompts, clients, args);
         let load_before = common::load_average();
-        // A short warm-up, then the measured run.
-        for (measured, duration) in [
-            (false, Duration::from_millis(500)),
-            (true, Duration::from_secs(secs)),
+        // A short warm-up, then the measured runs: saturated, and paced at `rate`.
+        let every = Duration::from_secs_f64(clients as f64 / rate as f64);
+        for (measured, duration, paced) in [
+            (false, Duration::from_millis(500), false),
+            (true, Duration::from_secs(secs), false),
+            (true, Duration::from_secs(secs), true),
         ] {
             let cpu_before = cpu_seconds(child.id());
             let started = Instant::now();
             let until = started + duration;
+            // Paced clients start 100 ms in (after their handshakes), spread over one interval.
+            let pace = |i: usize| {
+                if paced {
+                    Pace::Every {
+                        first: started
+                            + Duration::from_millis(100)
+                            + every.mul_f64(i as f64 / clients as f64),
+                        every,
+                    }
+                } else {
+                    Pace::Saturate
+                }
+            };
             let mut all: Vec<Duration> = runtime.block_on(async {
                 let tasks: Vec<_> = (0..clients)
-                    .map(|_| tokio::spawn(client(addr.clone(), stateless, until)))
+                    .map(|i| tokio::spawn(client(addr.clone(), stateless, until, pace(i))))
                     .collect();
                 let mut all = Vec::new();
                 for t in tasks {
@@ -207,8 +249,13 @@ fn main() {
                 continue;
             }
             all.sort();
+            let how = if paced {
+                format!("{label}, paced at {rate} req/s")
+            } else {
+                format!("{label}, saturated")
+            };
             println!(
-                "prompts/get over HTTP ({label}): {:.0} req/s ({} requests in {wall:.1} s); latency min {:.2} / median {:.2} / p99 {:.2} ms; server CPU {:.3} ms per request; load before {load_before}, after {}",
+                "prompts/get over HTTP ({how}): {:.0} req/s ({} requests in {wall:.1} s); latency min {:.2} / median {:.2} / p99 {:.2} ms; server CPU {:.3} ms per request; load before {load_before}, after {}",
                 all.len() as f64 / wall,
                 all.len(),
                 pct(&all, 0.0),
