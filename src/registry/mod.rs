@@ -387,16 +387,7 @@ impl Registry {
             } else {
                 Ok(None)
             };
-            targets.push((
-                r,
-                file,
-                FileRead {
-                    result,
-                    settled: true,
-                    unchanged: false,
-                    stamp,
-                },
-            ));
+            targets.push((r, file, FileRead::read(result, stamp)));
         }
         settle(
             self,
@@ -737,15 +728,7 @@ fn read_settled(
                         None => root.stamp(&file.rel_path),
                     };
                     let result = root.read(&file.rel_path, max_file_bytes);
-                    (
-                        file,
-                        FileRead {
-                            result,
-                            settled: true,
-                            unchanged: false,
-                            stamp,
-                        },
-                    )
+                    (file, FileRead::read(result, stamp))
                 })
                 .collect())
         })
@@ -826,6 +809,16 @@ struct FileRead {
 }
 
 impl FileRead {
+    /// What a read gave, with the stamp taken before it; settled until [`settle`] says not.
+    fn read(result: ReadResult, stamp: Option<FileStamp>) -> FileRead {
+        FileRead {
+            result,
+            settled: true,
+            unchanged: false,
+            stamp,
+        }
+    }
+
     const UNCHANGED: FileRead = FileRead {
         result: Ok(None),
         settled: true,
