@@ -5,24 +5,24 @@
 
 use std::path::{Path, PathBuf};
 
-/// The binary under measurement: `$PROMPTD_BIN`, else `target/release/promptd` (built with
-/// `cargo build --release --bin promptd` when missing).
+/// The binary under measurement: `$PROMPTD_BIN`, else `target/release/promptd` as `cargo build
+/// --release` makes it. The build runs every time (a no-op when up to date): `cargo bench` writes
+/// its own build of the binary (the bench profile, other symbol names, so the linker's symbol
+/// order does not apply) to the same path, and the release build puts the user's binary back.
 pub fn release_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("PROMPTD_BIN") {
         return PathBuf::from(p);
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = root.join("target/release/promptd");
-    if !bin.exists() {
-        eprintln!("building the release binary…");
-        let status = std::process::Command::new(env!("CARGO"))
-            .args(["build", "--release", "--bin", "promptd", "--manifest-path"])
-            .arg(root.join("Cargo.toml"))
-            .status()
-            .expect("cargo build --release");
-        assert!(status.success());
-    }
-    bin
+    let status = std::process::Command::new(env!("CARGO"))
+        .args(["build", "--release", "--bin", "promptd", "--manifest-path"])
+        .arg(root.join("Cargo.toml"))
+        .status()
+        .expect("cargo build --release");
+    assert!(status.success());
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| root.join("target"), PathBuf::from)
+        .join("release/promptd")
 }
 
 /// Min, median and p99 of `samples` (sorted in place), formatted in milliseconds.
