@@ -362,9 +362,9 @@ impl Registry {
             if claims.next().is_some() {
                 return None;
             }
-            let kind = std::fs::metadata(path).map(|m| m.file_type());
-            let exists = match &kind {
-                Ok(k) if k.is_file() => true,
+            let meta = std::fs::metadata(path);
+            let exists = match &meta {
+                Ok(m) if m.is_file() => true,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
                 // A folder, a device or a file that cannot be looked at: only a listing decides.
                 _ if known || claim.is_some() => return None,
@@ -381,7 +381,8 @@ impl Registry {
                 continue;
             }
             let root = &self.roots[r];
-            let stamp = root.stamp(&file.rel_path);
+            // The stamp of the metadata just read (what `root.stamp` would look up again).
+            let stamp = meta.ok().as_ref().and_then(FileStamp::of);
             let result = if exists {
                 root.read(&file.rel_path, max_file_bytes)
             } else {
