@@ -258,13 +258,18 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
             .as_u64()
             .unwrap_or_else(|| panic!("no listing in {v}")) as usize
     };
+    let get = json!({"name": "p000042", "arguments": {"target": "src/lib.rs"}});
     let mut init = Vec::new();
+    let mut loaded = Vec::new();
     let mut full = Vec::new();
     for _ in 0..5 {
         let t = Instant::now();
         let mut s = Server::spawn(bin, cwd, dir.path());
         s.initialize();
         init.push(t.elapsed());
+        // Requests for prompts wait for the load: the first answer is the load's end.
+        s.call("prompts/get", get.clone());
+        loaded.push(t.elapsed());
         while listed(&s.call("tools/call", listing.clone())) < n {
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -272,6 +277,7 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
         s.close();
     }
     Stats { samples: init }.print(&format!("{n} prompts: spawn -> initialize"));
+    Stats { samples: loaded }.print(&format!("{n} prompts: spawn -> first prompts/get (loaded)"));
     Stats { samples: full }.print(&format!("{n} prompts: spawn -> full listing"));
 
     let mut s = Server::spawn(bin, cwd, dir.path());
@@ -281,7 +287,6 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
     }
     std::thread::sleep(Duration::from_millis(500));
     let first = rss_mb(s.child.id());
-    let get = json!({"name": "p000042", "arguments": {"target": "src/lib.rs"}});
     time_calls(&mut s, calls, "prompts/get", &get).print(&format!("{n} prompts: prompts/get"));
     time_calls(&mut s, calls.min(50), "tools/call", &listing)
         .print(&format!("{n} prompts: wit-get-prompts list"));

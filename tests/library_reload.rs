@@ -254,3 +254,68 @@ fn broken_yaml_edit_still_keeps_the_last_good_version() {
     );
     assert_eq!(text(&lib, "greet"), "Hello Ann!\n");
 }
+
+/// A folder large enough to be read and parsed on the thread pool loads as a small one does:
+/// diagnostics in file order, collisions qualified the same way, the same result on every load,
+/// and a reload after edits matches a fresh load of the edited folder.
+#[test]
+fn a_large_folder_loads_in_file_order_on_every_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |i: usize, edit: usize| {
+        let body = match (i % 9, edit) {
+            // Broken YAML on line 2 (fixed by the edit).
+            (0, 0) => "---\ntitle: [unclosed\n---\nx\n".to_string(),
+            // Claims a name another file has: a collision, qualified by path.
+            (1, _) => format!("---\nname: shared{}\n---\nclaimed by {i} {edit}\n", i % 4),
+            // A broken template that falls back to plain substitution.
+            (2, _) => format!("---\n---\n{{% if x %}} {{{{ who }}}} {edit}\n"),
+            _ => format!("---\ntitle: Prompt {i} edit {edit}\n---\nHello {{{{ who }}}} {i}\n"),
+        };
+        std::fs::write(dir.path().join(format!("p{i:04}.md")), body).unwrap();
+    };
+    for i in 0..700 {
+        write(i, 0);
+    }
+    let summary = |lib: &PromptLibrary| {
+        let snap = lib.snapshot();
+        let diagnostics: Vec<String> = snap
+            .registry
+            .diagnostics()
+            .iter()
+            .map(|d| format!("{}:{}: {}", d.path, d.line, d.message))
+            .collect();
+        let prompts: Vec<(String, String)> = snap
+            .registry
+            .prompts()
+            .map(|t| (t.name.clone(), t.version_hash.clone()))
+            .collect();
+        (diagnostics, prompts, snap.registry.version())
+    };
+    let first = summary(&open(dir.path()));
+    // The files' own findings in file order, then the collisions found among them, in order.
+    let kinds = ["invalid YAML", "is shared by"];
+    for kind in kinds {
+        let found: Vec<&String> = first.0.iter().filter(|d| d.contains(kind)).collect();
+        assert!(found.len() >= 70, "{} diagnostics with {kind}", found.len());
+        assert!(found.is_sorted(), "{kind} diagnostics in file order");
+    }
+    let last_yaml = first.0.iter().rposition(|d| d.contains(kinds[0]));
+    let first_shared = first.0.iter().position(|d| d.contains(kinds[1]));
+    assert!(last_yaml < first_shared);
+    assert!(first.1.len() > 500, "{} prompts", first.1.len());
+    for _ in 0..3 {
+        assert!(summary(&open(dir.path())) == first, "the same on every load");
+    }
+
+    // Edit a third of the files (broken ones fixed, collisions and fallbacks changed) and
+    // reload.
+    let lib = open(dir.path());
+    for i in (0..700).step_by(3) {
+        write(i, 1);
+    }
+    lib.reload();
+    let reloaded = summary(&lib);
+    assert_ne!(reloaded.2, first.2, "the version moved");
+    let fresh = summary(&open(dir.path()));
+    assert!(reloaded == fresh, "a reload serves what a fresh load serves");
+}

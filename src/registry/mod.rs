@@ -35,12 +35,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use rayon::prelude::*;
 use serde::Serialize;
 
 pub use frontmatter::{split_frontmatter, yaml_to_json};
 pub use source::{
     BuiltinSource, BuiltinSystemSource, DirSource, FileStamp, PromptSource, SourceError, SourceFile,
 };
+use template::parse_prompt_file_hashed;
 pub use template::{
     ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
     is_safe_segment, parse_prompt_file, parse_prompt_file_in,
@@ -100,7 +102,8 @@ pub struct TemplateSyntaxError {
 /// Compiles a prompt's body as a Jinja template, whatever its `engine:` says. Supplied by the
 /// caller of [`Registry::load_with_previous`] (the library passes the renderer's check, with the
 /// renderer's syntax configuration) so that this module never depends on `render`.
-pub type TemplateCheck<'a> = &'a dyn Fn(&PromptTemplate) -> Result<(), TemplateSyntaxError>;
+pub type TemplateCheck<'a> =
+    &'a (dyn Fn(&PromptTemplate) -> Result<(), TemplateSyntaxError> + Sync);
 
 /// How long a changed file must stay unchanged before it is taken.
 pub const SETTLE: Duration = Duration::from_millis(25);
@@ -293,22 +296,21 @@ impl Registry {
                     continue;
                 }
             };
-            let mut loaded: Vec<Arc<PromptTemplate>> = Vec::new();
-            for (file, read) in listed {
-                let Some(tpl) = load_file(
-                    root.as_ref(),
-                    &file,
-                    read,
-                    previous,
-                    check,
-                    listed_at,
+            // Files parse in parallel; their outcomes are taken in listing order.
+            let outcomes = map_in_order(listed, |(file, read)| {
+                let loaded = load_file(root.as_ref(), &file, read, previous, check, listed_at);
+                (file, loaded)
+            });
+            let mut loaded: Vec<Arc<PromptTemplate>> = Vec::with_capacity(outcomes.len());
+            for (file, outcome) in outcomes {
+                if let Some(tpl) = outcome.apply(
+                    &file.display_path,
                     &mut files,
                     &mut diagnostics,
                     &mut settling,
-                ) else {
-                    continue;
-                };
-                loaded.push(tpl);
+                ) {
+                    loaded.push(tpl);
+                }
             }
             let in_root = qualify_collisions(loaded, &mut diagnostics, &mut contested);
             for (name, tpl) in in_root {
@@ -428,10 +430,8 @@ impl Registry {
                 Some(self),
                 check,
                 listed_at,
-                &mut files,
-                &mut found,
-                &mut settling,
-            );
+            )
+            .apply(&file.display_path, &mut files, &mut found, &mut settling);
             if let Some(new) = &served
                 && (self.contested.contains(&new.name)
                     || (old.as_ref().map(|o| &o.name) != Some(&new.name)
@@ -717,21 +717,18 @@ fn read_settled(
     let mut reads: Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> = roots
         .iter()
         .map(|root| {
-            Ok(root
-                .list()?
-                .into_iter()
-                .map(|file| {
-                    let stamp = match previous {
-                        Some(p) => match p.unchanged(root.as_ref(), &file, touched) {
-                            Ok(()) => return (file, FileRead::UNCHANGED),
-                            Err(stamp) => stamp,
-                        },
-                        None => root.stamp(&file.rel_path),
-                    };
-                    let result = root.read(&file.rel_path, max_file_bytes);
-                    (file, FileRead::read(result, stamp))
-                })
-                .collect())
+            // A large folder's files are stat'ed and read in parallel.
+            Ok(map_in_order(root.list()?, |file| {
+                let stamp = match previous {
+                    Some(p) => match p.unchanged(root.as_ref(), &file, touched) {
+                        Ok(()) => return (file, FileRead::UNCHANGED),
+                        Err(stamp) => stamp,
+                    },
+                    None => root.stamp(&file.rel_path),
+                };
+                let result = root.read(&file.rel_path, max_file_bytes);
+                (file, FileRead::read(result, stamp))
+            }))
         })
         .collect();
     let Some(previous) = previous else {
@@ -858,7 +855,47 @@ impl Touched {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Fewest files of one root read and parsed on the thread pool: a small folder (the built-ins)
+/// loads on the calling thread and starts no pool.
+const PARALLEL_FROM: usize = 256;
+
+/// `f` over `items`, results in their order; on the thread pool from [`PARALLEL_FROM`] items.
+fn map_in_order<T: Send, U: Send>(items: Vec<T>, f: impl Fn(T) -> U + Sync + Send) -> Vec<U> {
+    if items.len() < PARALLEL_FROM {
+        items.into_iter().map(f).collect()
+    } else {
+        items.into_par_iter().map(f).collect()
+    }
+}
+
+/// What loading one listed file decides: the prompt it serves (its new version, or the last
+/// good one), the state the registry keeps for it (`None`: no entry), what it reports, and
+/// whether it is still being written. Computed from the file alone, so files load in parallel.
+struct Loaded {
+    served: Option<Arc<PromptTemplate>>,
+    state: Option<FileState>,
+    reported: Vec<Diagnostic>,
+    settling: bool,
+}
+
+impl Loaded {
+    /// Adds this file's state, reports and settling to a registry being built.
+    fn apply(
+        self,
+        path: &str,
+        files: &mut imbl::OrdMap<String, FileState>,
+        diagnostics: &mut Vec<Diagnostic>,
+        settling: &mut bool,
+    ) -> Option<Arc<PromptTemplate>> {
+        if let Some(state) = self.state {
+            files.insert(path.to_string(), state);
+        }
+        diagnostics.extend(self.reported);
+        *settling |= self.settling;
+        self.served
+    }
+}
+
 fn load_file(
     root: &dyn PromptSource,
     file: &SourceFile,
@@ -866,59 +903,71 @@ fn load_file(
     previous: Option<&Registry>,
     check: TemplateCheck<'_>,
     listed_at: std::time::SystemTime,
-    files: &mut imbl::OrdMap<String, FileState>,
-    diagnostics: &mut Vec<Diagnostic>,
-    settling: &mut bool,
-) -> Option<Arc<PromptTemplate>> {
+) -> Loaded {
     let stamp = read.stamp.filter(|s| s.trusted_at(listed_at));
     let prev = previous.and_then(|p| p.files.get(&file.display_path));
     let good = prev.and_then(|p| p.good.clone());
     if read.unchanged
         && let Some(prev) = prev
     {
-        diagnostics.extend(prev.findings.iter().cloned());
-        files.insert(file.display_path.clone(), prev.clone());
-        return good;
+        return Loaded {
+            served: good,
+            state: Some(prev.clone()),
+            reported: prev.findings.clone(),
+            settling: false,
+        };
     }
     // Keeps the last good version (if any) of a file whose new content is not taken.
-    let mut keep = |diagnostic: Option<Diagnostic>| {
+    let keep = |diagnostic: Option<Diagnostic>, settling: bool| {
         let mut findings = Vec::new();
         if let Some(mut d) = diagnostic {
             if good.is_some() {
                 d.message.push_str(" (keeping the last good version)");
             }
-            diagnostics.push(d.clone());
             findings.push(d);
         }
-        if let Some(prev) = prev {
-            files.insert(
-                file.display_path.clone(),
-                FileState {
-                    findings,
-                    ..prev.clone()
-                },
-            );
+        Loaded {
+            served: good.clone(),
+            state: prev.map(|prev| FileState {
+                findings: findings.clone(),
+                ..prev.clone()
+            }),
+            reported: findings,
+            settling,
         }
-        good.clone()
     };
     let text = match read.result {
         Ok(Some(t)) => t,
-        Ok(None) => return None,
+        Ok(None) => {
+            return Loaded {
+                served: None,
+                state: None,
+                reported: Vec::new(),
+                settling: false,
+            };
+        }
         Err(e) => {
-            return keep(Some(Diagnostic {
-                severity: Severity::Error,
-                path: file.display_path.clone(),
-                line: 1,
-                column: 1,
-                code: "read",
-                message: e.to_string(),
-            }));
+            return keep(
+                Some(Diagnostic {
+                    severity: Severity::Error,
+                    path: file.display_path.clone(),
+                    line: 1,
+                    column: 1,
+                    code: "read",
+                    message: e.to_string(),
+                }),
+                false,
+            );
         }
     };
     if !read.settled && good.is_none() {
         // A new file still being written appears once it is complete.
-        *settling = true;
-        return None;
+        return Loaded {
+            served: None,
+            state: None,
+            reported: Vec::new(),
+            settling: true,
+        };
     }
     if good.is_some() {
         let just_emptied = text.is_empty()
@@ -926,19 +975,21 @@ fn load_file(
                 .age(&file.rel_path)
                 .is_some_and(|age| age < EMPTY_GRACE);
         if !read.settled || just_emptied {
-            *settling = true;
-            return keep(Some(Diagnostic {
-                severity: Severity::Warning,
-                path: file.display_path.clone(),
-                line: 1,
-                column: 1,
-                code: "settling",
-                message: if just_emptied {
-                    "file was just emptied; taken as empty if it stays empty".into()
-                } else {
-                    "file is still being written".into()
-                },
-            }));
+            return keep(
+                Some(Diagnostic {
+                    severity: Severity::Warning,
+                    path: file.display_path.clone(),
+                    line: 1,
+                    column: 1,
+                    code: "settling",
+                    message: if just_emptied {
+                        "file was just emptied; taken as empty if it stays empty".into()
+                    } else {
+                        "file is still being written".into()
+                    },
+                }),
+                true,
+            );
         }
     }
     let hash = content_hash(text.as_bytes());
@@ -946,20 +997,21 @@ fn load_file(
         && prev.hash == hash
         && let Some(good) = &prev.good
     {
-        diagnostics.extend(prev.findings.iter().cloned());
-        files.insert(
-            file.display_path.clone(),
-            FileState {
+        return Loaded {
+            served: Some(good.clone()),
+            state: Some(FileState {
                 stamp,
                 ..prev.clone()
-            },
-        );
-        return Some(good.clone());
+            }),
+            reported: prev.findings.clone(),
+            settling: false,
+        };
     }
     // What is served from this file, and what is wrong with its new text. A new text that does
     // not load keeps the last good version served (the diagnostic says so).
-    let (served, problem) = match parse_prompt_file_in(
+    let (served, problem) = match parse_prompt_file_hashed(
         &text,
+        hash.clone(),
         &file.display_path,
         &file.rel_path,
         file.category,
@@ -1001,19 +1053,19 @@ fn load_file(
                 .message
                 .push_str(" (keeping the last good version)");
         }
-        diagnostics.push(diagnostic.clone());
         findings.push(diagnostic);
     }
-    files.insert(
-        file.display_path.clone(),
-        FileState {
+    Loaded {
+        served: served.clone(),
+        state: Some(FileState {
             hash,
-            good: served.clone(),
+            good: served,
             stamp,
-            findings,
-        },
-    );
-    served
+            findings: findings.clone(),
+        }),
+        reported: findings,
+        settling: false,
+    }
 }
 
 /// Why a changed file's new version must not replace its last good version `good`, if it must

@@ -225,8 +225,7 @@ pub struct PromptFileError {
 
 /// The first 16 hex digits of the SHA-256 of `bytes`.
 pub fn content_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    hex::encode(&Sha256::digest(bytes)[..8])
 }
 
 /// Parses a whole prompt file of a folder without a dialect of its own.
@@ -251,6 +250,18 @@ pub fn parse_prompt_file_in(
     folder: Option<Dialect>,
 ) -> Result<PromptTemplate, PromptFileError> {
     let version_hash = content_hash(text.as_bytes());
+    parse_prompt_file_hashed(text, version_hash, path, rel_path, category, folder)
+}
+
+/// [`parse_prompt_file_in`] of a text whose [`content_hash`] the caller has already taken.
+pub(crate) fn parse_prompt_file_hashed(
+    text: &str,
+    version_hash: String,
+    path: &str,
+    rel_path: &str,
+    category: PromptCategory,
+    folder: Option<Dialect>,
+) -> Result<PromptTemplate, PromptFileError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let dialect = Dialect::recognise(folder, rel_path);
     let named_by = match category {
