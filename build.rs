@@ -16,6 +16,11 @@ fn main() {
     // list from a recorded session).
     println!("cargo:rerun-if-changed=build/symbol-order.txt");
     if target.starts_with("x86_64") && target.contains("linux-gnu") {
+        // Identical functions folded into one (LLD): generic code instantiated for types of the
+        // same layout is emitted once per type. Release builds only (debug links stay fast).
+        if std::env::var("PROFILE").as_deref() == Ok("release") {
+            println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+        }
         let order = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
             .join("build/symbol-order.txt");
         if order.is_file() {
