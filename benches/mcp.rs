@@ -8,8 +8,10 @@
 //! The binary is `$PROMPTD_BIN`, else `target/release/promptd` (built with `cargo build
 //! --release --bin promptd` if missing). Measured over a raw pipe with newline-delimited
 //! JSON-RPC, as an MCP client sees it:
-//! - `prompts/get` and `tools/call wit-get-prompts` (one prompt, rendered): median / p90 / p99
-//!   over `MCP_BENCH_CALLS` calls each (default 2,000) after a warm-up;
+//! - `prompts/get`, `tools/call wit-get-prompts` (one prompt, rendered; the listing) and
+//!   `prompts/list`: min / median / p90 / p99 over `MCP_BENCH_CALLS` calls each (default 2,000)
+//!   after a warm-up, as the scheduler places client and server, then both pinned to one CPU,
+//!   then to two (a round trip on a small VM costs more when it wakes an idle vCPU);
 //! - spawn → first answer: process spawn until the `initialize` response arrives;
 //! - file save → `notifications/prompts/list_changed` received (watcher + 30 ms debounce +
 //!   reload);
@@ -45,7 +47,23 @@ struct Server {
 
 impl Server {
     fn spawn(bin: &Path, cwd: &Path, prompts: &Path) -> Server {
-        let mut child = support::process::promptd_at(bin)
+        Server::spawn_on(bin, cwd, prompts, None)
+    }
+
+    /// A server whose every thread runs on CPU `cpu` (when given).
+    fn spawn_on(bin: &Path, cwd: &Path, prompts: &Path, cpu: Option<usize>) -> Server {
+        use std::os::unix::process::CommandExt;
+        let mut cmd = support::process::promptd_at(bin);
+        if let Some(cpu) = cpu {
+            // SAFETY: between fork and exec the closure only makes one system call.
+            unsafe {
+                cmd.pre_exec(move || {
+                    pin_thread(Some(cpu));
+                    Ok(())
+                });
+            }
+        }
+        let mut child = cmd
             .args(["--now", "2025-03-15", "--prompts"])
             .arg(prompts)
             .arg("serve")
@@ -117,6 +135,19 @@ impl Server {
     }
 }
 
+/// Pins the calling thread to `cpu`, or lets it run on every CPU again (`None`).
+fn pin_thread(cpu: Option<usize>) {
+    // SAFETY: `set` is a plain bit set, initialised before use; pid 0 is the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        match cpu {
+            Some(c) => libc::CPU_SET(c, &mut set),
+            None => (0..libc::CPU_SETSIZE as usize).for_each(|c| libc::CPU_SET(c, &mut set)),
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
 struct Stats {
     samples: Vec<Duration>,
 }
@@ -133,8 +164,9 @@ impl Stats {
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         let mean = self.samples.iter().sum::<Duration>() / self.samples.len() as u32;
         println!(
-            "{name:<34} n={:<5} p50={:>9.1} µs  p90={:>9.1} µs  p99={:>9.1} µs  mean={:>9.1} µs",
+            "{name:<34} n={:<5} min={:>9.1} µs  p50={:>9.1} µs  p90={:>9.1} µs  p99={:>9.1} µs  mean={:>9.1} µs",
             self.samples.len(),
+            us(self.pct(0.0)),
             us(self.pct(0.5)),
             us(self.pct(0.9)),
             us(self.pct(0.99)),
@@ -185,17 +217,39 @@ fn main() {
     }
     Stats { samples: spawn }.print("spawn -> initialize answered");
 
-    let mut s = Server::spawn(&bin, cwd.path(), prompts.path());
-    s.initialize();
     let get =
         json!({"name": "code_review", "arguments": {"target": "src/lib.rs", "max_findings": "5"}});
-    time_calls(&mut s, calls, "prompts/get", &get).print("prompts/get code_review");
     let tool = json!({"name": "wit-get-prompts",
                       "arguments": {"promptName": "code_review", "args": {"target": "src/lib.rs"}}});
-    time_calls(&mut s, calls, "tools/call", &tool).print("tools/call wit-get-prompts (one)");
     let list = json!({"name": "wit-get-prompts", "arguments": {"includeContent": false}});
-    time_calls(&mut s, calls, "tools/call", &list).print("tools/call wit-get-prompts (list)");
-    time_calls(&mut s, calls, "prompts/list", &json!({})).print("prompts/list");
+    // A round trip's latency on a small VM depends mostly on where the scheduler puts the two
+    // processes (waking an idle vCPU costs tens of µs): measured as scheduled, then with client
+    // and server on one CPU, then on two.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut placements = vec![("", None, None)];
+    if cpus >= 2 {
+        placements.push((", one CPU", Some(0), Some(0)));
+        placements.push((", two CPUs", Some(0), Some(1)));
+    }
+    for (placed, client_cpu, server_cpu) in placements {
+        pin_thread(client_cpu);
+        let mut s = Server::spawn_on(&bin, cwd.path(), prompts.path(), server_cpu);
+        s.initialize();
+        time_calls(&mut s, calls, "prompts/get", &get)
+            .print(&format!("prompts/get code_review{placed}"));
+        time_calls(&mut s, calls, "tools/call", &tool)
+            .print(&format!("wit-get-prompts (one){placed}"));
+        time_calls(&mut s, calls, "tools/call", &list)
+            .print(&format!("wit-get-prompts (list){placed}"));
+        time_calls(&mut s, calls, "prompts/list", &json!({}))
+            .print(&format!("prompts/list{placed}"));
+        s.close();
+        pin_thread(None);
+    }
+    println!("load {}", load_average());
+
+    let mut s = Server::spawn(&bin, cwd.path(), prompts.path());
+    s.initialize();
 
     // File save → list_changed.
     let mut saves = Vec::new();
