@@ -304,7 +304,10 @@ fn a_large_folder_loads_in_file_order_on_every_load() {
     assert!(last_yaml < first_shared);
     assert!(first.1.len() > 500, "{} prompts", first.1.len());
     for _ in 0..3 {
-        assert!(summary(&open(dir.path())) == first, "the same on every load");
+        assert!(
+            summary(&open(dir.path())) == first,
+            "the same on every load"
+        );
     }
 
     // Edit a third of the files (broken ones fixed, collisions and fallbacks changed) and
@@ -317,5 +320,8 @@ fn a_large_folder_loads_in_file_order_on_every_load() {
     let reloaded = summary(&lib);
     assert_ne!(reloaded.2, first.2, "the version moved");
     let fresh = summary(&open(dir.path()));
-    assert!(reloaded == fresh, "a reload serves what a fresh load serves");
+    assert!(
+        reloaded == fresh,
+        "a reload serves what a fresh load serves"
+    );
 }
