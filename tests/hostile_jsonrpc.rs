@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::support::llm_server::{LlmServer, Reply};
 use crate::support::process::{peak_rss_of, promptd, wait_bounded};
 
 /// Upper bound for one reply.
@@ -104,7 +105,7 @@ struct StdioServer {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
-    _cwd: tempfile::TempDir,
+    cwd: tempfile::TempDir,
 }
 
 impl StdioServer {
@@ -114,11 +115,17 @@ impl StdioServer {
 
     /// With `config` as the project config file.
     fn start_with_config(config: Option<&str>) -> StdioServer {
+        StdioServer::start_with(config, &[])
+    }
+
+    /// With `config` as the project config file and `env` set.
+    fn start_with(config: Option<&str>, env: &[(&str, &str)]) -> StdioServer {
         let cwd = tempfile::tempdir().unwrap();
         if let Some(config) = config {
             std::fs::write(cwd.path().join(".ado-mcp-config.json"), config).unwrap();
         }
         let mut cmd = promptd();
+        cmd.envs(env.iter().copied());
         cmd.arg("serve")
             .current_dir(cwd.path())
             .stdin(Stdio::piped())
@@ -140,7 +147,7 @@ impl StdioServer {
             child,
             stdin,
             lines,
-            _cwd: cwd,
+            cwd,
         }
     }
 
@@ -550,4 +557,57 @@ fn stdio_unread_answers_hold_back_input_not_memory() {
         !timed_out && status.is_some_and(|s| s.success()),
         "{status:?}"
     );
+}
+
+/// Every place of the stdio window taken by a request that waits on a slow LLM: the client can
+/// still cancel. A request sent next is read ahead and held; the cancellations behind it are read,
+/// free their places, and the held request is answered at once, not when the LLM answers.
+#[test]
+fn stdio_cancellations_get_through_a_full_window() {
+    const SLOTS: u64 = promptd::mcp::jsonrpc::MAX_IN_FLIGHT as u64;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let llm = runtime.block_on(LlmServer::start(vec![Reply::Slow(
+        Duration::from_secs(120),
+        "## Task\nToo late.".into(),
+    )]));
+    let env = [
+        ("LLM_BASE_URL", llm.url.as_str()),
+        ("LLM_MODEL", "slow"),
+        ("LLM_TIMEOUT_SECS", "300"),
+    ];
+    let config = r#"{"rag": {"embeddings": false}}"#;
+    let mut s = StdioServer::start_with(Some(config), &env);
+    s.initialize();
+    let cwd = s.cwd.path().display().to_string();
+    for id in 0..SLOTS {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "enhance_prompt",
+                       "arguments": {"prompt": "add retries to the client", "workingDirectory": cwd}}});
+        s.send(call.to_string().as_bytes());
+    }
+    let started = Instant::now();
+    while (llm.requests().len() as u64) < SLOTS {
+        assert!(
+            started.elapsed() < STEP,
+            "{} of {SLOTS} calls reached the LLM",
+            llm.requests().len()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.send(br#"{"jsonrpc":"2.0","id":"ping","method":"ping"}"#);
+    assert!(
+        s.lines.recv_timeout(Duration::from_millis(500)).is_err(),
+        "answered while every place of the window is taken"
+    );
+    for id in 0..SLOTS {
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": id, "reason": "no longer needed"}});
+        s.send(cancel.to_string().as_bytes());
+    }
+    let started = Instant::now();
+    let reply = s.reply("ping behind a full window, after the cancellations");
+    assert_eq!(reply["id"], "ping", "{reply}");
+    assert!(started.elapsed() < Duration::from_secs(10));
+    s.still_serves(SLOTS + 1);
+    s.finish();
 }

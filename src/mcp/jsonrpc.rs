@@ -430,34 +430,45 @@ impl<R, W> Clone for LineTransport<R, W> {
 }
 
 /// How many requests of one stdio session may be read and not yet answered. With that many
-/// waiting for their answers no more input is read (the client's writes block on the full pipe),
-/// so a client that sends without reading cannot make the server hold answers without bound.
+/// waiting for their answers no more requests are taken (the client's writes block on the full
+/// pipe), so a client that sends without reading cannot make the server hold answers without
+/// bound.
 pub const MAX_IN_FLIGHT: usize = 64;
 
-/// Each request read and not yet answered, with its permit.
-type Held = std::collections::HashMap<rmcp::model::RequestId, OwnedSemaphorePermit>;
+/// How many requests are read ahead, held without being taken, while [`MAX_IN_FLIGHT`] requests
+/// are unanswered: reading on past a request lets the notifications behind it through (a
+/// cancellation frees its request's place). With that many held, nothing more is read.
+pub const MAX_READ_AHEAD: usize = 8;
 
-/// The requests read and not yet answered, each holding one of [`MAX_IN_FLIGHT`] permits until
-/// its answer is written or the client cancels it (rmcp then drops the answer).
+/// Each request taken and not yet answered, with its permit; the requests read ahead.
+#[derive(Debug, Default)]
+struct Window {
+    held: std::collections::HashMap<rmcp::model::RequestId, OwnedSemaphorePermit>,
+    ahead: std::collections::VecDeque<ClientJsonRpcMessage>,
+}
+
+/// The requests taken and not yet answered, each holding one of [`MAX_IN_FLIGHT`] permits until
+/// its answer is written or the client cancels it (rmcp then drops the answer), and the
+/// requests read ahead while no permit was free.
 #[derive(Debug)]
 struct InFlight {
     permits: Arc<tokio::sync::Semaphore>,
-    held: std::sync::Mutex<Held>,
+    window: std::sync::Mutex<Window>,
 }
 
 impl InFlight {
     fn new() -> InFlight {
         InFlight {
             permits: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
-            held: Default::default(),
+            window: Default::default(),
         }
     }
 
-    fn held(&self) -> std::sync::MutexGuard<'_, Held> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.window.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A permit to read one more message; waits while [`MAX_IN_FLIGHT`] requests are unanswered.
+    /// A permit for one more request; waits while [`MAX_IN_FLIGHT`] requests are unanswered.
     async fn permit(&self) -> OwnedSemaphorePermit {
         self.permits
             .clone()
@@ -466,26 +477,56 @@ impl InFlight {
             .expect("the semaphore is never closed")
     }
 
-    /// Keeps `permit` for a request read; releases the permit of a request the message cancels.
-    fn read(&self, message: &ClientJsonRpcMessage, permit: OwnedSemaphorePermit) {
-        match message {
-            ClientJsonRpcMessage::Request(r) => {
-                self.held().insert(r.id.clone(), permit);
+    /// How many requests are read ahead.
+    fn ahead(&self) -> usize {
+        self.window().ahead.len()
+    }
+
+    /// Takes a request just read: with a free permit and none read ahead before it, it is
+    /// returned to be handled; otherwise it waits in line.
+    fn take(&self, request: ClientJsonRpcMessage) -> Option<ClientJsonRpcMessage> {
+        let mut window = self.window();
+        if window.ahead.is_empty()
+            && let Ok(permit) = self.permits.clone().try_acquire_owned()
+        {
+            if let ClientJsonRpcMessage::Request(r) = &request {
+                window.held.insert(r.id.clone(), permit);
             }
-            ClientJsonRpcMessage::Notification(n) => {
-                if let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
-                    && let Some(id) = &c.params.request_id
-                {
-                    self.held().remove(id);
-                }
+            return Some(request);
+        }
+        window.ahead.push_back(request);
+        None
+    }
+
+    /// The first request read ahead, taken with `permit` (`None` when there is none).
+    fn next_ahead(&self, permit: OwnedSemaphorePermit) -> Option<ClientJsonRpcMessage> {
+        let mut window = self.window();
+        let request = window.ahead.pop_front()?;
+        if let ClientJsonRpcMessage::Request(r) = &request {
+            window.held.insert(r.id.clone(), permit);
+        }
+        Some(request)
+    }
+
+    /// A notification read: a cancellation frees its request's permit, or drops the request
+    /// from the read-ahead line if it was not taken yet.
+    fn notified(&self, message: &ClientJsonRpcMessage) {
+        if let ClientJsonRpcMessage::Notification(n) = message
+            && let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
+            && let Some(id) = &c.params.request_id
+        {
+            let mut window = self.window();
+            if window.held.remove(id).is_none() {
+                window
+                    .ahead
+                    .retain(|m| !matches!(m, ClientJsonRpcMessage::Request(r) if &r.id == id));
             }
-            _ => {}
         }
     }
 
     /// Releases the permit of the request `id` answers.
     fn answered(&self, id: &rmcp::model::RequestId) {
-        self.held().remove(id);
+        self.window().held.remove(id);
     }
 }
 
@@ -605,9 +646,30 @@ where
 
     async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
         loop {
-            // Taken before a line is read: cancelled while waiting or reading, nothing is lost.
-            let permit = self.in_flight.permit().await;
-            let line = self.reader.lock().await.next().await;
+            // Requests read ahead go first, each as soon as a permit frees. Every await below is
+            // cancel-safe: a permit not yet granted takes nothing, a line not yet complete stays
+            // in the reader's buffer, a request read ahead stays in line.
+            let in_flight = self.in_flight.clone();
+            let line = match in_flight.ahead() {
+                0 => self.reader.lock().await.next().await,
+                ahead if ahead < MAX_READ_AHEAD => {
+                    let mut reader = self.reader.lock().await;
+                    tokio::select! {
+                        permit = in_flight.permit() => match in_flight.next_ahead(permit) {
+                            Some(request) => return Some(request),
+                            None => continue,
+                        },
+                        line = reader.next() => line,
+                    }
+                }
+                _ => {
+                    let permit = in_flight.permit().await;
+                    match in_flight.next_ahead(permit) {
+                        Some(request) => return Some(request),
+                        None => continue,
+                    }
+                }
+            };
             let verdict = match line {
                 Line::Closed => return None,
                 Line::TooLarge => Verdict::Refuse(Refusal::too_large(self.max_bytes)),
@@ -621,7 +683,13 @@ where
             };
             match verdict {
                 Verdict::Pass(message) => {
-                    self.in_flight.read(&message, permit);
+                    if matches!(*message, ClientJsonRpcMessage::Request(_)) {
+                        match in_flight.take(*message) {
+                            Some(request) => return Some(request),
+                            None => continue,
+                        }
+                    }
+                    in_flight.notified(&message);
                     return Some(*message);
                 }
                 Verdict::Drop => {}
