@@ -444,7 +444,7 @@ pub const MAX_READ_AHEAD: usize = 8;
 #[derive(Debug, Default)]
 struct Window {
     held: std::collections::HashMap<rmcp::model::RequestId, OwnedSemaphorePermit>,
-    ahead: std::collections::VecDeque<ClientJsonRpcMessage>,
+    ahead: std::collections::VecDeque<(rmcp::model::RequestId, ClientJsonRpcMessage)>,
 }
 
 /// The requests taken and not yet answered, each holding one of [`MAX_IN_FLIGHT`] permits until
@@ -482,29 +482,29 @@ impl InFlight {
         self.window().ahead.len()
     }
 
-    /// Takes a request just read: with a free permit and none read ahead before it, it is
-    /// returned to be handled; otherwise it waits in line.
-    fn take(&self, request: ClientJsonRpcMessage) -> Option<ClientJsonRpcMessage> {
+    /// Takes the request `id` just read: with a free permit and none read ahead before it, it
+    /// is returned to be handled; otherwise it waits in line.
+    fn take(
+        &self,
+        id: rmcp::model::RequestId,
+        request: ClientJsonRpcMessage,
+    ) -> Option<ClientJsonRpcMessage> {
         let mut window = self.window();
         if window.ahead.is_empty()
             && let Ok(permit) = self.permits.clone().try_acquire_owned()
         {
-            if let ClientJsonRpcMessage::Request(r) = &request {
-                window.held.insert(r.id.clone(), permit);
-            }
+            window.held.insert(id, permit);
             return Some(request);
         }
-        window.ahead.push_back(request);
+        window.ahead.push_back((id, request));
         None
     }
 
     /// The first request read ahead, taken with `permit` (`None` when there is none).
     fn next_ahead(&self, permit: OwnedSemaphorePermit) -> Option<ClientJsonRpcMessage> {
         let mut window = self.window();
-        let request = window.ahead.pop_front()?;
-        if let ClientJsonRpcMessage::Request(r) = &request {
-            window.held.insert(r.id.clone(), permit);
-        }
+        let (id, request) = window.ahead.pop_front()?;
+        window.held.insert(id, permit);
         Some(request)
     }
 
@@ -517,9 +517,7 @@ impl InFlight {
         {
             let mut window = self.window();
             if window.held.remove(id).is_none() {
-                window
-                    .ahead
-                    .retain(|m| !matches!(m, ClientJsonRpcMessage::Request(r) if &r.id == id));
+                window.ahead.retain(|(ahead, _)| ahead != id);
             }
         }
     }
@@ -683,8 +681,8 @@ where
             };
             match verdict {
                 Verdict::Pass(message) => {
-                    if matches!(*message, ClientJsonRpcMessage::Request(_)) {
-                        match in_flight.take(*message) {
+                    if let ClientJsonRpcMessage::Request(r) = &*message {
+                        match in_flight.take(r.id.clone(), *message) {
                             Some(request) => return Some(request),
                             None => continue,
                         }
