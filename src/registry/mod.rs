@@ -879,6 +879,16 @@ struct Loaded {
 }
 
 impl Loaded {
+    /// Nothing served, kept or reported; `settling` when the file is still being written.
+    fn nothing(settling: bool) -> Loaded {
+        Loaded {
+            served: None,
+            state: None,
+            reported: Vec::new(),
+            settling,
+        }
+    }
+
     /// Adds this file's state, reports and settling to a registry being built.
     fn apply(
         self,
@@ -938,14 +948,7 @@ fn load_file(
     };
     let text = match read.result {
         Ok(Some(t)) => t,
-        Ok(None) => {
-            return Loaded {
-                served: None,
-                state: None,
-                reported: Vec::new(),
-                settling: false,
-            };
-        }
+        Ok(None) => return Loaded::nothing(false),
         Err(e) => {
             return keep(
                 Some(Diagnostic {
@@ -962,12 +965,7 @@ fn load_file(
     };
     if !read.settled && good.is_none() {
         // A new file still being written appears once it is complete.
-        return Loaded {
-            served: None,
-            state: None,
-            reported: Vec::new(),
-            settling: true,
-        };
+        return Loaded::nothing(true);
     }
     if good.is_some() {
         let just_emptied = text.is_empty()
