@@ -5,8 +5,8 @@
 //! cargo build --release && cargo bench --bench mcp
 //! ```
 //!
-//! The binary is `$PROMPTD_BIN`, else `target/release/promptd` (built with `cargo build
-//! --release --bin promptd` if missing). Measured over a raw pipe with newline-delimited
+//! The binary is `$PROMPTD_BIN`, else `target/release/promptd` (`cargo build --release --bin
+//! promptd` runs first, see `common::release_binary`). Measured over a raw pipe with newline-delimited
 //! JSON-RPC, as an MCP client sees it:
 //! - `prompts/get`, `tools/call wit-get-prompts` (one prompt, rendered; the listing) and
 //!   `prompts/list`: min / median / p90 / p99 over `MCP_BENCH_CALLS` calls each (default 2,000)
@@ -17,7 +17,8 @@
 //!   reload);
 //! - idle RSS with the built-in prompts;
 //! - large registries (`MCP_BENCH_SCALE`, default `10000`; e.g. `10000,100000`): that many
-//!   generated 1 KB prompts; spawn → `initialize` answered, spawn → the whole listing served,
+//!   generated 1 KB prompts; spawn → `initialize` answered, spawn → the first `prompts/get`
+//!   answered (the load's end), spawn → the whole listing served,
 //!   idle RSS after the load, `prompts/get` and listing latency, 20 edits (edit →
 //!   `list_changed`) and the RSS after them. Every line ends with the machine's load.
 
