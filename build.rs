@@ -1,7 +1,11 @@
-//! Link settings of the `promptd` binary.
+//! Link settings of the `promptd` binary, and its tree-sitter grammars (`build/grammars.rs`).
+
+#[path = "build/grammars.rs"]
+mod grammars;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    grammars::build();
     // Relative relocations packed (DT_RELR, glibc 2.36+, GNU ld 2.38+, lld): a position-
     // independent binary's table of pointers to patch at start shrinks from 1.6 MB to a few KB.
     // An older linker ignores the option with a warning.

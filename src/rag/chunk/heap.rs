@@ -1,4 +1,4 @@
-//! The memory of tree-sitter parses, and the crate's only `unsafe` code.
+//! The memory of tree-sitter parses.
 //!
 //! tree-sitter allocates one C block per syntax node. [`install_parser_allocator`] routes those
 //! allocations to mimalloc (with glibc's malloc they were a sixth of full-index time on large

@@ -73,6 +73,29 @@ impl Language {
     }
 
     /// The tree-sitter grammar, for the languages chunked by syntax.
+    #[cfg(not(promptd_grammars_linked))]
+    pub(super) fn grammar(self) -> Option<tree_sitter::Language> {
+        use super::packed;
+        let packed = match self {
+            Language::Rust => &packed::RUST,
+            Language::TypeScript => &packed::TYPESCRIPT,
+            Language::Tsx => &packed::TSX,
+            Language::JavaScript => &packed::JAVASCRIPT,
+            Language::Python => &packed::PYTHON,
+            Language::Go => &packed::GO,
+            Language::Java => &packed::JAVA,
+            Language::C => &packed::C,
+            Language::Cpp => &packed::CPP,
+            Language::CSharp => &packed::C_SHARP,
+            Language::Ruby => &packed::RUBY,
+            _ => return None,
+        };
+        packed.language()
+    }
+
+    /// The tree-sitter grammar, for the languages chunked by syntax (the grammar crates' own
+    /// objects: the build could not pack their tables).
+    #[cfg(promptd_grammars_linked)]
     pub(super) fn grammar(self) -> Option<tree_sitter::Language> {
         let f = match self {
             Language::Rust => tree_sitter_rust::LANGUAGE,
