@@ -163,7 +163,8 @@ fn crate_dirs() -> Result<HashMap<String, PathBuf>, String> {
     let manifest = Path::new(&std::env::var("CARGO_MANIFEST_DIR").map_err(|e| e.to_string())?)
         .join("Cargo.toml");
     let target = std::env::var("TARGET").map_err(|e| e.to_string())?;
-    let output = std::process::Command::new(cargo)
+    let mut command = std::process::Command::new(cargo);
+    command
         .args([
             "metadata",
             "--format-version",
@@ -172,7 +173,12 @@ fn crate_dirs() -> Result<HashMap<String, PathBuf>, String> {
             &target,
         ])
         .arg("--manifest-path")
-        .arg(&manifest)
+        .arg(&manifest);
+    // Packages the build did not need (dev-dependencies) are fetched, unless cargo is offline.
+    if std::env::var("CARGO_NET_OFFLINE").is_ok_and(|v| v == "true") {
+        command.arg("--offline");
+    }
+    let output = command
         .output()
         .map_err(|e| format!("cargo metadata: {e}"))?;
     if !output.status.success() {
@@ -407,30 +413,12 @@ fn large_table(
     width: usize,
 ) -> Result<Vec<u16>, String> {
     let mut values = vec![0u16; states * width];
-    loop {
-        match tokens.next()? {
-            Token::Close => return Ok(values),
-            Token::Comma => continue,
-            Token::Open => {}
-            t => return Err(tokens.unexpected(t, "`[` of a state")),
-        }
-        let state = tokens.index(symbols)?;
-        tokens.expect(Token::CloseBracket)?;
-        tokens.expect(Token::Equals)?;
+    while let Some(state) = tokens.designator(symbols, "`[` of a state")? {
         tokens.expect(Token::OpenBrace)?;
         if state >= states {
             return Err(tokens.error(&format!("state {state} past LARGE_STATE_COUNT {states}")));
         }
-        loop {
-            match tokens.next()? {
-                Token::Close => break,
-                Token::Comma => continue,
-                Token::Open => {}
-                t => return Err(tokens.unexpected(t, "`[` of a symbol")),
-            }
-            let symbol = tokens.index(symbols)?;
-            tokens.expect(Token::CloseBracket)?;
-            tokens.expect(Token::Equals)?;
+        while let Some(symbol) = tokens.designator(symbols, "`[` of a symbol")? {
             let value = tokens.value(symbols)?;
             if symbol >= width {
                 return Err(tokens.error(&format!("symbol {symbol} past SYMBOL_COUNT {width}")));
@@ -438,6 +426,7 @@ fn large_table(
             values[state * width + symbol] = value;
         }
     }
+    Ok(values)
 }
 
 /// `{ [offset] = count, value, … }` after the opening brace; every designated offset must be
@@ -551,6 +540,27 @@ impl<'a> Tokens<'a> {
             t if t == want => Ok(()),
             t => Err(self.unexpected(t, &format!("{want:?}"))),
         }
+    }
+
+    /// The next `[index] =` of an initializer list, past commas; `None` at the list's closing
+    /// brace.
+    fn designator(
+        &mut self,
+        symbols: &HashMap<&str, u16>,
+        want: &str,
+    ) -> Result<Option<usize>, String> {
+        loop {
+            match self.next()? {
+                Token::Close => return Ok(None),
+                Token::Comma => continue,
+                Token::Open => break,
+                t => return Err(self.unexpected(t, want)),
+            }
+        }
+        let index = self.index(symbols)?;
+        self.expect(Token::CloseBracket)?;
+        self.expect(Token::Equals)?;
+        Ok(Some(index))
     }
 
     /// A table entry (a `u16`).
