@@ -72,11 +72,34 @@ impl Language {
         }
     }
 
+    /// The languages with a tree-sitter grammar (chunked by syntax, with a tag query).
+    pub const WITH_GRAMMAR: [Language; 11] = [
+        Language::Python,
+        Language::JavaScript,
+        Language::TypeScript,
+        Language::Tsx,
+        Language::Rust,
+        Language::Go,
+        Language::Java,
+        Language::C,
+        Language::Cpp,
+        Language::CSharp,
+        Language::Ruby,
+    ];
+
     /// The tree-sitter grammar, for the languages chunked by syntax.
-    #[cfg(not(promptd_grammars_linked))]
     pub(super) fn grammar(self) -> Option<tree_sitter::Language> {
+        #[cfg(not(promptd_grammars_linked))]
+        return self.packed()?.language();
+        #[cfg(promptd_grammars_linked)]
+        return Some(self.crate_grammar()?.into());
+    }
+
+    /// The grammar with packed parse tables.
+    #[cfg(not(promptd_grammars_linked))]
+    pub(super) fn packed(self) -> Option<&'static super::packed::Packed> {
         use super::packed;
-        let packed = match self {
+        Some(match self {
             Language::Rust => &packed::RUST,
             Language::TypeScript => &packed::TYPESCRIPT,
             Language::Tsx => &packed::TSX,
@@ -89,15 +112,14 @@ impl Language {
             Language::CSharp => &packed::C_SHARP,
             Language::Ruby => &packed::RUBY,
             _ => return None,
-        };
-        packed.language()
+        })
     }
 
-    /// The tree-sitter grammar, for the languages chunked by syntax (the grammar crates' own
-    /// objects: the build could not pack their tables).
-    #[cfg(promptd_grammars_linked)]
-    pub(super) fn grammar(self) -> Option<tree_sitter::Language> {
-        let f = match self {
+    /// The grammar as its crate compiles it: what the build links when it could not pack the
+    /// tables, and what the packed tables are tested against.
+    #[cfg(any(test, promptd_grammars_linked))]
+    pub(super) fn crate_grammar(self) -> Option<tree_sitter_language::LanguageFn> {
+        Some(match self {
             Language::Rust => tree_sitter_rust::LANGUAGE,
             Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
             Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX,
@@ -110,7 +132,6 @@ impl Language {
             Language::CSharp => tree_sitter_c_sharp::LANGUAGE,
             Language::Ruby => tree_sitter_ruby::LANGUAGE,
             _ => return None,
-        };
-        Some(f.into())
+        })
     }
 }

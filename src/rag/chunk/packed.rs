@@ -75,7 +75,7 @@ unsafe fn unpack(packed: &[u8], table: *mut u16, len: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::super::language::Language;
 
     /// The head of tree-sitter's `TSLanguage` (the same in ABI 14 and 15): the counts that size
     /// the two tables and the pointers to them.
@@ -102,38 +102,15 @@ mod tests {
         unsafe { &*language.clone().into_raw().cast::<Head>() }
     }
 
-    /// Every packed grammar, beside the same grammar as its crate compiles it.
-    fn pairs() -> Vec<(
-        &'static str,
-        &'static Packed,
-        tree_sitter_language::LanguageFn,
-    )> {
-        vec![
-            ("rust", &RUST, tree_sitter_rust::LANGUAGE),
-            (
-                "typescript",
-                &TYPESCRIPT,
-                tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
-            ),
-            ("tsx", &TSX, tree_sitter_typescript::LANGUAGE_TSX),
-            ("javascript", &JAVASCRIPT, tree_sitter_javascript::LANGUAGE),
-            ("python", &PYTHON, tree_sitter_python::LANGUAGE),
-            ("go", &GO, tree_sitter_go::LANGUAGE),
-            ("java", &JAVA, tree_sitter_java::LANGUAGE),
-            ("c", &C, tree_sitter_c::LANGUAGE),
-            ("cpp", &CPP, tree_sitter_cpp::LANGUAGE),
-            ("c_sharp", &C_SHARP, tree_sitter_c_sharp::LANGUAGE),
-            ("ruby", &RUBY, tree_sitter_ruby::LANGUAGE),
-        ]
-    }
-
     #[test]
     fn unpacked_tables_equal_the_grammar_crates_own() {
-        for (name, packed, original) in pairs() {
+        for language in Language::WITH_GRAMMAR {
+            let name = language.name();
+            let packed = language.packed().expect("every grammar is packed");
             let ours = packed
                 .language()
                 .unwrap_or_else(|| panic!("{name} does not unpack"));
-            let theirs = tree_sitter::Language::new(original);
+            let theirs = tree_sitter::Language::new(language.crate_grammar().expect("a crate"));
             let (a, b) = (head(&ours), head(&theirs));
             assert_eq!(
                 (
@@ -182,25 +159,28 @@ mod tests {
     fn a_packed_grammar_parses_as_its_crate_does() {
         let sources = [
             (
-                "rust",
+                Language::Rust,
                 "fn main() { let x: Vec<u8> = vec![1, 2]; println!(\"{x:?}\"); }\n",
             ),
             (
-                "c_sharp",
+                Language::CSharp,
                 "namespace N { class C { int F(int a) => a * 2; } }\n",
             ),
             (
-                "cpp",
+                Language::Cpp,
                 "template <typename T> struct S { T f() const { return T{}; } };\n",
             ),
-            ("ruby", "class A\n  def b(c) = c.map { |d| d * 2 }\nend\n"),
-            ("tsx", "const A = <T,>(p: T) => <div>{String(p)}</div>;\n"),
+            (
+                Language::Ruby,
+                "class A\n  def b(c) = c.map { |d| d * 2 }\nend\n",
+            ),
+            (
+                Language::Tsx,
+                "const A = <T,>(p: T) => <div>{String(p)}</div>;\n",
+            ),
         ];
-        for (name, text) in sources {
-            let (_, packed, original) = pairs()
-                .into_iter()
-                .find(|(n, ..)| *n == name)
-                .expect("listed");
+        for (language, text) in sources {
+            let name = language.name();
             let parse = |language: tree_sitter::Language| {
                 let mut parser = tree_sitter::Parser::new();
                 parser.set_language(&language).expect("compatible grammar");
@@ -210,9 +190,10 @@ mod tests {
                     .root_node()
                     .to_sexp()
             };
-            let ours = parse(packed.language().expect("unpacks"));
+            let ours = parse(language.grammar().expect("unpacks"));
             assert!(!ours.contains("ERROR"), "{name}: {ours}");
-            assert_eq!(ours, parse(original.into()), "{name}");
+            let theirs = parse(language.crate_grammar().expect("a crate").into());
+            assert_eq!(ours, theirs, "{name}");
         }
     }
 }

@@ -6,7 +6,7 @@
 //! the definitions elsewhere in the repository.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use tree_sitter::{Query, QueryCursor, StreamingIterator};
 
@@ -112,34 +112,27 @@ fn compile(language: Language) -> Option<TagQuery> {
     Some(TagQuery { query, roles, name })
 }
 
-/// The languages with a tag query.
-const TAGGED: [Language; 11] = [
-    Language::Python,
-    Language::JavaScript,
-    Language::TypeScript,
-    Language::Tsx,
-    Language::Rust,
-    Language::Go,
-    Language::Java,
-    Language::C,
-    Language::Cpp,
-    Language::CSharp,
-    Language::Ruby,
-];
-
-/// Compiled once per language, on first use, outside any parse.
-static QUERIES: LazyLock<HashMap<Language, TagQuery>> = LazyLock::new(|| {
-    TAGGED
+/// Each language's tag query, compiled on its first use, outside any parse (compiling it needs
+/// the grammar, whose tables are unpacked then: a repository in one language unpacks one).
+static QUERIES: LazyLock<HashMap<Language, OnceLock<Option<TagQuery>>>> = LazyLock::new(|| {
+    Language::WITH_GRAMMAR
         .into_iter()
-        .filter_map(|l| compile(l).map(|q| (l, q)))
+        .map(|l| (l, OnceLock::new()))
         .collect()
 });
+
+fn tag_query(language: Language) -> Option<&'static TagQuery> {
+    QUERIES
+        .get(&language)?
+        .get_or_init(|| compile(language))
+        .as_ref()
+}
 
 /// The names `text` (source in `language`, its first line being line `first_line`) defines and
 /// uses, in order of appearance; empty for languages without a grammar or a tag query. A
 /// fragment (one chunk of a file) parses too: tree-sitter recovers around what is cut off.
 pub fn symbol_tags(language: Language, text: &str, first_line: usize) -> Vec<SymbolTag> {
-    let Some(tag_query) = QUERIES.get(&language) else {
+    let Some(tag_query) = tag_query(language) else {
         return Vec::new();
     };
     let Some(grammar) = language.grammar() else {
@@ -188,7 +181,7 @@ mod tests {
 
     #[test]
     fn every_tag_query_compiles() {
-        for language in TAGGED {
+        for language in Language::WITH_GRAMMAR {
             let source = query_source(language).unwrap();
             let grammar = language.grammar().unwrap();
             if let Err(e) = heap::query(&grammar, &source) {
