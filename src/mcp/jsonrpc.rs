@@ -647,25 +647,19 @@ where
             // Requests read ahead go first, each as soon as a permit frees. Every await below is
             // cancel-safe: a permit not yet granted takes nothing, a line not yet complete stays
             // in the reader's buffer, a request read ahead stays in line.
+            // With MAX_READ_AHEAD requests in line, only a freed permit is awaited.
             let in_flight = self.in_flight.clone();
-            let line = match in_flight.ahead() {
-                0 => self.reader.lock().await.next().await,
-                ahead if ahead < MAX_READ_AHEAD => {
-                    let mut reader = self.reader.lock().await;
-                    tokio::select! {
-                        permit = in_flight.permit() => match in_flight.next_ahead(permit) {
-                            Some(request) => return Some(request),
-                            None => continue,
-                        },
-                        line = reader.next() => line,
-                    }
-                }
-                _ => {
-                    let permit = in_flight.permit().await;
-                    match in_flight.next_ahead(permit) {
+            let ahead = in_flight.ahead();
+            let line = if ahead == 0 {
+                self.reader.lock().await.next().await
+            } else {
+                let mut reader = self.reader.lock().await;
+                tokio::select! {
+                    permit = in_flight.permit() => match in_flight.next_ahead(permit) {
                         Some(request) => return Some(request),
                         None => continue,
-                    }
+                    },
+                    line = reader.next(), if ahead < MAX_READ_AHEAD => line,
                 }
             };
             let verdict = match line {
