@@ -128,10 +128,19 @@ impl ArgumentSpec {
         })
     }
 
-    /// The JSON Schema that supplied values must satisfy.
-    pub fn json_schema(&self) -> Value {
+    /// The JSON Schema that supplied values must satisfy beyond their declared type, or none
+    /// when there is nothing more: values are coerced to the declared type before they are
+    /// checked, so a schema of the type alone could never fail.
+    pub fn json_schema(&self) -> Option<Value> {
         if let Some(schema) = self.schema.as_deref() {
-            return schema.clone();
+            return Some(schema.clone());
+        }
+        if self.enum_values.is_none()
+            && self.pattern.is_none()
+            && self.minimum.is_none()
+            && self.maximum.is_none()
+        {
+            return None;
         }
         let mut s = Map::new();
         if let Some(t) = self.arg_type {
@@ -149,7 +158,7 @@ impl ArgumentSpec {
         if let Some(m) = self.maximum.as_deref() {
             s.insert("maximum".into(), m.clone());
         }
-        Value::Object(s)
+        Some(Value::Object(s))
     }
 
     /// Values a client may offer when completing this argument.
@@ -696,6 +705,43 @@ mod tests {
         assert!(validate_name("code-review_2.v1").is_ok());
         assert!(validate_name("tools:api-scaffold").is_ok());
         assert!(validate_name("tools:..").is_err());
+    }
+
+    #[test]
+    fn a_schema_is_only_what_the_type_does_not_already_check() {
+        let t = parse(concat!(
+            "---\narguments:\n",
+            "  plain: {type: integer}\n",
+            "  untyped: {description: any}\n",
+            "  bounded: {type: integer, minimum: 1}\n",
+            "  listed: {enum: [a, b]}\n",
+            "  shaped: {type: string, pattern: '^x'}\n",
+            "  given: {schema: {type: string}}\n",
+            "---\n"
+        ))
+        .unwrap();
+        let schemas: Vec<(&str, Option<Value>)> = t
+            .arguments
+            .iter()
+            .map(|a| (a.name.as_str(), a.json_schema()))
+            .collect();
+        assert_eq!(
+            schemas,
+            vec![
+                ("plain", None),
+                ("untyped", None),
+                (
+                    "bounded",
+                    Some(serde_json::json!({"type": "integer", "minimum": 1}))
+                ),
+                ("listed", Some(serde_json::json!({"enum": ["a", "b"]}))),
+                (
+                    "shaped",
+                    Some(serde_json::json!({"type": "string", "pattern": "^x"}))
+                ),
+                ("given", Some(serde_json::json!({"type": "string"}))),
+            ]
+        );
     }
 
     #[test]

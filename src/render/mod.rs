@@ -431,7 +431,9 @@ impl Renderer {
             .get_or_init(|| {
                 let mut out = Vec::new();
                 for arg in &prompt.arguments {
-                    let schema = arg.json_schema();
+                    let Some(schema) = arg.json_schema() else {
+                        continue;
+                    };
                     let v = jsonschema::validator_for(&schema).map_err(|e| {
                         RenderError::InvalidSchema {
                             path: prompt.path.clone(),
