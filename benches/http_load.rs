@@ -15,6 +15,11 @@
 //! its own schedule and a latency counts from the request's scheduled time, so a server that
 //! falls behind is charged for the wait (no coordinated omission). `HTTP_LOAD_CLIENTS` (default
 //! 64), `HTTP_LOAD_SECS` (default 5 per run), `PROMPTD_BIN` (default `target/release/promptd`).
+//!
+//! Beside the latencies each run prints the generator's own CPU per request, how many requests
+//! took over 5 ms and in how many 100 ms windows they fell (a few windows: stalls of the
+//! machine, not a slow server), and the share of CPU the hypervisor stole. `HTTP_LOAD_TRACE=P`
+//! also writes each request's send time and latency (ms) to `P.<mode>.<saturated|paced>`.
 
 mod common;
 
@@ -89,6 +94,34 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// A latency counted as slow (the target's p99 bound).
+const SLOW: Duration = Duration::from_millis(5);
+
+/// All CPUs' ticks so far, and those stolen by the hypervisor (the `cpu` line of /proc/stat).
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    (ticks.iter().sum(), ticks.get(7).copied().unwrap_or(0))
+}
+
+/// The share of the machine's CPU time the hypervisor stole between two readings.
+fn steal_share(before: (u64, u64), after: (u64, u64)) -> f64 {
+    let total = after.0.saturating_sub(before.0);
+    let stolen = after.1.saturating_sub(before.1);
+    if total == 0 {
+        0.0
+    } else {
+        stolen as f64 / total as f64
+    }
+}
+
 fn post(addr: &str, session: Option<&str>, body: String) -> Request<Full<Bytes>> {
     let mut r = Request::post("/mcp")
         .header("host", addr)
@@ -111,7 +144,12 @@ enum Pace {
 /// One simulated client: its own connection (and session unless `stateless`), then
 /// `prompts/get` until `until` at `pace`. Returns the latencies (from the scheduled send time
 /// when paced).
-async fn client(addr: String, stateless: bool, until: Instant, pace: Pace) -> Vec<Duration> {
+async fn client(
+    addr: String,
+    stateless: bool,
+    until: Instant,
+    pace: Pace,
+) -> Vec<(Instant, Duration)> {
     let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
     let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
@@ -167,7 +205,7 @@ async fn client(addr: String, stateless: bool, until: Instant, pace: Pace) -> Ve
             .unwrap();
         assert_eq!(response.status(), 200);
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        samples.push(t.elapsed());
+        samples.push((t, t.elapsed()));
         assert!(
             bytes.windows(9).any(|w| w == b"Hello Ada"),
             "{}",
@@ -218,6 +256,8 @@ fn main() {
             (true, Duration::from_secs(secs), true),
         ] {
             let cpu_before = cpu_seconds(child.id());
+            let stat_before = machine_ticks();
+            let own_before = cpu_seconds(std::process::id());
             let started = Instant::now();
             let until = started + duration;
             // Paced clients start 100 ms in (after their handshakes), spread over one interval.
@@ -233,7 +273,7 @@ fn main() {
                     Pace::Saturate
                 }
             };
-            let mut all: Vec<Duration> = runtime.block_on(async {
+            let timed: Vec<(Instant, Duration)> = runtime.block_on(async {
                 let tasks: Vec<_> = (0..clients)
                     .map(|i| tokio::spawn(client(addr.clone(), stateless, until, pace(i))))
                     .collect();
@@ -245,9 +285,33 @@ fn main() {
             });
             let wall = started.elapsed().as_secs_f64();
             let cpu = cpu_seconds(child.id()) - cpu_before;
+            let own = cpu_seconds(std::process::id()) - own_before;
+            let steal = steal_share(stat_before, machine_ticks());
             if !measured {
                 continue;
             }
+            let mode = if paced { "paced" } else { "saturated" };
+            if let Ok(path) = std::env::var("HTTP_LOAD_TRACE") {
+                let mut out = String::new();
+                for (t, l) in &timed {
+                    out += &format!(
+                        "{:.3} {:.3}\n",
+                        (*t - started).as_secs_f64() * 1e3,
+                        l.as_secs_f64() * 1e3
+                    );
+                }
+                std::fs::write(format!("{path}.{label}.{mode}"), out).unwrap();
+            }
+            // Where the slow requests were: spread out, or bunched in a few stalls.
+            let slow: Vec<Duration> = timed
+                .iter()
+                .filter(|(_, l)| *l > SLOW)
+                .map(|(t, _)| *t - started)
+                .collect();
+            let mut windows: Vec<u128> = slow.iter().map(|t| t.as_millis() / 100).collect();
+            windows.sort_unstable();
+            windows.dedup();
+            let mut all: Vec<Duration> = timed.iter().map(|(_, l)| *l).collect();
             all.sort();
             let how = if paced {
                 format!("{label}, paced at {rate} req/s")
@@ -255,13 +319,18 @@ fn main() {
                 format!("{label}, saturated")
             };
             println!(
-                "prompts/get over HTTP ({how}): {:.0} req/s ({} requests in {wall:.1} s); latency min {:.2} / median {:.2} / p99 {:.2} ms; server CPU {:.3} ms per request; load before {load_before}, after {}",
+                "prompts/get over HTTP ({how}): {:.0} req/s ({} requests in {wall:.1} s); latency min {:.2} / median {:.2} / p99 {:.2} ms; server CPU {:.3} ms per request (generator {:.3}); {} requests over {} ms, in {} of the run's 100 ms windows; CPU stolen by the host {:.1} %; load before {load_before}, after {}",
                 all.len() as f64 / wall,
                 all.len(),
                 pct(&all, 0.0),
                 pct(&all, 0.5),
                 pct(&all, 0.99),
                 cpu * 1e3 / all.len() as f64,
+                own * 1e3 / all.len() as f64,
+                slow.len(),
+                SLOW.as_millis(),
+                windows.len(),
+                steal * 100.0,
                 common::load_average()
             );
         }
