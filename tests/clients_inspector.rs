@@ -1,5 +1,6 @@
 //! A real client: the MCP Inspector CLI (npm `@modelcontextprotocol/inspector-cli`, installed by
-//! `scripts/setup-inspector` into `.deps/inspector`) against the real binary over stdio:
+//! `scripts/setup-inspector` into `.deps/inspector`) against the real binary over stdio (and a
+//! shorter run over streamable HTTP):
 //! `tools/list`, `tools/call` of every tool (with `args` as the Inspector sends it),
 //! `prompts/list` and `prompts/get`. The Inspector's SDK compiles every `outputSchema` with ajv
 //! and validates each result against it; no ajv warning may be printed. Every tool schema is
@@ -54,7 +55,10 @@ fn quoted(p: &Path) -> String {
 
 struct Inspector {
     dir: PathBuf,
-    workspace: tempfile::TempDir,
+    /// Where the server the Inspector starts runs; removed with the Inspector.
+    _workspace: tempfile::TempDir,
+    /// The server the Inspector connects to: a command it starts, or a URL and transport.
+    server: Vec<String>,
 }
 
 impl Inspector {
@@ -66,22 +70,34 @@ impl Inspector {
         )
         .unwrap();
         std::fs::write(workspace.path().join("main.rs"), "fn main() {}\n").unwrap();
-        Inspector { dir, workspace }
+        // The server runs in the workspace (its directory is the default workspace of
+        // enhance_prompt and compose_prompt: the Inspector declares no roots).
+        let server = format!(
+            "cd {} && exec {} --prompts {} serve",
+            quoted(workspace.path()),
+            quoted(process::bin()),
+            quoted(&repo().join("tests/fixtures/mcp/prompts")),
+        );
+        Inspector {
+            dir,
+            _workspace: workspace,
+            server: vec!["sh".into(), "-c".into(), server],
+        }
+    }
+
+    /// The Inspector against a server already listening for streamable HTTP at `url`.
+    fn over_http(dir: PathBuf, url: &str) -> Inspector {
+        Inspector {
+            server: vec![url.into(), "--transport".into(), "http".into()],
+            ..Inspector::new(dir)
+        }
     }
 
     /// One Inspector run against `promptd serve` started in the workspace; its JSON output.
     fn run(&self, method: &[&str]) -> Value {
         let entry = self.dir.join(INSPECTOR_ENTRY);
-        // The server runs in the workspace (its directory is the default workspace of
-        // enhance_prompt and compose_prompt: the Inspector declares no roots).
-        let server = format!(
-            "cd {} && exec {} --prompts {} serve",
-            quoted(self.workspace.path()),
-            quoted(process::bin()),
-            quoted(&repo().join("tests/fixtures/mcp/prompts")),
-        );
         let mut cmd = Command::new("node");
-        cmd.arg(&entry).args(["sh", "-c", &server]).args(method);
+        cmd.arg(&entry).args(&self.server).args(method);
         // The Inspector CLI finds its own package.json as `../package.json` from its working
         // directory.
         cmd.current_dir(entry.parent().unwrap());
@@ -314,5 +330,58 @@ fn a_string_that_is_not_an_object_is_refused_naming_the_parameter() {
             && out.stderr.contains("`args`: expected a JSON object"),
         "{}",
         out.stderr
+    );
+}
+
+/// Over streamable HTTP with a session: `prompts/list`, `prompts/get` and a `tools/call`, each
+/// answered as one JSON body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mcp_inspector_cli_gets_prompts_and_calls_a_tool_over_http() {
+    let Some(dir) = inspector_dir() else {
+        return;
+    };
+    let cwd = tempfile::tempdir().unwrap();
+    let prompts = repo().join("tests/fixtures/mcp/prompts");
+    let (mut child, url, _log) = crate::support::mcp::http_server(
+        cwd.path(),
+        &["--no-watch", "--prompts", prompts.to_str().unwrap()],
+    )
+    .await;
+    let inspector = Inspector::over_http(dir, &url);
+    let (listed, got, called) = tokio::task::spawn_blocking(move || {
+        (
+            inspector.run(&["--method", "prompts/list"]),
+            inspector.run(&[
+                "--method",
+                "prompts/get",
+                "--prompt-name",
+                "greet",
+                "--prompt-args",
+                "who=Ada",
+            ]),
+            inspector.call(
+                "wit-get-prompts",
+                &["promptName=greet", r#"args={"who":"Ada"}"#],
+            ),
+        )
+    })
+    .await
+    .unwrap();
+    child.kill().await.unwrap();
+    let names: Vec<&str> = listed["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"greet"), "{names:?}");
+    assert_eq!(
+        got["messages"][0]["content"]["text"],
+        "Hello Ada! (times=1, shout=false)\n"
+    );
+    assert_eq!(called["isError"], false, "{called:#}");
+    assert_eq!(
+        called["structuredContent"]["data"]["prompt"]["content"],
+        "Hello Ada! (times=1, shout=false)\n"
     );
 }

@@ -319,10 +319,11 @@ struct HttpServer {
     _cwd: tempfile::TempDir,
 }
 
-/// Status, session header and body of one POST.
+/// Status, session and content-type headers and body of one POST.
 struct Answer {
     status: u16,
     session: Option<String>,
+    content_type: String,
     body: String,
 }
 
@@ -331,14 +332,11 @@ impl Answer {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 
-    /// The JSON-RPC message in an SSE body (`data: {...}`).
-    fn sse_message(&self) -> Value {
-        self.body
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .find(|v| v.get("id").is_some())
-            .unwrap_or_else(|| panic!("no JSON-RPC message in: {}", self.body))
+    /// The answer to a request: one JSON body, as the server sends an answer that is a single
+    /// message.
+    fn answer(&self) -> Value {
+        assert_eq!(self.content_type, "application/json", "{}", self.body);
+        self.json()
     }
 }
 
@@ -394,6 +392,10 @@ impl HttpServer {
             .headers()
             .get("mcp-session-id")
             .map(|v| v.to_str().unwrap().to_string());
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .map_or(String::new(), |v| v.to_str().unwrap().to_string());
         let body = tokio::time::timeout(STEP, response.text())
             .await
             .expect("body in time")
@@ -401,6 +403,7 @@ impl HttpServer {
         Answer {
             status,
             session,
+            content_type,
             body,
         }
     }
@@ -410,7 +413,7 @@ impl HttpServer {
         let answer = self.post(INIT.as_bytes().to_vec(), None).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
         let session = answer.session.clone().expect("a session id");
-        assert_eq!(answer.sse_message()["id"], "init");
+        assert_eq!(answer.answer()["id"], "init");
         let answer = self
             .post(INITIALIZED.as_bytes().to_vec(), Some(&session))
             .await;
@@ -422,7 +425,7 @@ impl HttpServer {
         let ping = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#);
         let answer = self.post(ping.into_bytes(), Some(session)).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
-        let reply = answer.sse_message();
+        let reply = answer.answer();
         assert_eq!(reply["id"], id, "{reply}");
         assert!(reply.get("result").is_some(), "{reply}");
     }

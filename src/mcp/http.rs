@@ -4,7 +4,8 @@
 //! Layers, outermost first: the bearer-token check (when a token is set); the request guard
 //! ([`guard`]: the body read whole within `limits.maxRequestBytes`, 413 over it and 400 for
 //! broken framing; new sessions admitted by [`BoundedSessions`], 503 or 429 with `Retry-After`
-//! over the caps; DELETE of an unknown session 404, of a live one 204); then rmcp, which checks
+//! over the caps; DELETE of an unknown session 404, of a live one 204; an answer that is one
+//! message sent as JSON, not as an event stream); then rmcp, which checks
 //! `Host` (loopback names and the bound address, unless bound publicly) and `Origin` (403 for any
 //! origin not in `serve.allowedOrigins`; requests without `Origin` pass). Each connection must
 //! send its request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection
@@ -505,6 +506,7 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
+    let response = single_message_as_json(response).await;
     if let Some(r) = reservation
         && let Some(id) = response
             .headers()
@@ -514,6 +516,146 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
         r.commit(id);
     }
     response
+}
+
+/// A POST's answer as one `application/json` body when its event stream carries one message
+/// and ends: what rmcp streams for every request of a session, since promptd sends nothing else
+/// on a request's stream. One sized write instead of a chunked stream, its keep-alive timer and
+/// a closing chunk; the spec lets the server answer a request either way. Events before the
+/// message that carry no data are resumption primers, moot for a finished answer. Anything else
+/// (a second message, a keep-alive comment while a handler is slow, trailers, a body error)
+/// sends the stream on as it came, the events already read first, as does a stream still open
+/// [`STREAM_END_WAIT`] after its message.
+async fn single_message_as_json(response: Response) -> Response {
+    use http_body_util::BodyExt;
+    let is_stream = response.status() == StatusCode::OK
+        && response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if !is_stream {
+        return response;
+    }
+    let (mut parts, mut body) = response.into_parts();
+    let mut read = Vec::new();
+    let mut message = None;
+    loop {
+        let next = if message.is_none() {
+            body.frame().await
+        } else {
+            // The stream ends as the message is sent; one that goes on is passed on.
+            match tokio::time::timeout(STREAM_END_WAIT, body.frame()).await {
+                Ok(next) => next,
+                Err(_) => return stream_on(parts, read, body, None),
+            }
+        };
+        let frame = match next {
+            None => break,
+            Some(Ok(frame)) => frame,
+            Some(Err(e)) => return stream_on(parts, read, body, Some(e)),
+        };
+        let event = frame.data_ref().and_then(sse_event);
+        read.push(frame);
+        match event {
+            Some(SseEvent::Primer) if message.is_none() => {}
+            Some(SseEvent::Message(data)) if message.is_none() => message = Some(data),
+            _ => return stream_on(parts, read, body, None),
+        }
+    }
+    let Some(message) = message else {
+        return stream_on(parts, read, Body::empty(), None);
+    };
+    for name in [header::CACHE_CONTROL, header::CONTENT_LENGTH] {
+        parts.headers.remove(name);
+    }
+    parts.headers.remove("x-accel-buffering");
+    parts.headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Response::from_parts(parts, Body::from(message))
+}
+
+/// How long an event stream may stay open after its first message and still be answered as
+/// JSON.
+const STREAM_END_WAIT: Duration = Duration::from_millis(100);
+
+/// One server-sent event as rmcp frames it.
+#[derive(Debug, PartialEq)]
+enum SseEvent {
+    /// No data: an event id (and retry) to resume from.
+    Primer,
+    /// A JSON-RPC message.
+    Message(String),
+}
+
+/// The one event `frame` holds, or `None` for a comment, several events, or bytes that are
+/// not an event.
+fn sse_event(frame: &Bytes) -> Option<SseEvent> {
+    use futures_core::Stream;
+    let mut events = std::pin::pin!(sse_stream::SseStream::new(http_body_util::Full::new(
+        frame.clone()
+    )));
+    let mut cx = Context::from_waker(std::task::Waker::noop());
+    let mut next = || match events.as_mut().poll_next(&mut cx) {
+        Poll::Ready(Some(Ok(event))) => Some(event),
+        _ => None,
+    };
+    let event = next()?;
+    if next().is_some() || event.event.is_some() {
+        return None;
+    }
+    match event.data {
+        Some(data) if !data.is_empty() => Some(SseEvent::Message(data)),
+        _ if event.id.is_some() => Some(SseEvent::Primer),
+        _ => None,
+    }
+}
+
+/// The event stream sent on: the frames already `read`, then the rest of `body` (after
+/// `error`, when reading it failed).
+fn stream_on(
+    parts: axum::http::response::Parts,
+    read: Vec<http_body::Frame<Bytes>>,
+    body: Body,
+    error: Option<axum::Error>,
+) -> Response {
+    let replay = Replay {
+        read: read.into(),
+        error,
+        rest: body,
+    };
+    Response::from_parts(parts, Body::new(replay))
+}
+
+/// A body that yields frames already read from `rest` (and the error that ended the reading),
+/// then the rest of it.
+struct Replay {
+    read: std::collections::VecDeque<http_body::Frame<Bytes>>,
+    error: Option<axum::Error>,
+    rest: Body,
+}
+
+impl http_body::Body for Replay {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        if let Some(frame) = self.read.pop_front() {
+            return Poll::Ready(Some(Ok(frame)));
+        }
+        if let Some(e) = self.error.take() {
+            return Poll::Ready(Some(Err(e)));
+        }
+        Pin::new(&mut self.rest).poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.read.is_empty() && self.error.is_none() && self.rest.is_end_stream()
+    }
 }
 
 /// Reads a request body whole: 413 over `max` bytes (naming the limit), 400 when its framing
@@ -644,6 +786,112 @@ async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: N
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A 200 event stream of `frames`, with a session header; it stays open after them when
+    /// `open`.
+    fn stream(frames: &[&'static str], open: bool) -> Response {
+        use tokio_stream::StreamExt;
+        let frames = frames
+            .iter()
+            .map(|f| Ok::<_, std::convert::Infallible>(Bytes::from_static(f.as_bytes())))
+            .collect::<Vec<_>>();
+        let rest: std::pin::Pin<Box<dyn tokio_stream::Stream<Item = _> + Send>> = if open {
+            Box::pin(tokio_stream::pending())
+        } else {
+            Box::pin(tokio_stream::empty())
+        };
+        Response::builder()
+            .header(header::CONTENT_TYPE, "text/event-stream")
+            .header(header::CACHE_CONTROL, "no-cache")
+            .header(SESSION_HEADER, "s1")
+            .body(Body::from_stream(tokio_stream::iter(frames).chain(rest)))
+            .unwrap()
+    }
+
+    async fn text(response: Response) -> String {
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    const PRIMER: &str = "data: \nid: 0\nretry: 3000\n\n";
+    const MESSAGE: &str = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 1\n\n";
+    const NOTE: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
+
+    #[tokio::test]
+    async fn a_stream_of_one_message_is_answered_as_json() {
+        for frames in [&[MESSAGE][..], &[PRIMER, MESSAGE]] {
+            let response = single_message_as_json(stream(frames, false)).await;
+            assert_eq!(response.status(), StatusCode::OK);
+            let headers = response.headers();
+            assert_eq!(headers[header::CONTENT_TYPE], "application/json");
+            assert_eq!(headers[SESSION_HEADER], "s1");
+            assert!(headers.get(header::CACHE_CONTROL).is_none());
+            assert_eq!(text(response).await, ANSWER);
+        }
+    }
+
+    #[tokio::test]
+    async fn any_other_stream_goes_on_as_it_came() {
+        let kept_alive = ": keep-alive\n\n";
+        let two_events_in_one_frame: &'static str = "data: {}\n\ndata: {}\n\n";
+        for frames in [
+            &[NOTE, MESSAGE][..],
+            &[PRIMER, NOTE, MESSAGE],
+            &[MESSAGE, MESSAGE],
+            &[kept_alive, MESSAGE],
+            &[PRIMER, kept_alive, MESSAGE],
+            &[two_events_in_one_frame],
+            &[PRIMER],
+            &[],
+        ] {
+            let response = single_message_as_json(stream(frames, false)).await;
+            assert_eq!(
+                response.headers()[header::CONTENT_TYPE],
+                "text/event-stream",
+                "{frames:?}"
+            );
+            assert_eq!(text(response).await, frames.concat(), "{frames:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_stream_still_open_after_its_message_is_passed_on() {
+        let started = Instant::now();
+        let response = single_message_as_json(stream(&[PRIMER, MESSAGE], true)).await;
+        assert!(started.elapsed() >= STREAM_END_WAIT);
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        let mut body = response.into_body();
+        use http_body_util::BodyExt;
+        for expected in [PRIMER, MESSAGE] {
+            let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+            assert_eq!(frame, expected);
+        }
+    }
+
+    #[tokio::test]
+    async fn answers_that_are_no_event_stream_are_untouched() {
+        let json = (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            ANSWER,
+        );
+        let response = single_message_as_json(json.into_response()).await;
+        assert_eq!(text(response).await, ANSWER);
+        let mut refused = stream(&[MESSAGE], false);
+        *refused.status_mut() = StatusCode::BAD_REQUEST;
+        let response = single_message_as_json(refused).await;
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        assert_eq!(text(response).await, MESSAGE);
+    }
 
     #[test]
     fn binding_rules() {
