@@ -121,6 +121,19 @@ impl Inspector {
             .unwrap_or_else(|e| panic!("inspector {method:?}: {e}: {}", out.stdout))
     }
 
+    /// `prompts/get` of `name` with `--prompt-args` pairs (`key=value`); returns the result.
+    fn get_prompt(&self, name: &str, args: &[&str]) -> Value {
+        let mut method = vec![
+            "--method",
+            "prompts/get",
+            "--prompt-name",
+            name,
+            "--prompt-args",
+        ];
+        method.extend_from_slice(args);
+        self.run(&method)
+    }
+
     /// `tools/call` of `tool` with `--tool-arg` pairs (the Inspector parses each value as JSON
     /// when it can); returns the result.
     fn call(&self, tool: &str, args: &[&str]) -> Value {
@@ -263,15 +276,7 @@ fn the_mcp_inspector_cli_lists_and_calls_every_tool_and_prompt() {
         .find(|p| p["name"] == "greet")
         .unwrap_or_else(|| panic!("greet listed: {prompts:#}"));
     assert_eq!(greet["arguments"][0]["name"], "who");
-    let got = inspector.run(&[
-        "--method",
-        "prompts/get",
-        "--prompt-name",
-        "greet",
-        "--prompt-args",
-        "who=Ada",
-        "times=2",
-    ]);
+    let got = inspector.get_prompt("greet", &["who=Ada", "times=2"]);
     assert_eq!(
         got["messages"][0]["content"]["text"],
         "Hello Ada! Hello Ada! (times=2, shout=false)\n"
@@ -351,14 +356,7 @@ async fn the_mcp_inspector_cli_gets_prompts_and_calls_a_tool_over_http() {
     let (listed, got, called) = tokio::task::spawn_blocking(move || {
         (
             inspector.run(&["--method", "prompts/list"]),
-            inspector.run(&[
-                "--method",
-                "prompts/get",
-                "--prompt-name",
-                "greet",
-                "--prompt-args",
-                "who=Ada",
-            ]),
+            inspector.get_prompt("greet", &["who=Ada"]),
             inspector.call(
                 "wit-get-prompts",
                 &["promptName=greet", r#"args={"who":"Ada"}"#],
