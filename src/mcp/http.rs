@@ -520,8 +520,9 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
 
 /// A POST's answer as one `application/json` body when its event stream carries one message
 /// and ends: what rmcp streams for every request of a session, since promptd sends nothing else
-/// on a request's stream. One sized write instead of a chunked stream, its keep-alive timer and
-/// a closing chunk; the spec lets the server answer a request either way. Events before the
+/// on a request's stream. One sized write instead of a chunked stream and its closing chunk (two
+/// writes, and two reads for the client); the spec lets the server answer a request either way.
+/// Events before the
 /// message that carry no data are resumption primers, moot for a finished answer. Anything else
 /// (a second message, a keep-alive comment while a handler is slow, trailers, a body error)
 /// sends the stream on as it came, the events already read first, as does a stream still open
