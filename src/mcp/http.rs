@@ -522,11 +522,11 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
 /// and ends: what rmcp streams for every request of a session, since promptd sends nothing else
 /// on a request's stream. One sized write instead of a chunked stream and its closing chunk (two
 /// writes, and two reads for the client); the spec lets the server answer a request either way.
-/// Events before the
-/// message that carry no data are resumption primers, moot for a finished answer. Anything else
-/// (a second message, a keep-alive comment while a handler is slow, trailers, a body error)
-/// sends the stream on as it came, the events already read first, as does a stream still open
-/// [`STREAM_END_WAIT`] after its message.
+/// Events before the message that carry no data are resumption primers, moot for a finished
+/// answer. Anything else (a second message, a keep-alive comment while a handler is slow,
+/// trailers, a body error) sends the stream on as it came, the events already read first, as
+/// does a stream still open [`STREAM_END_WAIT`] after its message or one whose message is over
+/// [`JSON_ANSWER_MAX`].
 async fn single_message_as_json(response: Response) -> Response {
     use http_body_util::BodyExt;
     let is_stream = response.status() == StatusCode::OK
@@ -555,7 +555,10 @@ async fn single_message_as_json(response: Response) -> Response {
             Some(Ok(frame)) => frame,
             Some(Err(e)) => return stream_on(parts, read, body, Some(e)),
         };
-        let event = frame.data_ref().and_then(sse_event);
+        let event = frame
+            .data_ref()
+            .filter(|data| data.len() <= JSON_ANSWER_MAX)
+            .and_then(sse_event);
         read.push(frame);
         match event {
             Some(SseEvent::Primer) if message.is_none() => {}
@@ -576,6 +579,11 @@ async fn single_message_as_json(response: Response) -> Response {
     );
     Response::from_parts(parts, Body::from(message))
 }
+
+/// The largest event whose message is answered as JSON. What the conversion saves is per
+/// request, not per byte, and a converted answer is held twice for a moment (the event and its
+/// decoded message): a larger one goes out as the stream rmcp wrote.
+const JSON_ANSWER_MAX: usize = 1 << 20;
 
 /// How long an event stream may stay open after its first message and still be answered as
 /// JSON.
@@ -856,6 +864,21 @@ mod tests {
             );
             assert_eq!(text(response).await, frames.concat(), "{frames:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_message_over_the_json_limit_goes_out_as_its_stream() {
+        let big = format!(
+            "data: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"text\":\"{}\"}}}}\n\n",
+            "x".repeat(JSON_ANSWER_MAX)
+        );
+        let big: &'static str = Box::leak(big.into_boxed_str());
+        let response = single_message_as_json(stream(&[PRIMER, big], false)).await;
+        assert_eq!(
+            response.headers()[header::CONTENT_TYPE],
+            "text/event-stream"
+        );
+        assert_eq!(text(response).await, [PRIMER, big].concat());
     }
 
     #[tokio::test]
