@@ -135,13 +135,6 @@ impl ArgumentSpec {
         if let Some(schema) = self.schema.as_deref() {
             return Some(schema.clone());
         }
-        if self.enum_values.is_none()
-            && self.pattern.is_none()
-            && self.minimum.is_none()
-            && self.maximum.is_none()
-        {
-            return None;
-        }
         let mut s = Map::new();
         if let Some(t) = self.arg_type {
             s.insert("type".into(), Value::String(t.as_str().into()));
@@ -158,7 +151,8 @@ impl ArgumentSpec {
         if let Some(m) = self.maximum.as_deref() {
             s.insert("maximum".into(), m.clone());
         }
-        Some(Value::Object(s))
+        let constrains = s.keys().any(|k| k != "type");
+        constrains.then_some(Value::Object(s))
     }
 
     /// Values a client may offer when completing this argument.
