@@ -25,6 +25,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::common::http_header::EVENT_STREAM_MIME_TYPE;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -533,7 +534,7 @@ async fn single_message_as_json(response: Response) -> Response {
         && response
             .headers()
             .get(header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+            .is_some_and(|v| v.as_bytes().starts_with(EVENT_STREAM_MIME_TYPE.as_bytes()));
     if !is_stream {
         return response;
     }
@@ -569,10 +570,10 @@ async fn single_message_as_json(response: Response) -> Response {
     let Some(message) = message else {
         return stream_on(parts, read, Body::empty(), None);
     };
-    for name in [header::CACHE_CONTROL, header::CONTENT_LENGTH] {
+    // What rmcp sets for a stream (its proxies' buffering hints), and any length of it.
+    for name in ["cache-control", "x-accel-buffering", "content-length"] {
         parts.headers.remove(name);
     }
-    parts.headers.remove("x-accel-buffering");
     parts.headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
