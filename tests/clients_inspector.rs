@@ -93,7 +93,8 @@ impl Inspector {
         }
     }
 
-    /// One Inspector run against `promptd serve` started in the workspace; its JSON output.
+    /// One Inspector run against its server (`promptd serve` started in the workspace, or the
+    /// HTTP server it was given); its JSON output.
     fn run(&self, method: &[&str]) -> Value {
         let entry = self.dir.join(INSPECTOR_ENTRY);
         let mut cmd = Command::new("node");
@@ -170,6 +171,16 @@ impl Inspector {
     }
 }
 
+/// The names of the items a `tools/list` or `prompts/list` result holds under `key`.
+fn names<'a>(listing: &'a Value, key: &str) -> Vec<&'a str> {
+    listing[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no `{key}` in {listing:#}"))
+        .iter()
+        .map(|item| item["name"].as_str().unwrap())
+        .collect()
+}
+
 fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap()
 }
@@ -183,12 +194,7 @@ fn the_mcp_inspector_cli_lists_and_calls_every_tool_and_prompt() {
 
     // tools/list: every tool, every schema compiled by the Inspector's ajv without a warning.
     let tools = inspector.run(&["--method", "tools/list"]);
-    let names: Vec<&str> = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = names(&tools, "tools");
     assert_eq!(
         names,
         ["wit-get-prompts", "enhance_prompt", "compose_prompt"]
@@ -366,12 +372,7 @@ async fn the_mcp_inspector_cli_gets_prompts_and_calls_a_tool_over_http() {
     .await
     .unwrap();
     child.kill().await.unwrap();
-    let names: Vec<&str> = listed["prompts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["name"].as_str().unwrap())
-        .collect();
+    let names = names(&listed, "prompts");
     assert!(names.contains(&"greet"), "{names:?}");
     assert_eq!(
         got["messages"][0]["content"]["text"],
