@@ -1,7 +1,8 @@
 //! Operational metrics of the process, in the OpenMetrics text format Prometheus scrapes: MCP
 //! requests by method and outcome and their latency, hot reloads by outcome, render errors, the
 //! prompts served and the registry version, and open HTTP sessions. One set per process
-//! ([`global`]); recording is a few atomic operations, so every request is counted.
+//! ([`global`]); recording a request is a counter increment and a histogram observation on
+//! series resolved at start (no label hashing), so every request is counted.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -26,6 +27,18 @@ pub enum Method {
     completion_complete,
     tools_list,
     tools_call,
+}
+
+impl Method {
+    /// Every method, in declaration order (`method as usize` indexes it).
+    const ALL: [Method; 6] = [
+        Method::initialize,
+        Method::prompts_list,
+        Method::prompts_get,
+        Method::completion_complete,
+        Method::tools_list,
+        Method::tools_call,
+    ];
 }
 
 /// How a request or reload ended.
@@ -57,12 +70,21 @@ struct VersionLabels {
     version: String,
 }
 
+/// One method's series, taken from their families once: recording a request is then atomic
+/// operations only, with no label hashing or family lock.
+#[derive(Debug)]
+struct MethodSeries {
+    ok: Counter,
+    error: Counter,
+    latency: Histogram,
+}
+
 /// The process's metrics.
 #[derive(Debug)]
 pub struct Metrics {
     registry: Registry,
-    requests: Family<RequestLabels, Counter>,
-    latency: Family<MethodLabels, Histogram>,
+    /// Indexed by `Method as usize`; every method's series exist from the start, at zero.
+    methods: Vec<MethodSeries>,
     reloads: Family<OutcomeLabels, Counter>,
     render_errors: Counter,
     prompts: Gauge,
@@ -125,10 +147,27 @@ impl Metrics {
             "Open MCP sessions over streamable HTTP",
             sessions.clone(),
         );
+        // Each series is cloned out of its family in a call or statement of its own: the
+        // family's read guard must be gone before the next `get_or_create` takes its write lock.
+        let series = |method, outcome| {
+            requests
+                .get_or_create(&RequestLabels { method, outcome })
+                .clone()
+        };
+        let methods = Method::ALL
+            .iter()
+            .map(|&method| {
+                let histogram = latency.get_or_create(&MethodLabels { method }).clone();
+                MethodSeries {
+                    ok: series(method, Outcome::ok),
+                    error: series(method, Outcome::error),
+                    latency: histogram,
+                }
+            })
+            .collect();
         Metrics {
             registry,
-            requests,
-            latency,
+            methods,
             reloads,
             render_errors,
             prompts,
@@ -139,13 +178,9 @@ impl Metrics {
 
     /// Counts one answered request and its latency.
     pub fn request(&self, method: Method, ok: bool, elapsed: Duration) {
-        let outcome = if ok { Outcome::ok } else { Outcome::error };
-        self.requests
-            .get_or_create(&RequestLabels { method, outcome })
-            .inc();
-        self.latency
-            .get_or_create(&MethodLabels { method })
-            .observe(elapsed.as_secs_f64());
+        let series = &self.methods[method as usize];
+        if ok { &series.ok } else { &series.error }.inc();
+        series.latency.observe(elapsed.as_secs_f64());
     }
 
     /// Counts one reload.
@@ -212,6 +247,13 @@ mod tests {
             assert!(text.lines().any(|l| l == line), "{line} missing in\n{text}");
         }
         assert!(!text.contains("abc123"), "{text}");
+        // Methods never called are reported at zero.
+        assert!(
+            text.lines()
+                .any(|l| l
+                    == "promptd_mcp_requests_total{method=\"tools_call\",outcome=\"error\"} 0"),
+            "{text}"
+        );
         assert!(text.ends_with("# EOF\n"));
     }
 }
