@@ -178,7 +178,11 @@ pub fn router(
             },
         )
     });
-    let service = StreamableHttpService::new(move || Ok(server.clone()), sessions.clone(), config);
+    let service = Shared(Arc::new(StreamableHttpService::new(
+        move || Ok(server.clone()),
+        sessions.clone(),
+        config,
+    )));
     let guard_state = Arc::new(GuardState {
         sessions: sessions.clone(),
         max_request_bytes: options.limits.max_request_bytes,
@@ -207,6 +211,30 @@ pub fn router(
     match studio {
         Some(studio) => app.merge(studio),
         None => app,
+    }
+}
+
+/// rmcp's streamable HTTP service behind an `Arc`. axum clones a route's service for every
+/// request and rmcp's own `call` clones it again; each clone copies its config (the allowed
+/// host and origin lists, a cancellation token whose clone and drop lock its tree). This one
+/// clones a pointer and calls the service's `handle`.
+#[derive(Clone)]
+struct Shared(Arc<StreamableHttpService<PromptServer, BoundedSessions>>);
+
+impl tower_service::Service<Request> for Shared {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = Pin<
+        Box<dyn std::future::Future<Output = Result<Response, std::convert::Infallible>> + Send>,
+    >;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let service = self.0.clone();
+        Box::pin(async move { Ok(service.handle(request).await.map(Body::new)) })
     }
 }
 
