@@ -465,6 +465,12 @@ async fn http_malformed_messages_get_conforming_errors() {
     }
     s.still_serves(&session, 100).await;
     insta::assert_json_snapshot!("refusals", replies);
+    // A byte order mark before the message is skipped, as over stdio.
+    let mut bom = b"\xEF\xBB\xBF".to_vec();
+    bom.extend_from_slice(br#"{"jsonrpc":"2.0","id":"bom","method":"ping"}"#);
+    let answer = s.post(bom, Some(&session)).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.json()["id"], "bom", "{}", answer.body);
 
     let baseline = peak_rss_of(s.child.id()).unwrap_or(0.0);
     let started = Instant::now();

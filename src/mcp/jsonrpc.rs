@@ -1,5 +1,6 @@
-//! JSON-RPC 2.0 conformance at the edge: every raw message a client sends is checked here before
-//! rmcp sees it, over stdio ([`LineTransport`]) and streamable HTTP ([`conform_http`]).
+//! JSON-RPC 2.0 conformance at the edge: every raw message a client sends over stdio is checked
+//! here before rmcp sees it ([`LineTransport`]); over streamable HTTP rmcp parses the body and
+//! what it cannot parse is checked here for its answer ([`conform_http`]).
 //!
 //! [`check`] sorts one raw message into a [`Verdict`]:
 //! - a well-formed MCP message passes to rmcp unchanged;
@@ -8,8 +9,8 @@
 //!   recursion limit, a batch array: MCP 2025-06-18 removed batching) is answered with -32600
 //!   (Invalid Request), carrying the message's id when it has a readable one;
 //! - a request for a known MCP method whose params do not fit that method is answered with
-//!   -32602 (Invalid params) naming the field at fault (rmcp would file it under an unknown
-//!   method and answer -32601);
+//!   -32602 (Invalid params) naming the field at fault: here when the message does not parse
+//!   at all, by the handler ([`misfit_params`]) when rmcp files it under custom requests;
 //! - a notification that does not parse is dropped (JSON-RPC forbids replying to one).
 //!
 //! A message larger than `limits.maxRequestBytes` is never buffered whole: the stdio line reader
@@ -32,7 +33,7 @@ use tokio::sync::OwnedSemaphorePermit;
 #[allow(deprecated)]
 use rmcp::model::{
     CallToolRequest, CallToolRequestMethod, CallToolRequestParams, CancelTaskMethod,
-    CancelTaskParams, CancelTaskRequest, ClientJsonRpcMessage, ClientRequest, CompleteRequest,
+    CancelTaskParams, CancelTaskRequest, ClientJsonRpcMessage, CompleteRequest,
     CompleteRequestMethod, CompleteRequestParams, ConstString, DiscoverRequest,
     DiscoverRequestMethod, DiscoverRequestParams, ErrorData, GetPromptRequest,
     GetPromptRequestMethod, GetPromptRequestParams, GetSkillRequest, GetSkillRequestMethod,
@@ -183,16 +184,15 @@ impl Probe {
 
 /// Sorts one raw message (a stdio line or an HTTP body).
 pub fn check(raw: &[u8]) -> Verdict {
-    let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
-    // Every well-formed message of a method rmcp types is one parse: a message that parses as
-    // one is valid JSON, an object, and within the nesting limit, so the checks below would
-    // pass it as it is.
-    match serde_json::from_slice::<ClientJsonRpcMessage>(raw) {
-        Ok(ClientJsonRpcMessage::Request(request))
-            if matches!(request.request, ClientRequest::CustomRequest(_)) => {}
+    let raw = without_bom(raw);
+    // Every message rmcp reads is one parse: one that parses is valid JSON, an object, and
+    // within the nesting limit, so the checks below would pass it as it is. A request for a
+    // method rmcp types whose params do not fit that method parses too (rmcp files it under
+    // custom requests): the handler answers it with [`misfit_params`].
+    let error = match serde_json::from_slice::<ClientJsonRpcMessage>(raw) {
         Ok(message) => return Verdict::Pass(Box::new(message)),
-        Err(_) => {}
-    }
+        Err(e) => e,
+    };
     if let Err(e) = serde_json::from_slice::<IgnoredAny>(raw) {
         return Verdict::Refuse(Refusal::new(
             Value::Null,
@@ -222,49 +222,48 @@ pub fn check(raw: &[u8]) -> Verdict {
         }
     }
     let probe = serde_json::from_slice::<Probe>(raw).ok();
+    if probe.as_ref().is_some_and(Probe::is_notification) {
+        tracing::debug!("dropping a notification that does not parse");
+        return Verdict::Drop;
+    }
     let known = probe.as_ref().and_then(Probe::known_request);
-    match serde_json::from_slice::<ClientJsonRpcMessage>(raw) {
-        // rmcp files a known method whose params do not fit under custom requests.
-        Ok(ClientJsonRpcMessage::Request(request))
-            if matches!(request.request, ClientRequest::CustomRequest(_)) && known.is_some() =>
-        {
-            match known.and_then(|(method, explain)| invalid_params(method, explain, raw)) {
-                Some(why) => Verdict::Refuse(Refusal::new(
-                    request.id.into_json_value(),
-                    ErrorData::invalid_params(why, None),
-                )),
-                None => Verdict::Pass(Box::new(ClientJsonRpcMessage::Request(request))),
-            }
-        }
-        Ok(message) => Verdict::Pass(Box::new(message)),
-        Err(_) if probe.as_ref().is_some_and(Probe::is_notification) => {
-            tracing::debug!("dropping a notification that does not parse");
-            Verdict::Drop
-        }
-        Err(e) => {
-            let probe_problem = probe.as_ref().and_then(Probe::problem);
-            let id = probe.map_or(Value::Null, |p| p.reply_id());
-            match known.and_then(|(method, explain)| invalid_params(method, explain, raw)) {
-                Some(why) => {
-                    Verdict::Refuse(Refusal::new(id, ErrorData::invalid_params(why, None)))
+    let probe_problem = probe.as_ref().and_then(Probe::problem);
+    let id = probe.map_or(Value::Null, |p| p.reply_id());
+    match known.and_then(|(method, explain)| invalid_params(method, explain, raw)) {
+        Some(why) => Verdict::Refuse(Refusal::new(id, ErrorData::invalid_params(why, None))),
+        None => {
+            let why = probe_problem.unwrap_or_else(|| {
+                let e = error.to_string();
+                if e.starts_with("recursion limit exceeded") {
+                    format!("nested deeper than {SERDE_DEPTH} levels ({e})")
+                } else {
+                    e
                 }
-                None => {
-                    let why = probe_problem.unwrap_or_else(|| {
-                        let e = e.to_string();
-                        if e.starts_with("recursion limit exceeded") {
-                            format!("nested deeper than {SERDE_DEPTH} levels ({e})")
-                        } else {
-                            e
-                        }
-                    });
-                    Verdict::Refuse(Refusal::new(
-                        id,
-                        ErrorData::invalid_request(format!("Invalid Request: {why}"), None),
-                    ))
-                }
-            }
+            });
+            Verdict::Refuse(Refusal::new(
+                id,
+                ErrorData::invalid_request(format!("Invalid Request: {why}"), None),
+            ))
         }
     }
+}
+
+/// A message without its UTF-8 byte order mark, if it has one.
+fn without_bom(raw: &[u8]) -> &[u8] {
+    raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
+}
+
+/// The Invalid params message of a request for `method`, one rmcp types, whose `params` do
+/// not fit it; `None` when `method` is not one of those or its params fit. rmcp files such a
+/// request under custom requests, which the handler answers with this.
+pub fn misfit_params(method: &str, params: Option<&Value>) -> Option<String> {
+    let (method, explain) = KNOWN_METHODS.iter().copied().find(|(m, _)| *m == method)?;
+    let mut request = serde_json::Map::new();
+    request.insert("method".into(), Value::String(method.into()));
+    if let Some(params) = params {
+        request.insert("params".into(), params.clone());
+    }
+    explained(method, explain, &Value::Object(request))
 }
 
 /// Explains why a request's params do not fit its method, or `None` when they do.
@@ -365,7 +364,12 @@ fn invalid_params(method: &str, explain: Explain, raw: &[u8]) -> Option<String> 
     let object = value.as_object_mut()?;
     object.remove("jsonrpc");
     object.remove("id");
-    let why = explain(&value)?;
+    explained(method, explain, &value)
+}
+
+/// The Invalid params message for `request` (its method and params), if `explain` finds fault.
+fn explained(method: &str, explain: Explain, request: &Value) -> Option<String> {
+    let why = explain(request)?;
     Some(format!("Invalid params for `{method}`: {why}"))
 }
 
@@ -726,8 +730,10 @@ impl HttpConformance {
 }
 
 /// Axum middleware before rmcp's streamable HTTP service: reads a JSON POST body up to
-/// `limits.maxRequestBytes` (413 beyond), answers what [`check`] refuses (400 for -32700 and
-/// -32600, 200 for -32602, each a JSON-RPC error body), and passes the rest on unchanged.
+/// `limits.maxRequestBytes` (413 beyond) and passes it on (without a byte order mark). rmcp
+/// parses every message once; what it cannot parse it refuses with a bare 415, and this layer
+/// answers that message instead as [`check`] sorts it: its JSON-RPC error (400 for -32700 and
+/// -32600, 200 for -32602), or 202 for a notification that is dropped.
 pub async fn conform_http(
     State(conformance): State<HttpConformance>,
     request: Request,
@@ -757,11 +763,17 @@ pub async fn conform_http(
                 .into_response();
         }
     };
+    let bom = bytes.len() - without_bom(&bytes).len();
+    let bytes = bytes.slice(bom..);
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    // rmcp answers 415 to a JSON body only when it cannot parse the message.
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
     match check(&bytes) {
-        Verdict::Pass(_) => {
-            next.run(Request::from_parts(parts, Body::from(bytes)))
-                .await
-        }
+        Verdict::Pass(_) => response,
         Verdict::Drop => StatusCode::ACCEPTED.into_response(),
         Verdict::Refuse(refusal) => {
             let status = if refusal.error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
@@ -842,19 +854,47 @@ mod tests {
         assert!(r.error.message.contains("recursion"), "{}", r.error.message);
     }
 
+    /// The error a request gets: its refusal here, or, when it passes as a custom request, the
+    /// handler's answer from [`misfit_params`].
+    fn invalid(raw: &str) -> Refusal {
+        match check(raw.as_bytes()) {
+            Verdict::Refuse(r) => r,
+            Verdict::Pass(message) => match *message {
+                ClientJsonRpcMessage::Request(request) => {
+                    let rmcp::model::ClientRequest::CustomRequest(custom) = request.request else {
+                        panic!("{raw}: passed as a typed request")
+                    };
+                    let why = misfit_params(&custom.method, custom.params.as_ref())
+                        .unwrap_or_else(|| panic!("{raw}: the handler finds no fault"));
+                    Refusal::new(
+                        request.id.into_json_value(),
+                        ErrorData::invalid_params(why, None),
+                    )
+                }
+                other => panic!("{raw}: passed as {other:?}"),
+            },
+            Verdict::Drop => panic!("{raw}: dropped"),
+        }
+    }
+
     #[test]
     fn wrong_param_types_of_a_known_method_are_invalid_params() {
-        let r = refused(r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":5}}"#);
+        let r = invalid(r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":5}}"#);
         assert_eq!((r.error.code.0, r.id.clone()), (-32602, Value::from(4)));
         assert!(
             r.error.message.contains("params.name"),
             "{}",
             r.error.message
         );
-        let r = refused(r#"{"jsonrpc":"2.0","id":"t","method":"tools/call","params":[]}"#);
+        let r = invalid(r#"{"jsonrpc":"2.0","id":"t","method":"tools/call","params":[]}"#);
         assert_eq!((r.error.code.0, r.id), (-32602, Value::from("t")));
-        let r = refused(r#"{"jsonrpc":"2.0","id":5,"method":"prompts/get"}"#);
+        let r = invalid(r#"{"jsonrpc":"2.0","id":5,"method":"prompts/get"}"#);
         assert_eq!(r.error.code.0, -32602);
+        assert_eq!(misfit_params("vendor/thing", None), None);
+        assert_eq!(
+            misfit_params("prompts/get", Some(&serde_json::json!({"name": "x"}))),
+            None
+        );
     }
 
     #[test]
@@ -876,7 +916,7 @@ mod tests {
     fn every_known_method_refuses_params_that_are_not_an_object() {
         for (method, _) in KNOWN_METHODS {
             let raw = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":5}}"#);
-            let r = refused(&raw);
+            let r = invalid(&raw);
             assert_eq!(r.error.code.0, -32602, "{method}: {}", r.error.message);
         }
     }

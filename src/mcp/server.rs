@@ -8,9 +8,9 @@ use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListToolsResult, PaginatedRequestParams, Reference,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult, ListToolsResult,
+    PaginatedRequestParams, Reference, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -246,6 +246,22 @@ impl ServerHandler for PromptServer {
         let ok = matches!(&result, Ok(r) if r.is_error != Some(true));
         crate::metrics::global().request(Method::tools_call, ok, started.elapsed());
         result.map(Into::into)
+    }
+
+    /// rmcp files a request for a method it types, whose params do not fit that method, under
+    /// custom requests: that one is answered Invalid params naming the field at fault, any
+    /// other Method not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(
+            match super::jsonrpc::misfit_params(&request.method, request.params.as_ref()) {
+                Some(why) => ErrorData::invalid_params(why, None),
+                None => ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None),
+            },
+        )
     }
 
     fn accepted_subscription_filter(
