@@ -182,9 +182,27 @@ fn iso_date(d: NaiveDate) -> String {
     }
 }
 
-/// The computed variables for a period ending today.
+/// The computed variables for a period ending today. They depend on the day and the period
+/// only: each thread keeps the last set it built and hands out copies while both stay the same
+/// (formatting the dates was a thirtieth of a `prompts/get`).
 pub fn computed_variables(now: DateTime<Utc>, period_days: i64) -> Map<String, Value> {
+    type Last = Option<(NaiveDate, i64, Map<String, Value>)>;
+    thread_local! {
+        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
+    }
     let today = now.date_naive();
+    LAST.with_borrow_mut(|last| match last {
+        Some((day, days, variables)) if *day == today && *days == period_days => variables.clone(),
+        _ => {
+            let variables = variables_of_day(today, period_days);
+            *last = Some((today, period_days, variables.clone()));
+            variables
+        }
+    })
+}
+
+/// The computed variables of `today` for a period of `period_days`.
+fn variables_of_day(today: NaiveDate, period_days: i64) -> Map<String, Value> {
     let start = today - Duration::days(period_days);
     let fmt = iso_date;
     let mut m = Map::new();
@@ -254,6 +272,31 @@ mod tests {
         assert_eq!(v["start_date"], "2025-12-16");
         assert_eq!(v["quarter"], "Q1");
         assert_eq!(v["start_date_iso"], "2025-12-16T00:00:00Z");
+    }
+
+    #[test]
+    fn the_kept_set_follows_the_day_and_the_period() {
+        let at = |t: &str| Clock::parse(t).unwrap().now();
+        // The same day and period, then another period, another day, and back: each call
+        // gives what a fresh build gives.
+        for (t, days) in [
+            ("2026-01-15T00:00:01Z", 30),
+            ("2026-01-15T23:59:59Z", 30),
+            ("2026-01-15T23:59:59Z", 7),
+            ("2026-04-01T00:00:00Z", 7),
+            ("2026-01-15T12:00:00Z", 30),
+        ] {
+            let now = at(t);
+            assert_eq!(
+                computed_variables(now, days),
+                variables_of_day(now.date_naive(), days),
+                "{t} {days}"
+            );
+        }
+        assert_eq!(
+            computed_variables(at("2026-04-01T00:00:00Z"), 7)["quarter"],
+            "Q2"
+        );
     }
 
     #[test]
