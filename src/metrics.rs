@@ -224,6 +224,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_method_has_its_series() {
+        let m = Metrics::new();
+        for (i, method) in Method::ALL.into_iter().enumerate() {
+            assert_eq!(method as usize, i);
+            assert!(m.methods.len() > i);
+            // A method added to the enum must be added to `Method::ALL` too: this match stops
+            // compiling until it is looked at.
+            match method {
+                Method::initialize
+                | Method::prompts_list
+                | Method::prompts_get
+                | Method::completion_complete
+                | Method::tools_list
+                | Method::tools_call => {}
+            }
+        }
+    }
+
+    #[test]
     fn recorded_values_appear_in_the_text_format() {
         let m = Metrics::new();
         m.request(Method::prompts_get, true, Duration::from_micros(120));
