@@ -210,6 +210,12 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
         subscription.acknowledged(),
         &SubscriptionFilter::builder().prompts_list_changed().build()
     );
+    // The folders are read beside the handshake; a listing waits for that first load. A file
+    // written before the load ends is simply in it, with no change to announce.
+    let before = mcp::within("prompts/list before the change", client.list_all_prompts())
+        .await
+        .expect("prompts/list");
+    assert!(!before.iter().any(|p| p.name == "live"), "{before:?}");
 
     std::fs::write(
         dir.path().join("live.md"),
