@@ -490,6 +490,11 @@ async fn http_sessions_are_capped_per_peer_and_in_all() {
     assert_eq!(statuses.get(&(0, 429)), Some(&1460), "{statuses:?}");
     assert_eq!(statuses.get(&(1, 200)), Some(&10), "{statuses:?}");
     assert_eq!(statuses.get(&(1, 503)), Some(&1490), "{statuses:?}");
+    // A byte order mark before the message changes nothing: rmcp skips it, and so does the
+    // admission, so such an initialize is refused like any other.
+    let with_bom = format!("\u{feff}{}", initialize_body(3000));
+    let reply = exchange(to, Some(peer_b), &post(to, &[], &with_bom)).await;
+    assert_eq!(reply.status, 503, "{reply:?}");
 
     let (id, reply) = per_peer_refusal.unwrap();
     assert!(reply.header("retry-after").is_some(), "{reply:?}");

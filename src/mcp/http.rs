@@ -4,8 +4,10 @@
 //! Layers, outermost first: the bearer-token check (when a token is set); the request guard
 //! ([`guard`]: the body read whole within `limits.maxRequestBytes`, 413 over it and 400 for
 //! broken framing; new sessions admitted by [`BoundedSessions`], 503 or 429 with `Retry-After`
-//! over the caps; DELETE of an unknown session 404, of a live one 204; an answer that is one
-//! message sent as JSON, not as an event stream); then rmcp, which checks
+//! over the caps; DELETE of an unknown session 404, of a live one 204; the message without a
+//! byte order mark to rmcp, and what rmcp cannot parse answered with its JSON-RPC error
+//! ([`super::jsonrpc::conform_http`]); an answer that is one message sent as JSON, not as an
+//! event stream); then rmcp, which checks
 //! `Host` (loopback names and the bound address, unless bound publicly) and `Origin` (403 for any
 //! origin not in `serve.allowedOrigins`; requests without `Origin` pass). Each connection must
 //! send its request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection
@@ -156,7 +158,6 @@ pub fn router(
         // Clients reach a public bind under names we cannot know; the token protects it.
         config = config.disable_allowed_hosts();
     }
-    let conformance = super::jsonrpc::HttpConformance::of(server.library());
     let library = server.library().clone();
     // The token every protected route checks (a blank one is none).
     let token: Option<Arc<str>> = options
@@ -193,10 +194,6 @@ pub fn router(
         .with_state(sessions);
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
-        .layer(middleware::from_fn_with_state(
-            conformance,
-            super::jsonrpc::conform_http,
-        ))
         .layer(middleware::from_fn_with_state(guard_state, guard))
         .merge(metrics);
     let protected = match token {
@@ -515,9 +512,10 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
+    let json = super::jsonrpc::is_json(request.headers());
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, state.max_request_bytes).await {
-        Ok(b) => b,
+        Ok(b) => super::jsonrpc::http_message(b),
         Err(response) => return response,
     };
     // Only an `initialize` without a session creates one.
@@ -533,8 +531,13 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
         }
     }
     let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
+    let response = if json {
+        super::jsonrpc::conform_http(&bytes, response)
+    } else {
+        response
+    };
     let response = single_message_as_json(response).await;
     if let Some(r) = reservation
         && let Some(id) = response

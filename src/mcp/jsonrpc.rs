@@ -1,6 +1,7 @@
 //! JSON-RPC 2.0 conformance at the edge: every raw message a client sends over stdio is checked
 //! here before rmcp sees it ([`LineTransport`]); over streamable HTTP rmcp parses the body and
-//! what it cannot parse is checked here for its answer ([`conform_http`]).
+//! what it cannot parse is checked here for its answer ([`conform_http`], called by the HTTP
+//! guard, which reads the body once for admission and for rmcp).
 //!
 //! [`check`] sorts one raw message into a [`Verdict`]:
 //! - a well-formed MCP message passes to rmcp unchanged;
@@ -20,12 +21,9 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::http::{Method, StatusCode, header};
-use axum::middleware::Next;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use rmcp::RoleServer;
 use tokio::sync::OwnedSemaphorePermit;
 // Deprecated methods (logging, resource subscriptions) are still served by rmcp, so their params
@@ -59,7 +57,6 @@ use tokio::sync::Mutex;
 use tokio_util::bytes::BytesMut;
 use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
 
-use crate::library::PromptLibrary;
 use crate::limits::Limits;
 
 /// serde_json's recursion limit: the deepest nesting a message may have.
@@ -704,75 +701,30 @@ where
     }
 }
 
-/// State of [`conform_http`].
-#[derive(Debug, Clone, Copy)]
-pub struct HttpConformance {
-    max_request_bytes: usize,
+/// A streamable-HTTP POST body as rmcp reads it: without a UTF-8 byte order mark, as over stdio.
+pub fn http_message(body: Bytes) -> Bytes {
+    let bom = body.len() - without_bom(&body).len();
+    body.slice(bom..)
 }
 
-impl HttpConformance {
-    pub fn new(limits: &Limits) -> HttpConformance {
-        HttpConformance {
-            max_request_bytes: limits.max_request_bytes,
-        }
-    }
-
-    /// With the limits of the library's current snapshot.
-    pub fn of(library: &PromptLibrary) -> HttpConformance {
-        HttpConformance::new(&library.snapshot().limits)
-    }
-
-    /// The largest body accepted (rmcp's own body cap is set to the same, so this layer is the
-    /// one that answers).
-    pub fn max_request_bytes(&self) -> usize {
-        self.max_request_bytes
-    }
-}
-
-/// Axum middleware before rmcp's streamable HTTP service: reads a JSON POST body up to
-/// `limits.maxRequestBytes` (413 beyond) and passes it on (without a byte order mark). rmcp
-/// parses every message once; what it cannot parse it refuses with a bare 415, and this layer
-/// answers that message instead as [`check`] sorts it: its JSON-RPC error (400 for -32700 and
-/// -32600, 200 for -32602), or 202 for a notification that is dropped.
-pub async fn conform_http(
-    State(conformance): State<HttpConformance>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let is_json = request
-        .headers()
+/// Whether a request's `Content-Type` is JSON, the only body rmcp reads.
+pub fn is_json(headers: &HeaderMap) -> bool {
+    headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.split(';').next())
-        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"));
-    if request.method() != Method::POST || !is_json {
-        return next.run(request).await;
-    }
-    let (parts, body) = request.into_parts();
-    let limit = conformance.max_request_bytes;
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => {
-            return refusal_response(StatusCode::PAYLOAD_TOO_LARGE, &Refusal::too_large(limit));
-        }
-        Err(e) => {
-            return (
-                StatusCode::BAD_REQUEST,
-                format!("400 Bad Request: cannot read the request body: {e}\n"),
-            )
-                .into_response();
-        }
-    };
-    let bom = bytes.len() - without_bom(&bytes).len();
-    let bytes = bytes.slice(bom..);
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes.clone())))
-        .await;
-    // rmcp answers 415 to a JSON body only when it cannot parse the message.
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// rmcp's `response` to the JSON POST body `message`, conformed. rmcp parses every message
+/// once and answers 415 to a JSON body only when it cannot parse it; such a message gets the
+/// answer [`check`] sorts it to instead: its JSON-RPC error (400 for -32700 and -32600, 200
+/// for -32602), or 202 for a notification that is dropped. Any other response is rmcp's.
+pub fn conform_http(message: &[u8], response: Response) -> Response {
     if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
         return response;
     }
-    match check(&bytes) {
+    match check(message) {
         Verdict::Pass(_) => response,
         Verdict::Drop => StatusCode::ACCEPTED.into_response(),
         Verdict::Refuse(refusal) => {
