@@ -27,7 +27,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::common::http_header::EVENT_STREAM_MIME_TYPE;
+use rmcp::transport::common::http_header::{EVENT_STREAM_MIME_TYPE, HEADER_SESSION_ID};
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -45,9 +45,6 @@ pub const HEALTH_PATH: &str = "/health";
 pub const READY_PATH: &str = "/ready";
 /// The process's metrics in the OpenMetrics text format (behind the token when one is set).
 pub const METRICS_PATH: &str = "/metrics";
-
-/// The session header of streamable HTTP.
-const SESSION_HEADER: &str = "mcp-session-id";
 
 /// Config section of the HTTP server.
 pub const SECTION: &str = "serve";
@@ -499,7 +496,7 @@ struct Envelope {
 async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Next) -> Response {
     let session = request
         .headers()
-        .get(SESSION_HEADER)
+        .get(HEADER_SESSION_ID)
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     if request.method() == Method::DELETE {
@@ -542,7 +539,7 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
     if let Some(r) = reservation
         && let Some(id) = response
             .headers()
-            .get(SESSION_HEADER)
+            .get(HEADER_SESSION_ID)
             .and_then(|v| v.to_str().ok())
     {
         r.commit(id);
@@ -844,7 +841,7 @@ mod tests {
         Response::builder()
             .header(header::CONTENT_TYPE, "text/event-stream")
             .header(header::CACHE_CONTROL, "no-cache")
-            .header(SESSION_HEADER, "s1")
+            .header(HEADER_SESSION_ID, "s1")
             .body(Body::from_stream(tokio_stream::iter(frames).chain(rest)))
             .unwrap()
     }
@@ -868,7 +865,7 @@ mod tests {
             assert_eq!(response.status(), StatusCode::OK);
             let headers = response.headers();
             assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-            assert_eq!(headers[SESSION_HEADER], "s1");
+            assert_eq!(headers[HEADER_SESSION_ID], "s1");
             assert!(headers.get(header::CACHE_CONTROL).is_none());
             assert_eq!(text(response).await, ANSWER);
         }
