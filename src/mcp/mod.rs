@@ -19,12 +19,12 @@ pub mod jsonrpc;
 pub mod schema;
 pub mod server;
 pub mod sessions;
+pub mod stdio;
 pub mod tools;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rmcp::ServiceExt;
 use tokio_util::sync::CancellationToken;
 
 pub use clients::ConnectedClients;
@@ -47,6 +47,9 @@ pub struct ServeOptions {
     pub stateless: bool,
     /// Over HTTP, also serve the studio page at `/`.
     pub studio: Option<StudioLaunch>,
+    /// Over stdio, how long an empty stdin is read again after an answer before the server's
+    /// thread sleeps (see [`stdio::BusyPoll`]); zero sleeps at once.
+    pub busy_poll: std::time::Duration,
 }
 
 /// How the studio is announced once the server listens.
@@ -185,73 +188,6 @@ pub async fn serve_async(
             };
             http::serve(server, http, ct).await
         }
-        None => serve_stdio(server).await,
+        None => stdio::serve(server, options.busy_poll).await,
     }
-}
-
-type Input = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
-type Output = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
-
-/// stdin and stdout for the session. When they are pipes (what every MCP client gives its
-/// server), they are the runtime's own non-blocking pipes, read and written on the runtime's
-/// thread when epoll says so; tokio's `stdin()` / `stdout()` would hand every read and every
-/// write to a blocking-pool thread and back (two thread switches per message each way). Any
-/// other kind of file (a terminal, a regular file, a socket) keeps tokio's.
-fn stdio_streams() -> (Input, Output) {
-    use std::os::fd::AsFd;
-    use tokio::net::unix::pipe;
-    let input: Input = match std::io::stdin()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(std::fs::File::from)
-        .and_then(pipe::Receiver::from_file)
-    {
-        Ok(pipe) => Box::new(pipe),
-        Err(e) => {
-            tracing::debug!("stdin is not a pipe ({e}): reading it on the blocking pool");
-            Box::new(tokio::io::stdin())
-        }
-    };
-    let output: Output = match std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(std::fs::File::from)
-        .and_then(pipe::Sender::from_file)
-    {
-        Ok(pipe) => Box::new(pipe),
-        Err(e) => {
-            tracing::debug!("stdout is not a pipe ({e}): writing it on the blocking pool");
-            Box::new(tokio::io::stdout())
-        }
-    };
-    (input, output)
-}
-
-/// One MCP session over stdin/stdout; returns when the client closes stdin.
-///
-/// Messages are read through [`jsonrpc::LineTransport`]. Before the session starts, rmcp gives
-/// up on a notification or response (which needs no answer) and on a failed `initialize`
-/// (already answered): those are logged and the handshake is awaited again on the same stream.
-pub async fn serve_stdio(server: PromptServer) -> Result<(), ServeError> {
-    use rmcp::service::ServerInitializeError;
-    let limits = server.library().snapshot().limits.clone();
-    let (stdin, stdout) = stdio_streams();
-    let transport = jsonrpc::LineTransport::new(stdin, stdout, &limits);
-    let running = loop {
-        match server.clone().serve(transport.clone()).await {
-            Ok(r) => break r,
-            Err(ServerInitializeError::ExpectedInitializeRequest(message)) => {
-                tracing::debug!(?message, "ignored before initialize");
-            }
-            Err(ServerInitializeError::InitializeFailed(error)) => {
-                tracing::debug!(%error, "initialize failed; awaiting another");
-            }
-            // The client went away before the handshake: nothing to serve.
-            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
-            Err(e) => return Err(ServeError::Initialize(Box::new(e))),
-        }
-    };
-    let reason = running.waiting().await;
-    tracing::debug!(?reason, "stdio session ended");
-    Ok(())
 }
