@@ -21,6 +21,8 @@
 //!   answered (the load's end), spawn → the whole listing served,
 //!   idle RSS after the load, `prompts/get` and listing latency, 20 edits (edit →
 //!   `list_changed`) and the RSS after them. Every line ends with the machine's load.
+//!
+//! `MCP_BENCH_SERVE_FLAGS` adds flags to `serve` (split at whitespace; e.g. `--busy-poll 0`).
 
 mod common;
 
@@ -37,6 +39,15 @@ use serde_json::{Value, json};
 mod support {
     #[allow(dead_code)]
     pub mod process;
+}
+
+/// `MCP_BENCH_SERVE_FLAGS`, split at whitespace.
+fn serve_flags() -> Vec<String> {
+    std::env::var("MCP_BENCH_SERVE_FLAGS")
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
 }
 
 struct Server {
@@ -68,6 +79,7 @@ impl Server {
             .args(["--now", "2025-03-15", "--prompts"])
             .arg(prompts)
             .arg("serve")
+            .args(serve_flags())
             .env("RUST_LOG", "error")
             .current_dir(cwd)
             .stdin(Stdio::piped())
