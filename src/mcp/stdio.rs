@@ -187,8 +187,16 @@ impl AsyncRead for BusyPoll {
             this.answered.sleep(cx.waker());
             return Poll::Pending;
         }
-        match rustix::io::read(this.pipe.as_fd(), buf.initialize_unfilled()) {
-            Ok(n) => {
+        // Into the buffer's spare capacity as it is: initializing it first would zero the
+        // whole line buffer on every empty read.
+        // SAFETY: `unfilled_mut` hands out the unfilled part only to be written, and rustix
+        // writes bytes into it, never uninitialized memory.
+        let spare = unsafe { buf.unfilled_mut() };
+        match rustix::io::read(this.pipe.as_fd(), spare) {
+            Ok((read, _)) => {
+                let n = read.len();
+                // SAFETY: rustix initialized the first `n` bytes of the unfilled part.
+                unsafe { buf.assume_init(n) };
                 buf.advance(n);
                 this.empty_since = None;
                 Poll::Ready(Ok(()))
