@@ -59,22 +59,22 @@ pub async fn serve(server: PromptServer, busy_poll: Duration) -> Result<(), Serv
 
 /// stdin and stdout for the session.
 fn streams(busy_poll: Duration) -> (Input, Output) {
-    let answered = Arc::new(LastAnswer::new());
-    let mut polled = false;
-    let input: Input = match std::io::stdin()
+    // The last answer's time, shared with stdout when stdin is busy-polled.
+    let (input, answered): (Input, _) = match std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
         .map(std::fs::File::from)
         .and_then(pipe::Receiver::from_file)
     {
-        Ok(pipe) if busy_poll.is_zero() => Box::new(pipe),
+        Ok(pipe) if busy_poll.is_zero() => (Box::new(pipe), None),
         Ok(pipe) => {
-            polled = true;
-            Box::new(BusyPoll::new(pipe, busy_poll, answered.clone()))
+            let answered = Arc::new(LastAnswer::new());
+            let input = BusyPoll::new(pipe, busy_poll, answered.clone());
+            (Box::new(input), Some(answered))
         }
         Err(e) => {
             tracing::debug!("stdin is not a pipe ({e}): reading it on the blocking pool");
-            Box::new(tokio::io::stdin())
+            (Box::new(tokio::io::stdin()), None)
         }
     };
     let output: Output = match std::io::stdout()
@@ -89,13 +89,12 @@ fn streams(busy_poll: Duration) -> (Input, Output) {
             Box::new(tokio::io::stdout())
         }
     };
-    let output = if polled {
-        Box::new(Answering {
+    let output = match answered {
+        Some(answered) => Box::new(Answering {
             inner: output,
             answered,
-        })
-    } else {
-        output
+        }),
+        None => output,
     };
     (input, output)
 }
@@ -145,16 +144,15 @@ impl LastAnswer {
 ///
 /// A client usually sends its next request as soon as it has read an answer. If the server's
 /// thread has gone to sleep by then, that request has to wake it first: tens of microseconds on
-/// a virtual machine whose idle CPUs halt. So until `window` has passed since the pipe was found
-/// empty or since the last answer was written (whichever is later), a read that finds nothing
-/// yields the CPU to any other runnable thread (`sched_yield`: a client on the same CPU reads
-/// its answer at once) and the runtime to its other tasks (the request's handler, the answer's
-/// write), and is tried again; after that the task waits for epoll, and the next answer written
-/// wakes it to poll again. Costs at most `window` of CPU per message.
+/// a virtual machine whose idle CPUs halt. So until `window` has passed since the last answer
+/// was written, a read that finds nothing yields the CPU to any other runnable thread
+/// (`sched_yield`: a client on the same CPU reads its answer at once) and the runtime to its
+/// other tasks (the next request's handler, its answer's write), and is tried again; after that
+/// the task waits for epoll, and the next answer written wakes it to poll again. Costs at most
+/// `window` of CPU per answer.
 pub struct BusyPoll {
     pipe: pipe::Receiver,
     window: Duration,
-    empty_since: Option<Instant>,
     answered: Arc<LastAnswer>,
 }
 
@@ -163,7 +161,6 @@ impl BusyPoll {
         BusyPoll {
             pipe,
             window,
-            empty_since: None,
             answered,
         }
     }
@@ -177,13 +174,10 @@ impl AsyncRead for BusyPoll {
     ) -> Poll<std::io::Result<()>> {
         let this = self.get_mut();
         if let Poll::Ready(read) = Pin::new(&mut this.pipe).poll_read(cx, buf) {
-            this.empty_since = None;
             return Poll::Ready(read);
         }
         // Pending: tokio found the pipe empty and waits for epoll's next word on it.
-        let now = Instant::now();
-        let since = *this.empty_since.get_or_insert(now);
-        if now >= since.max(this.answered.at()) + this.window {
+        if Instant::now() >= this.answered.at() + this.window {
             this.answered.sleep(cx.waker());
             return Poll::Pending;
         }
@@ -198,7 +192,6 @@ impl AsyncRead for BusyPoll {
                 // SAFETY: rustix initialized the first `n` bytes of the unfilled part.
                 unsafe { buf.assume_init(n) };
                 buf.advance(n);
-                this.empty_since = None;
                 Poll::Ready(Ok(()))
             }
             Err(rustix::io::Errno::AGAIN | rustix::io::Errno::INTR) => {
