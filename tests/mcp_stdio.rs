@@ -1,5 +1,6 @@
 //! `promptd serve` over stdio, driven by rmcp's client through a real pipe to the built binary.
 
+use crate::support::stdio::StdioServer;
 use crate::support::{mcp, process};
 
 use std::io::{BufRead, BufReader, Write};
@@ -170,57 +171,26 @@ fn stdio_exits_when_stdin_closes_and_stdout_is_only_frames() {
 /// default window and with polling turned off. The flag is refused with `--http`.
 #[test]
 fn stdio_busy_poll_ends_when_the_client_goes_quiet() {
-    const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
     for flags in [&[][..], &["--busy-poll", "0"], &["--busy-poll", "5000"]] {
-        let cwd = tempfile::tempdir().unwrap();
-        let mut child = process::promptd()
-            .arg("serve")
-            .args(flags)
-            .current_dir(cwd.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut line = String::new();
-        writeln!(stdin, "{INIT}").unwrap();
-        out.read_line(&mut line).unwrap();
-        assert!(line.contains(r#""id":0"#), "{flags:?}: {line}");
-        writeln!(
-            stdin,
-            r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
-        )
-        .unwrap();
+        let mut s = StdioServer::start_with_flags(flags);
+        s.initialize();
         for id in 1..=200 {
             let method = if id % 2 == 0 { "ping" } else { "prompts/list" };
-            writeln!(
-                stdin,
-                r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#
-            )
-            .unwrap();
-            line.clear();
-            out.read_line(&mut line).unwrap();
-            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
-            assert_eq!(reply["id"], id, "{flags:?}: {line:.300}");
-            assert!(reply.get("result").is_some(), "{flags:?}: {line:.300}");
+            s.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#).as_bytes());
+            let reply = s.reply(method);
+            assert_eq!(reply["id"], id, "{flags:?}: {reply}");
+            assert!(reply.get("result").is_some(), "{flags:?}: {reply}");
         }
         // Past the window (and the memory trim 200 ms after the last request), a quiet second.
         std::thread::sleep(Duration::from_millis(500));
-        let before = process::cpu_ticks_of(child.id()).unwrap();
+        let before = process::cpu_ticks_of(s.child.id()).unwrap();
         std::thread::sleep(Duration::from_secs(1));
-        let used = process::cpu_ticks_of(child.id()).unwrap() - before;
+        let used = process::cpu_ticks_of(s.child.id()).unwrap() - before;
         assert!(
             used <= 5,
             "{flags:?}: an idle server used {used} clock ticks of CPU in one second"
         );
-        drop(stdin);
-        let (status, _, timed_out) = process::wait_bounded(&mut child, Duration::from_secs(10));
-        assert!(
-            !timed_out && status.is_some_and(|s| s.success()),
-            "{flags:?}: {status:?}"
-        );
+        s.finish();
     }
     let refused = process::promptd()
         .args(["serve", "--http", "127.0.0.1:0", "--busy-poll", "100"])

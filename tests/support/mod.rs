@@ -5,6 +5,7 @@
 //!   environment policy, and runs bounded in time with their peak memory;
 //! - [`mcp`]: MCP sessions with the real server over stdio or HTTP, and the protocol checks both
 //!   transports share;
+//! - [`stdio`]: the real server over stdio driven with raw JSON-RPC lines;
 //! - [`guard`]: fake secrets generated from specs, and the two guard corpora, generated from
 //!   data in `tests/fixtures/guard/corpus/`;
 //! - [`rag`]: the retrieval fixture repository and the embedding model's location;
@@ -18,6 +19,7 @@ pub mod llm_server;
 pub mod mcp;
 pub mod process;
 pub mod rag;
+pub mod stdio;
 pub mod studio;
 
 use std::path::{Path, PathBuf};
