@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
         include_content: false,
         ..Default::default()
     };
-    assert_eq!(lib.get_prompts(&req).listing().unwrap().total_count, 1000);
+    assert_eq!(lib.get_prompts(&req).listing().unwrap().total_count(), 1000);
     c.bench_function("wit-get-prompts list 1000 metadata-only", |b| {
         b.iter(|| black_box(lib.get_prompts(&req)).success)
     });

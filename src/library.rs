@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 use arc_swap::ArcSwap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::config::{ConfigError, ProjectConfig};
@@ -617,20 +618,97 @@ pub enum GetPromptsData {
     Many(Arc<PromptListing>),
 }
 
+// Immutable once built: a small listing keeps its JSON the first time it is written (a
+// snapshot's listings are served again and again).
 /// Prompts with their count.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptListing {
-    pub prompts: Vec<Arc<PromptSummary>>,
-    pub total_count: usize,
+    prompts: Vec<Arc<PromptSummary>>,
+    total_count: usize,
+    #[serde(skip)]
+    json: OnceLock<KeptJson>,
+}
+
+/// A listing's JSON, as text and as a value (the same JSON).
+#[derive(Debug)]
+struct KeptJson {
+    text: Box<RawValue>,
+    value: Value,
+}
+
+/// A listing's JSON: kept with the listing, or written for one answer (a large listing).
+enum ListingJson<'a> {
+    Kept(&'a KeptJson),
+    Fresh(Box<RawValue>),
+}
+
+impl ListingJson<'_> {
+    fn text(&self) -> &RawValue {
+        match self {
+            ListingJson::Kept(kept) => &kept.text,
+            ListingJson::Fresh(text) => text,
+        }
+    }
+}
+
+impl Serialize for PromptListing {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.wire().serialize(serializer)
+    }
+}
+
+/// The wire form of a [`PromptListing`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListingWire<'a> {
+    prompts: &'a [Arc<PromptSummary>],
+    total_count: usize,
 }
 
 impl PromptListing {
+    /// A listing's JSON up to this many bytes is kept with it (a listing of about 2,500 typical
+    /// prompts); above, its text and value would cost more memory than writing it costs time.
+    const KEEP_JSON_BYTES: usize = 1 << 20;
+
     fn new(prompts: Vec<Arc<PromptSummary>>) -> PromptListing {
         PromptListing {
             total_count: prompts.len(),
             prompts,
+            json: OnceLock::new(),
         }
+    }
+
+    /// The prompts listed, by name.
+    pub fn prompts(&self) -> &[Arc<PromptSummary>] {
+        &self.prompts
+    }
+
+    /// How many prompts are listed.
+    pub fn total_count(&self) -> usize {
+        self.total_count
+    }
+
+    fn wire(&self) -> ListingWire<'_> {
+        ListingWire {
+            prompts: &self.prompts,
+            total_count: self.total_count,
+        }
+    }
+
+    /// This listing's JSON, written once if it is small enough to keep.
+    fn json(&self) -> serde_json::Result<ListingJson<'_>> {
+        if let Some(kept) = self.json.get() {
+            return Ok(ListingJson::Kept(kept));
+        }
+        let text = serde_json::value::to_raw_value(&self.wire())?;
+        if text.get().len() > Self::KEEP_JSON_BYTES {
+            return Ok(ListingJson::Fresh(text));
+        }
+        let value = serde_json::to_value(self.wire())?;
+        Ok(ListingJson::Kept(
+            self.json.get_or_init(|| KeptJson { text, value }),
+        ))
     }
 }
 
@@ -905,6 +983,66 @@ impl GetPromptsResponse {
             _ => None,
         }
     }
+
+    /// This envelope as JSON: its compact text now, its value on demand. A listing's prompts
+    /// are written from the JSON the listing keeps when it has some.
+    pub fn to_json(&self) -> serde_json::Result<EnvelopeJson<'_>> {
+        let listing = self.listing().map(PromptListing::json).transpose()?;
+        let text = match &listing {
+            Some(json) => serde_json::to_string(&self.with_data(json.text()))?,
+            None => serde_json::to_string(self)?,
+        };
+        Ok(EnvelopeJson {
+            envelope: self,
+            listing,
+            text,
+        })
+    }
+
+    /// This envelope with its `data` replaced, for writing.
+    fn with_data<D: Serialize>(&self, data: D) -> EnvelopeWire<'_, D> {
+        EnvelopeWire {
+            success: self.success,
+            data,
+            errors: &self.errors,
+            warnings: &self.warnings,
+            metadata: &self.metadata,
+        }
+    }
+}
+
+/// The fields of a [`GetPromptsResponse`], in its order, with any `data`.
+#[derive(Serialize)]
+struct EnvelopeWire<'a, D> {
+    success: bool,
+    data: D,
+    errors: &'a [String],
+    warnings: &'a [String],
+    metadata: &'a GetPromptsMetadata,
+}
+
+/// A `wit-get-prompts` envelope as JSON (see [`GetPromptsResponse::to_json`]).
+pub struct EnvelopeJson<'a> {
+    envelope: &'a GetPromptsResponse,
+    listing: Option<ListingJson<'a>>,
+    /// The compact JSON text.
+    pub text: String,
+}
+
+impl EnvelopeJson<'_> {
+    /// The envelope as a JSON value (the JSON of [`text`](Self::text)).
+    pub fn value(&self) -> serde_json::Result<Value> {
+        let (Some(json), Some(listing)) = (&self.listing, self.envelope.listing()) else {
+            return serde_json::to_value(self.envelope);
+        };
+        let data = match json {
+            ListingJson::Kept(kept) => kept.value.clone(),
+            ListingJson::Fresh(_) => serde_json::to_value(listing.wire())?,
+        };
+        let mut value = serde_json::to_value(self.envelope.with_data(()))?;
+        value["data"] = data;
+        Ok(value)
+    }
 }
 
 /// `names` without repeats, in the order of their first occurrence.
@@ -1013,7 +1151,7 @@ fn get_prompts(
     metadata.template_args_provided = Some(args.len());
     if names.is_none() && !req.include_content {
         let listing = snap.metadata_listing(include_system);
-        metadata.total_prompts = Some(listing.total_count);
+        metadata.total_prompts = Some(listing.total_count());
         return Ok(GetPromptsResponse {
             success: true,
             data: Some(GetPromptsData::Many(listing)),
@@ -1061,7 +1199,7 @@ fn get_prompts(
     }
     let listing = PromptListing::new(prompts);
     metadata.prompt_names = names.map(|n| n.into_iter().map(str::to_string).collect());
-    metadata.total_prompts = Some(listing.total_count);
+    metadata.total_prompts = Some(listing.total_count());
     Ok(GetPromptsResponse {
         success: errors.is_empty(),
         data: Some(GetPromptsData::Many(Arc::new(listing))),
@@ -1157,6 +1295,95 @@ mod tests {
             snap.listings[1].get().is_some(),
             "full listing built by reload"
         );
+    }
+
+    /// The envelope's JSON text and value, checked against serde's own writing of it.
+    fn assert_writes_as_serde(resp: &GetPromptsResponse) {
+        let json = resp.to_json().unwrap();
+        assert_eq!(json.text, serde_json::to_string(resp).unwrap());
+        let value = json.value().unwrap();
+        assert_eq!(value, serde_json::to_value(resp).unwrap());
+        // The same keys in the same order.
+        assert_eq!(value.to_string(), json.text);
+    }
+
+    fn request(json: &str) -> GetPromptsRequest {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn an_envelope_writes_as_serde_and_a_small_listing_keeps_its_json() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.md"),
+            "---\ndescription: \"A \\\"quoted\\\" é\\n\"\narguments:\n  \
+             n: {type: number, default: 1.5}\n  x: {required: true}\n---\n\
+             A {{ x }} {{ n }}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("b.md"), "B\n").unwrap();
+        let lib = PromptLibrary::open_with_roots(
+            LibraryOptions {
+                cwd: dir.path().to_path_buf(),
+                ..Default::default()
+            },
+            vec![Arc::new(DirSource::new(dir.path()))],
+        )
+        .unwrap();
+        for req in [
+            r#"{"includeContent": false}"#,
+            r#"{"includeContent": false, "args": {"x": 1}, "includeSystem": true}"#,
+            r#"{"args": {"x": "1"}}"#,
+            r#"{"promptName": "a", "args": {"x": "1", "n": "2.25"}}"#,
+            r#"{"promptName": "a"}"#,
+            r#"{"promptName": "missing"}"#,
+            r#"{"promptNames": ["b", "missing", "a"], "args": {"x": "y"}}"#,
+        ] {
+            let resp = lib.get_prompts(&request(req));
+            assert_writes_as_serde(&resp);
+            // Twice: the second time from the listing's kept JSON, where it has some.
+            assert_writes_as_serde(&resp);
+        }
+        let resp = lib.get_prompts(&request(r#"{"includeContent": false}"#));
+        let listing = resp.listing().unwrap();
+        let kept = listing
+            .json
+            .get()
+            .expect("the snapshot's listing keeps its JSON");
+        assert_eq!(kept.value, serde_json::to_value(listing).unwrap());
+        assert!(matches!(listing.json().unwrap(), ListingJson::Kept(k) if std::ptr::eq(k, kept)));
+        let snap = lib.snapshot();
+        assert!(std::ptr::eq(listing, &**snap.listings[0].get().unwrap()));
+        let refused =
+            GetPromptsResponse::refused(&GetPromptsError::TooManyNames { count: 3, limit: 2 });
+        assert_writes_as_serde(&refused);
+    }
+
+    #[test]
+    fn a_listing_over_the_kept_size_is_written_for_each_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let description = "d".repeat(4096);
+        let count = PromptListing::KEEP_JSON_BYTES / description.len() + 1;
+        for i in 0..count {
+            std::fs::write(
+                dir.path().join(format!("p{i:04}.md")),
+                format!("---\ndescription: {description}\n---\nP\n"),
+            )
+            .unwrap();
+        }
+        let lib = PromptLibrary::open_with_roots(
+            LibraryOptions {
+                cwd: dir.path().to_path_buf(),
+                ..Default::default()
+            },
+            vec![Arc::new(DirSource::new(dir.path()))],
+        )
+        .unwrap();
+        let resp = lib.get_prompts(&request(r#"{"includeContent": false}"#));
+        assert_eq!(resp.listing().unwrap().total_count(), count);
+        assert_writes_as_serde(&resp);
+        assert!(resp.to_json().unwrap().text.len() > PromptListing::KEEP_JSON_BYTES);
+        assert!(resp.listing().unwrap().json.get().is_none(), "not kept");
     }
 
     /// A library over `dir` whose files were all last modified long enough ago for their

@@ -67,7 +67,7 @@ fn single_prompt_metadata_only_renders_nothing() {
 fn listing_metadata_only() {
     let r = call(json!({"includeContent": false}));
     assert_eq!(
-        r.listing().unwrap().total_count,
+        r.listing().unwrap().total_count(),
         2,
         "system prompts are not listed by default"
     );
@@ -78,7 +78,7 @@ fn listing_metadata_only() {
 fn listing_with_content_reports_failures_as_warnings() {
     let r = call(json!({"args": {"who": "Bob"}}));
     assert!(r.success);
-    assert_eq!(r.listing().unwrap().total_count, 2);
+    assert_eq!(r.listing().unwrap().total_count(), 2);
     insta::assert_json_snapshot!(snapshot_json(&r));
 }
 
@@ -143,8 +143,8 @@ fn batch_missing_a_required_argument_fails_and_keeps_the_others() {
         vec!["prompt `greet`: missing required argument(s): who"]
     );
     let listing = r.listing().unwrap();
-    assert_eq!(listing.total_count, 2, "every named prompt is listed");
-    assert!(listing.prompts.iter().all(|p| p.content.is_none()));
+    assert_eq!(listing.total_count(), 2, "every named prompt is listed");
+    assert!(listing.prompts().iter().all(|p| p.content.is_none()));
     assert_eq!(
         r.warnings.len(),
         1,

@@ -22,7 +22,8 @@ use crate::limits::Limits;
 use crate::panics::panic_message;
 use crate::stages::{Caller, StageError, Stages};
 use crate::tools::{
-    COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest, ToolSpec,
+    COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
+    GetPromptsResponse, ToolSpec,
 };
 
 /// What a tool call can use.
@@ -102,35 +103,31 @@ pub fn parse_arguments<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Res
 /// `promptd compose --json` print them: serialized to text and read back, an `f32` keeps its
 /// shortest form (`1.1`) instead of its widening to `f64` (`1.100000023841858`).
 fn stage_result<T: Serialize>(result: &T, text: String) -> Result<CallToolResult, ErrorData> {
-    let failed = |e: serde_json::Error| {
-        ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
-    };
-    let json = serde_json::to_string(result).map_err(failed)?;
-    let value = serde_json::from_str(&json).map_err(failed)?;
+    let json = serde_json::to_string(result).map_err(serialize_failed)?;
+    let value = serde_json::from_str(&json).map_err(serialize_failed)?;
     let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
     out.structured_content = Some(value);
     out.is_error = Some(false);
     Ok(out)
 }
 
-/// How a large tool result is carried. `structuredContent` (MCP 2025-06-18) is the result for
-/// clients that negotiated 2025-06-18 or later; the spec asks for the same JSON as text too, for
-/// older clients, which this follows while the JSON is at most `limits.maxTextCopyBytes`. Above
-/// that, the text content is a one-line summary pointing at `structuredContent`, so the payload
-/// is never sent twice. A client that negotiated an older version cannot read
-/// `structuredContent`: it gets the JSON as text only. A result over `limits.maxResponseBytes`
-/// is an error (-32602), never a truncation.
-pub fn sized_envelope_result<T: Serialize>(
+/// How a `wit-get-prompts` envelope is carried. `structuredContent` (MCP 2025-06-18) is the
+/// result for clients that negotiated 2025-06-18 or later; the spec asks for the same JSON as
+/// text too, for older clients, which this follows while the JSON is at most
+/// `limits.maxTextCopyBytes`. Above that, the text content is a one-line summary pointing at
+/// `structuredContent`, so the payload is never sent twice. A client that negotiated an older
+/// version cannot read `structuredContent`: it gets the JSON as text only. A result over
+/// `limits.maxResponseBytes` is an error (-32602), never a truncation. An envelope whose
+/// `success` is false is a tool error (`isError`).
+pub fn sized_envelope_result(
     tool: &str,
-    envelope: &T,
-    is_error: bool,
+    envelope: &GetPromptsResponse,
     limits: &Limits,
     structured: bool,
 ) -> Result<CallToolResult, ErrorData> {
-    let value = to_json(envelope)?;
-    // The text is written once and measured by its length (it is the compact JSON).
-    let text = value.to_string();
-    let bytes = text.len();
+    let json = envelope.to_json().map_err(serialize_failed)?;
+    // The text is the compact JSON: measured by its length.
+    let bytes = json.text.len();
     if bytes > limits.max_response_bytes {
         return Err(ErrorData::invalid_params(
             format!(
@@ -141,32 +138,29 @@ pub fn sized_envelope_result<T: Serialize>(
             None,
         ));
     }
-    let mut result = if !structured {
-        let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-        r.structured_content = None;
-        r
-    } else if bytes <= limits.max_text_copy_bytes {
-        let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
-        r.structured_content = Some(value);
-        r
+    let value = if structured {
+        Some(json.value().map_err(serialize_failed)?)
     } else {
-        let summary = format!(
+        None
+    };
+    let text = if value.is_none() || bytes <= limits.max_text_copy_bytes {
+        json.text
+    } else {
+        format!(
             "{tool}: the result ({bytes} bytes of JSON) is in structuredContent; it is not \
              repeated as text above {} bytes (limits.maxTextCopyBytes)",
             limits.max_text_copy_bytes
-        );
-        let mut r = CallToolResult::success(vec![ContentBlock::text(summary)]);
-        r.structured_content = Some(value);
-        r
+        )
     };
-    result.is_error = Some(is_error);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = value;
+    result.is_error = Some(!envelope.success);
     Ok(result)
 }
 
-/// A result as JSON; failing to serialize is a server fault.
-fn to_json<T: Serialize>(envelope: &T) -> Result<serde_json::Value, ErrorData> {
-    serde_json::to_value(envelope)
-        .map_err(|e| ErrorData::internal_error(format!("cannot serialize the result: {e}"), None))
+/// Failing to serialize a result is a server fault.
+fn serialize_failed(e: serde_json::Error) -> ErrorData {
+    ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
 }
 
 /// Whether the calling client reads `structuredContent`: it negotiated MCP 2025-06-18 or
@@ -197,7 +191,7 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
             let resp = snap
                 .get_prompts(library.clock(), &req, ctx.visibility)
                 .map_err(|e| ErrorData::invalid_params(format!("{GET_PROMPTS}: {e}"), None))?;
-            sized_envelope_result(GET_PROMPTS, &resp, !resp.success, &snap.limits, structured)
+            sized_envelope_result(GET_PROMPTS, &resp, &snap.limits, structured)
         };
         // One prompt, or the cached metadata listing, takes microseconds: answered in place.
         // Rendering a batch can take a while: off the request loop (stdio is one thread).
