@@ -626,8 +626,9 @@ pub enum GetPromptsData {
 pub struct PromptListing {
     prompts: Vec<Arc<PromptSummary>>,
     total_count: usize,
+    /// The kept JSON; `None` once found too large to keep.
     #[serde(skip)]
-    json: OnceLock<KeptJson>,
+    json: OnceLock<Option<KeptJson>>,
 }
 
 /// A listing's JSON, as text and as a value (the same JSON).
@@ -635,21 +636,6 @@ pub struct PromptListing {
 struct KeptJson {
     text: Box<RawValue>,
     value: Value,
-}
-
-/// A listing's JSON: kept with the listing, or written for one answer (a large listing).
-enum ListingJson<'a> {
-    Kept(&'a KeptJson),
-    Fresh(Box<RawValue>),
-}
-
-impl ListingJson<'_> {
-    fn text(&self) -> &RawValue {
-        match self {
-            ListingJson::Kept(kept) => &kept.text,
-            ListingJson::Fresh(text) => text,
-        }
-    }
 }
 
 impl Serialize for PromptListing {
@@ -670,6 +656,8 @@ impl PromptListing {
     /// A listing's JSON up to this many bytes is kept with it (a listing of about 2,500 typical
     /// prompts); above, its text and value would cost more memory than writing it costs time.
     const KEEP_JSON_BYTES: usize = 1 << 20;
+    /// A listing of more prompts is not kept, and not written to find out.
+    const KEEP_PROMPTS: usize = 4096;
 
     fn new(prompts: Vec<Arc<PromptSummary>>) -> PromptListing {
         PromptListing {
@@ -696,19 +684,21 @@ impl PromptListing {
         }
     }
 
-    /// This listing's JSON, written once if it is small enough to keep.
-    fn json(&self) -> serde_json::Result<ListingJson<'_>> {
+    /// This listing's kept JSON, written the first time it is asked for; `None` for a listing
+    /// too large to keep.
+    fn kept_json(&self) -> serde_json::Result<Option<&KeptJson>> {
         if let Some(kept) = self.json.get() {
-            return Ok(ListingJson::Kept(kept));
+            return Ok(kept.as_ref());
         }
-        let text = serde_json::value::to_raw_value(&self.wire())?;
-        if text.get().len() > Self::KEEP_JSON_BYTES {
-            return Ok(ListingJson::Fresh(text));
+        let mut kept = None;
+        if self.total_count <= Self::KEEP_PROMPTS {
+            let text = serde_json::value::to_raw_value(&self.wire())?;
+            if text.get().len() <= Self::KEEP_JSON_BYTES {
+                let value = serde_json::to_value(self.wire())?;
+                kept = Some(KeptJson { text, value });
+            }
         }
-        let value = serde_json::to_value(self.wire())?;
-        Ok(ListingJson::Kept(
-            self.json.get_or_init(|| KeptJson { text, value }),
-        ))
+        Ok(self.json.get_or_init(|| kept).as_ref())
     }
 }
 
@@ -987,14 +977,17 @@ impl GetPromptsResponse {
     /// This envelope as JSON: its compact text now, its value on demand. A listing's prompts
     /// are written from the JSON the listing keeps when it has some.
     pub fn to_json(&self) -> serde_json::Result<EnvelopeJson<'_>> {
-        let listing = self.listing().map(PromptListing::json).transpose()?;
-        let text = match &listing {
-            Some(json) => serde_json::to_string(&self.with_data(json.text()))?,
+        let kept = match self.listing() {
+            Some(listing) => listing.kept_json()?,
+            None => None,
+        };
+        let text = match kept {
+            Some(kept) => serde_json::to_string(&self.with_data(&*kept.text))?,
             None => serde_json::to_string(self)?,
         };
         Ok(EnvelopeJson {
             envelope: self,
-            listing,
+            kept,
             text,
         })
     }
@@ -1024,7 +1017,8 @@ struct EnvelopeWire<'a, D> {
 /// A `wit-get-prompts` envelope as JSON (see [`GetPromptsResponse::to_json`]).
 pub struct EnvelopeJson<'a> {
     envelope: &'a GetPromptsResponse,
-    listing: Option<ListingJson<'a>>,
+    /// The listing's kept JSON, when the envelope is a listing that keeps it.
+    kept: Option<&'a KeptJson>,
     /// The compact JSON text.
     pub text: String,
 }
@@ -1032,15 +1026,11 @@ pub struct EnvelopeJson<'a> {
 impl EnvelopeJson<'_> {
     /// The envelope as a JSON value (the JSON of [`text`](Self::text)).
     pub fn value(&self) -> serde_json::Result<Value> {
-        let (Some(json), Some(listing)) = (&self.listing, self.envelope.listing()) else {
+        let Some(kept) = self.kept else {
             return serde_json::to_value(self.envelope);
         };
-        let data = match json {
-            ListingJson::Kept(kept) => kept.value.clone(),
-            ListingJson::Fresh(_) => serde_json::to_value(listing.wire())?,
-        };
         let mut value = serde_json::to_value(self.envelope.with_data(()))?;
-        value["data"] = data;
+        value["data"] = kept.value.clone();
         Ok(value)
     }
 }
@@ -1346,12 +1336,11 @@ mod tests {
         }
         let resp = lib.get_prompts(&request(r#"{"includeContent": false}"#));
         let listing = resp.listing().unwrap();
-        let kept = listing
-            .json
-            .get()
-            .expect("the snapshot's listing keeps its JSON");
+        let kept = listing.json.get().unwrap().as_ref();
+        let kept = kept.expect("the snapshot's listing keeps its JSON");
         assert_eq!(kept.value, serde_json::to_value(listing).unwrap());
-        assert!(matches!(listing.json().unwrap(), ListingJson::Kept(k) if std::ptr::eq(k, kept)));
+        assert_eq!(kept.text.get(), serde_json::to_string(listing).unwrap());
+        assert!(std::ptr::eq(listing.kept_json().unwrap().unwrap(), kept));
         let snap = lib.snapshot();
         assert!(std::ptr::eq(listing, &**snap.listings[0].get().unwrap()));
         let refused =
@@ -1383,7 +1372,10 @@ mod tests {
         assert_eq!(resp.listing().unwrap().total_count(), count);
         assert_writes_as_serde(&resp);
         assert!(resp.to_json().unwrap().text.len() > PromptListing::KEEP_JSON_BYTES);
-        assert!(resp.listing().unwrap().json.get().is_none(), "not kept");
+        assert!(
+            resp.listing().unwrap().json.get().unwrap().is_none(),
+            "found too large, not kept"
+        );
     }
 
     /// A library over `dir` whose files were all last modified long enough ago for their
