@@ -204,6 +204,60 @@ fn stdio_busy_poll_ends_when_the_client_goes_quiet() {
     );
 }
 
+/// What large tool answers allocated goes back to the system once the session is quiet: an
+/// idle server does not keep the size of its last answers resident.
+#[test]
+fn stdio_memory_of_large_tool_answers_is_returned_when_the_session_goes_quiet() {
+    // A listing of about 8 MB of JSON (too large for the listing to keep): tens of MB built
+    // and freed by each answer.
+    let prompts = tempfile::tempdir().unwrap();
+    let description = "d".repeat(8192);
+    for i in 0..1000 {
+        std::fs::write(
+            prompts.path().join(format!("p{i:04}.md")),
+            format!("---\ndescription: {description}\n---\nPrompt {i}\n"),
+        )
+        .unwrap();
+    }
+    let dir = prompts.path().display().to_string();
+    let mut s = StdioServer::start_with_flags(&["--prompts", &dir, "--no-builtin-prompts"]);
+    s.initialize();
+    let pid = s.child.id();
+    let mut list = |id: u64| {
+        s.send(
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"wit-get-prompts","arguments":{{"includeContent":false}}}}}}"#
+            )
+            .as_bytes(),
+        );
+        let reply = s.reply("listing");
+        assert_eq!(reply["id"], id);
+        let count = &reply["result"]["structuredContent"]["data"]["totalCount"];
+        assert_eq!(count, 1000, "{}", &reply.to_string()[..300]);
+    };
+    list(1);
+    // The load's and the first answer's garbage returned first.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = process::rss_of(pid).unwrap();
+    for id in 2..=6 {
+        list(id);
+    }
+    let peak = process::peak_rss_of(pid).unwrap();
+    let waited = Instant::now();
+    let mut now = process::rss_of(pid).unwrap();
+    while now > before + 8.0 && waited.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+        now = process::rss_of(pid).unwrap();
+    }
+    assert!(
+        now <= before + 8.0,
+        "RSS {now:.1} MiB {:.1} s after five listings, {before:.1} MiB before them (peak \
+         {peak:.1} MiB)",
+        waited.elapsed().as_secs_f64()
+    );
+    s.finish();
+}
+
 /// The 2026-07-28 lifecycle (no `initialize`): a client discovers the server, opens a
 /// `subscriptions/listen` stream for list changes and gets `prompts/list_changed` on it when a
 /// prompt file is created; only the prompts category is acknowledged (the tool list never

@@ -91,9 +91,15 @@ fn counted<T>(
     started: Instant,
     result: Result<T, ErrorData>,
 ) -> Result<T, ErrorData> {
-    crate::metrics::global().request(method, result.is_ok(), started.elapsed());
-    crate::memory::note_activity();
+    answered(method, result.is_ok(), started);
     result
+}
+
+/// Records an answered request: in the process's metrics, and as activity whose garbage is
+/// returned to the system once the process is quiet.
+fn answered(method: Method, ok: bool, started: Instant) {
+    crate::metrics::global().request(method, ok, started.elapsed());
+    crate::memory::note_activity();
 }
 
 impl PromptServer {
@@ -244,7 +250,7 @@ impl ServerHandler for PromptServer {
         let result = tools::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await;
         // A tool's own failure (`isError`) counts as an error too.
         let ok = matches!(&result, Ok(r) if r.is_error != Some(true));
-        crate::metrics::global().request(Method::tools_call, ok, started.elapsed());
+        answered(Method::tools_call, ok, started);
         result.map(Into::into)
     }
 

@@ -181,8 +181,18 @@ pub fn wait_bounded(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>
 
 /// Current peak RSS (VmHWM) of a running process, in MiB.
 pub fn peak_rss_of(pid: u32) -> Option<f64> {
+    status_mib(pid, "VmHWM:")
+}
+
+/// Current RSS (VmRSS) of a running process, in MiB.
+pub fn rss_of(pid: u32) -> Option<f64> {
+    status_mib(pid, "VmRSS:")
+}
+
+/// A size field of `/proc/PID/status` (given in kB there), in MiB.
+fn status_mib(pid: u32, field: &str) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }
