@@ -1265,14 +1265,7 @@ mod tests {
     fn reload_builds_the_listings_before_the_swap() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.md"), "A {{ x }}\n").unwrap();
-        let lib = PromptLibrary::open_with_roots(
-            LibraryOptions {
-                cwd: dir.path().to_path_buf(),
-                ..Default::default()
-            },
-            vec![Arc::new(DirSource::new(dir.path()))],
-        )
-        .unwrap();
+        let lib = library_over(dir.path());
         assert!(lib.snapshot().listings[0].get().is_none(), "built lazily");
         std::fs::write(dir.path().join("b.md"), "B\n").unwrap();
         assert!(lib.reload().changed);
@@ -1312,14 +1305,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("b.md"), "B\n").unwrap();
-        let lib = PromptLibrary::open_with_roots(
-            LibraryOptions {
-                cwd: dir.path().to_path_buf(),
-                ..Default::default()
-            },
-            vec![Arc::new(DirSource::new(dir.path()))],
-        )
-        .unwrap();
+        let lib = library_over(dir.path());
         for req in [
             r#"{"includeContent": false}"#,
             r#"{"includeContent": false, "args": {"x": 1}, "includeSystem": true}"#,
@@ -1360,14 +1346,7 @@ mod tests {
             )
             .unwrap();
         }
-        let lib = PromptLibrary::open_with_roots(
-            LibraryOptions {
-                cwd: dir.path().to_path_buf(),
-                ..Default::default()
-            },
-            vec![Arc::new(DirSource::new(dir.path()))],
-        )
-        .unwrap();
+        let lib = library_over(dir.path());
         let resp = lib.get_prompts(&request(r#"{"includeContent": false}"#));
         assert_eq!(resp.listing().unwrap().total_count(), count);
         assert_writes_as_serde(&resp);
@@ -1392,6 +1371,11 @@ mod tests {
                 .set_modified(old)
                 .unwrap();
         }
+        library_over(dir)
+    }
+
+    /// A library over the prompt folder `dir` alone.
+    fn library_over(dir: &std::path::Path) -> PromptLibrary {
         PromptLibrary::open_with_roots(
             LibraryOptions {
                 cwd: dir.to_path_buf(),
