@@ -397,12 +397,14 @@ fn explain<T: DeserializeOwned, P: DeserializeOwned>(request: &Value) -> Option<
         .map(|e| e.to_string())
 }
 
-/// Writes one message and its newline, and flushes.
-async fn write_line<W: AsyncWrite + Unpin>(writer: &mut W, line: &[u8]) -> std::io::Result<()> {
-    let mut framed = Vec::with_capacity(line.len() + 1);
-    framed.extend_from_slice(line);
-    framed.push(b'\n');
-    writer.write_all(&framed).await?;
+/// Writes one message and its newline (appended to the message's own buffer: one write, no
+/// copy), and flushes.
+async fn write_line<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    mut line: Vec<u8>,
+) -> std::io::Result<()> {
+    line.push(b'\n');
+    writer.write_all(&line).await?;
     writer.flush().await
 }
 
@@ -608,7 +610,7 @@ where
         tracing::debug!(id = %refusal.id, code = refusal.error.code.0, "{}", refusal.error.message);
         let writer = self.writer.clone();
         let line = refusal.to_json();
-        tokio::spawn(async move { write_line(&mut *writer.lock().await, &line).await })
+        tokio::spawn(async move { write_line(&mut *writer.lock().await, line).await })
             .await
             .map_err(std::io::Error::other)?
     }
@@ -635,7 +637,7 @@ where
         async move {
             let line = serde_json::to_vec(&item)?;
             drop(item);
-            let written = write_line(&mut *writer.lock().await, &line).await;
+            let written = write_line(&mut *writer.lock().await, line).await;
             if let Some(id) = answers {
                 in_flight.answered(&id);
             }
