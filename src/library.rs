@@ -653,8 +653,9 @@ struct ListingWire<'a> {
 }
 
 impl PromptListing {
-    /// A listing's JSON up to this many bytes is kept with it (a listing of about 2,500 typical
-    /// prompts); above, its text and value would cost more memory than writing it costs time.
+    /// A listing's JSON up to this many bytes is kept with it (about 2,500 prompts like the
+    /// bench's generated ones, 800 like the built-in ones); above, its text and value would
+    /// cost more memory than writing it costs time.
     const KEEP_JSON_BYTES: usize = 1 << 20;
     /// A listing of more prompts is not kept, and not written to find out.
     const KEEP_PROMPTS: usize = 4096;
@@ -667,7 +668,7 @@ impl PromptListing {
         }
     }
 
-    /// The prompts listed, by name.
+    /// The prompts listed (by name in a listing, in the order asked in a batch).
     pub fn prompts(&self) -> &[Arc<PromptSummary>] {
         &self.prompts
     }
