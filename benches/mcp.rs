@@ -105,22 +105,33 @@ impl Server {
     }
 
     fn read(&mut self) -> Value {
+        self.read_timed().0
+    }
+
+    /// The next message, and when its line had been read whole (before it was parsed).
+    fn read_timed(&mut self) -> (Value, Instant) {
         let mut line = String::new();
         let n = self.stdout.read_line(&mut line).unwrap();
+        let read = Instant::now();
         assert!(n > 0, "server closed stdout");
-        serde_json::from_str(&line).unwrap()
+        (serde_json::from_str(&line).unwrap(), read)
     }
 
     /// Sends a request and waits for its response (skipping notifications).
     fn call(&mut self, method: &str, params: Value) -> Value {
+        self.call_timed(method, params).0
+    }
+
+    /// [`Server::call`], and when the response's line had been read whole.
+    fn call_timed(&mut self, method: &str, params: Value) -> (Value, Instant) {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
-            let v = self.read();
+            let (v, read) = self.read_timed();
             if v["id"] == id {
                 assert!(v.get("error").is_none(), "{method}: {v}");
-                return v;
+                return (v, read);
             }
         }
     }
@@ -163,14 +174,22 @@ fn pin_thread(cpu: Option<usize>) {
 
 struct Stats {
     samples: Vec<Duration>,
+    /// For round trips: until the answer's line was read, before the client parsed it.
+    read: Option<Vec<Duration>>,
+}
+
+impl From<Vec<Duration>> for Stats {
+    fn from(samples: Vec<Duration>) -> Stats {
+        Stats {
+            samples,
+            read: None,
+        }
+    }
 }
 
 impl Stats {
     fn pct(&self, p: f64) -> Duration {
-        let mut s = self.samples.clone();
-        s.sort();
-        let i = ((s.len() as f64 - 1.0) * p).round() as usize;
-        s[i]
+        pct(&self.samples, p)
     }
 
     fn print(&self, name: &str) {
@@ -185,7 +204,23 @@ impl Stats {
             us(self.pct(0.99)),
             us(mean),
         );
+        if let Some(read) = &self.read {
+            println!(
+                "{:<34} answer read, before the client parses it: p50={:>9.1} µs  p99={:>9.1} µs",
+                "",
+                us(pct(read, 0.5)),
+                us(pct(read, 0.99)),
+            );
+        }
     }
+}
+
+/// The `p` quantile of `samples` (nearest rank).
+fn pct(samples: &[Duration], p: f64) -> Duration {
+    let mut s = samples.to_vec();
+    s.sort();
+    let i = ((s.len() as f64 - 1.0) * p).round() as usize;
+    s[i]
 }
 
 fn time_calls(server: &mut Server, n: usize, method: &str, params: &Value) -> Stats {
@@ -193,12 +228,17 @@ fn time_calls(server: &mut Server, n: usize, method: &str, params: &Value) -> St
         server.call(method, params.clone());
     }
     let mut samples = Vec::with_capacity(n);
+    let mut read = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        server.call(method, params.clone());
+        let (_, line_read) = server.call_timed(method, params.clone());
         samples.push(t.elapsed());
+        read.push(line_read - t);
     }
-    Stats { samples }
+    Stats {
+        samples,
+        read: Some(read),
+    }
 }
 
 fn main() {
@@ -228,7 +268,7 @@ fn main() {
         spawn.push(t.elapsed());
         s.close();
     }
-    Stats { samples: spawn }.print("spawn -> initialize answered");
+    Stats::from(spawn).print("spawn -> initialize answered");
 
     let get =
         json!({"name": "code_review", "arguments": {"target": "src/lib.rs", "max_findings": "5"}});
@@ -278,7 +318,7 @@ fn main() {
         }
         saves.push(t.elapsed());
     }
-    Stats { samples: saves }.print("file save -> list_changed");
+    Stats::from(saves).print("file save -> list_changed");
     s.close();
 
     // Idle RSS with the built-in prompts only.
@@ -343,9 +383,9 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
         full.push(t.elapsed());
         s.close();
     }
-    Stats { samples: init }.print(&format!("{n} prompts: spawn -> initialize"));
-    Stats { samples: loaded }.print(&format!("{n} prompts: spawn -> first prompts/get (loaded)"));
-    Stats { samples: full }.print(&format!("{n} prompts: spawn -> full listing"));
+    Stats::from(init).print(&format!("{n} prompts: spawn -> initialize"));
+    Stats::from(loaded).print(&format!("{n} prompts: spawn -> first prompts/get (loaded)"));
+    Stats::from(full).print(&format!("{n} prompts: spawn -> full listing"));
 
     let mut s = Server::spawn(bin, cwd, dir.path());
     s.initialize();
@@ -373,7 +413,7 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
         }
         edits.push(t.elapsed());
     }
-    Stats { samples: edits }.print(&format!("{n} prompts: edit -> list_changed"));
+    Stats::from(edits).print(&format!("{n} prompts: edit -> list_changed"));
     std::thread::sleep(Duration::from_millis(500));
     let after = rss_mb(s.child.id());
     println!(
