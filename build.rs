@@ -16,15 +16,18 @@ fn main() {
     // The functions a server runs to start and answer its first requests, placed together at
     // the front of `.text` (LLD, the default linker of x86_64 Linux builds): an idle server then
     // maps a few contiguous pages of code instead of a 64 KB fault-around window per scattered
-    // function. Names the build no longer has are skipped (`scripts/order-symbols` rewrites the
-    // list from a recorded session).
+    // function. The linker driver (`build/cc-ordered`) finds the functions ThinLTO renamed
+    // since the list was written; names the build no longer has are skipped
+    // (`scripts/order-symbols` rewrites the list from a recorded session).
     println!("cargo:rerun-if-changed=build/symbol-order.txt");
     if target.starts_with("x86_64") && target.contains("linux-gnu") {
-        // Identical functions folded into one (LLD): generic code instantiated for types of the
-        // same layout is emitted once per type. Release builds only (debug links stay fast).
-        if std::env::var("PROFILE").as_deref() == Ok("release") {
-            println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
+        // Release builds only (debug links stay fast, and their layout does not matter).
+        if std::env::var("PROFILE").as_deref() != Ok("release") {
+            return;
         }
+        // Identical functions folded into one (LLD): generic code instantiated for types of the
+        // same layout is emitted once per type.
+        println!("cargo:rustc-link-arg-bins=-Wl,--icf=all");
         let order = std::path::Path::new(&std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default())
             .join("build/symbol-order.txt");
         if order.is_file() {
