@@ -14,9 +14,10 @@ pub fn release_binary() -> PathBuf {
         return PathBuf::from(p);
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Run in the repository: cargo reads `.cargo/config.toml` from where it runs.
     let status = std::process::Command::new(env!("CARGO"))
-        .args(["build", "--release", "--bin", "promptd", "--manifest-path"])
-        .arg(root.join("Cargo.toml"))
+        .args(["build", "--release", "--bin", "promptd"])
+        .current_dir(root)
         .status()
         .expect("cargo build --release");
     assert!(status.success());
