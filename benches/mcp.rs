@@ -188,20 +188,16 @@ impl From<Vec<Duration>> for Stats {
 }
 
 impl Stats {
-    fn pct(&self, p: f64) -> Duration {
-        pct(&self.samples, p)
-    }
-
     fn print(&self, name: &str) {
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         let mean = self.samples.iter().sum::<Duration>() / self.samples.len() as u32;
         println!(
             "{name:<34} n={:<5} min={:>9.1} µs  p50={:>9.1} µs  p90={:>9.1} µs  p99={:>9.1} µs  mean={:>9.1} µs",
             self.samples.len(),
-            us(self.pct(0.0)),
-            us(self.pct(0.5)),
-            us(self.pct(0.9)),
-            us(self.pct(0.99)),
+            us(pct(&self.samples, 0.0)),
+            us(pct(&self.samples, 0.5)),
+            us(pct(&self.samples, 0.9)),
+            us(pct(&self.samples, 0.99)),
             us(mean),
         );
         if let Some(read) = &self.read {
@@ -424,7 +420,7 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
     s.close();
 }
 
-/// Resident memory of `pid` in MB (VmRSS).
+/// Resident memory of `pid` in MiB (VmRSS).
 fn rss_mb(pid: u32) -> f64 {
-    common::rss_bytes(Some(pid)) as f64 / (1024.0 * 1024.0)
+    support::process::rss_of(pid).unwrap_or(0.0)
 }

@@ -10,6 +10,13 @@
 
 mod common;
 
+/// The tests' reading of a process's memory, laid out as in the test binary.
+#[path = "../tests/support"]
+mod support {
+    #[allow(dead_code)]
+    pub mod process;
+}
+
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -52,6 +59,11 @@ fn live() -> usize {
     LIVE.load(Ordering::Relaxed)
 }
 
+/// This process's resident memory (VmRSS) in bytes; 0 when unknown.
+fn rss() -> usize {
+    (support::process::rss_of(std::process::id()).unwrap_or(0.0) * 1024.0 * 1024.0) as usize
+}
+
 fn mb(bytes: usize) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
@@ -63,7 +75,7 @@ struct Step {
 
 impl Step {
     fn print(&mut self, what: &str) {
-        let (l, r) = (live(), common::rss_bytes(None));
+        let (l, r) = (live(), rss());
         println!(
             "  {what:<44} heap {:>9} (+{:>9}, {:>6.0} B/prompt)   RSS {:>9}",
             mb(l),
@@ -114,7 +126,7 @@ fn measure(n: usize, edits: usize) {
     }
     step.print("every prompt rendered once (validators)");
     let after_load_live = live();
-    let after_load_rss = common::rss_bytes(None);
+    let after_load_rss = rss();
 
     // A registry at rest: its files were written longer ago than a stamp needs to be trusted.
     std::thread::sleep(Duration::from_millis(2500));
@@ -137,7 +149,7 @@ fn measure(n: usize, edits: usize) {
     println!(
         "  growth over the edits: heap {:+.1} MB, RSS {:+.1} MB",
         (live() as f64 - after_load_live as f64) / 1e6,
-        (common::rss_bytes(None) as f64 - after_load_rss as f64) / 1e6,
+        (rss() as f64 - after_load_rss as f64) / 1e6,
     );
     // One edit, reloaded by checking every file's stamp (a watcher that lost events).
     std::fs::write(

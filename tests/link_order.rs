@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::process::write_script;
+
 const FLAG: &str = "-Wl,--symbol-ordering-file=";
 
 fn driver() -> PathBuf {
@@ -15,19 +17,15 @@ fn driver() -> PathBuf {
 /// ordering file it was given to `order.txt`, and exits with status 3.
 fn recording_cc(dir: &Path) -> PathBuf {
     let cc = dir.join("fake-cc");
-    std::fs::write(
+    write_script(
         &cc,
-        format!(
+        &format!(
             "#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > '{dir}/args.txt'\n\
              for a in \"$@\"; do case $a in {FLAG}*) cp \"${{a#{FLAG}}}\" '{dir}/order.txt' ;; esac; done\n\
              exit 3\n",
             dir = dir.display()
         ),
-    )
-    .unwrap();
-    let mut perms = std::fs::metadata(&cc).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
-    std::fs::set_permissions(&cc, perms).unwrap();
+    );
     cc
 }
 

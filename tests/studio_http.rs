@@ -373,16 +373,10 @@ async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
     write_project(dir.path());
     let opened = dir.path().join("opened.txt");
     let browser = dir.path().join("browser.sh");
-    std::fs::write(
+    crate::support::process::write_script(
         &browser,
-        format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &browser,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+        &format!("#!/bin/sh\nprintf '%s' \"$1\" > '{}'\n", opened.display()),
+    );
     let (_child, url) = studio(
         dir.path(),
         &["--open"],

@@ -73,20 +73,6 @@ pub fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Resident memory (VmRSS) of process `pid`, or of this process, in bytes; 0 when unknown.
-pub fn rss_bytes(pid: Option<u32>) -> usize {
-    let status = match pid {
-        Some(pid) => format!("/proc/{pid}/status"),
-        None => "/proc/self/status".into(),
-    };
-    std::fs::read_to_string(status)
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
 /// A prompt of about 1 KB: frontmatter with two arguments and a Jinja body; `revision` makes
 /// an edit.
 pub fn generated_prompt(i: usize, revision: usize) -> String {

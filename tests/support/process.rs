@@ -179,6 +179,13 @@ pub fn wait_bounded(child: &mut Child, timeout: Duration) -> (Option<ExitStatus>
     }
 }
 
+/// Writes `text` to `path` as an executable script (a stand-in for a program a test hands
+/// promptd or a build step).
+pub fn write_script(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+}
+
 /// Current peak RSS (VmHWM) of a running process, in MiB.
 pub fn peak_rss_of(pid: u32) -> Option<f64> {
     status_mib(pid, "VmHWM:")
