@@ -79,21 +79,6 @@ fn start(bin: &Path, prompts: &Path, clients: usize, args: &[&str]) -> (Child, S
     (child, addr)
 }
 
-/// User + system CPU seconds of process `pid` so far.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 of the line, 11 and 12 after the command.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// A latency counted as slow (the target's p99 bound).
 const SLOW: Duration = Duration::from_millis(5);
 
@@ -255,9 +240,9 @@ fn main() {
             (true, Duration::from_secs(secs), false),
             (true, Duration::from_secs(secs), true),
         ] {
-            let cpu_before = cpu_seconds(child.id());
+            let cpu_before = support::process::cpu_seconds_of(child.id());
             let stat_before = machine_ticks();
-            let own_before = cpu_seconds(std::process::id());
+            let own_before = support::process::cpu_seconds_of(std::process::id());
             let started = Instant::now();
             let until = started + duration;
             // Paced clients start 100 ms in (after their handshakes), spread over one interval.
@@ -284,8 +269,8 @@ fn main() {
                 all
             });
             let wall = started.elapsed().as_secs_f64();
-            let cpu = cpu_seconds(child.id()) - cpu_before;
-            let own = cpu_seconds(std::process::id()) - own_before;
+            let cpu = support::process::cpu_seconds_of(child.id()) - cpu_before;
+            let own = support::process::cpu_seconds_of(std::process::id()) - own_before;
             let steal = steal_share(stat_before, machine_ticks());
             if !measured {
                 continue;

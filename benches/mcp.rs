@@ -1,5 +1,5 @@
-//! MCP round trips against the RELEASE binary over stdio (a bench binary that prints numbers,
-//! not criterion: the numbers are latencies of a separate process).
+//! MCP round trips against the RELEASE binary over stdio and streamable HTTP (a bench binary that
+//! prints numbers, not criterion: the numbers are latencies of a separate process).
 //!
 //! ```sh
 //! cargo build --release && cargo bench --bench mcp
@@ -12,6 +12,11 @@
 //!   `prompts/list`: min / median / p90 / p99 over `MCP_BENCH_CALLS` calls each (default 2,000)
 //!   after a warm-up, as the scheduler places client and server, then both pinned to one CPU,
 //!   then to two (a round trip on a small VM costs more when it wakes an idle vCPU);
+//! - the same four calls through rmcp's own client (typed messages, its service loop on a
+//!   single-threaded tokio runtime): over the stdio pipe, and over streamable HTTP on a
+//!   loopback socket (with sessions and `--stateless`; rmcp's default HTTP client, which opens
+//!   a connection for every request, and a pooled one), each line with the server's and the
+//!   client's CPU per call;
 //! - spawn → first answer: process spawn until the `initialize` response arrives;
 //! - file save → `notifications/prompts/list_changed` received (watcher + 30 ms debounce +
 //!   reload);
@@ -176,6 +181,8 @@ struct Stats {
     samples: Vec<Duration>,
     /// For round trips: until the answer's line was read, before the client parsed it.
     read: Option<Vec<Duration>>,
+    /// CPU per call: the server's, the client's (this process's).
+    cpu: Option<(Duration, Duration)>,
 }
 
 impl From<Vec<Duration>> for Stats {
@@ -183,6 +190,7 @@ impl From<Vec<Duration>> for Stats {
         Stats {
             samples,
             read: None,
+            cpu: None,
         }
     }
 }
@@ -192,7 +200,7 @@ impl Stats {
         let us = |d: Duration| d.as_secs_f64() * 1e6;
         let mean = self.samples.iter().sum::<Duration>() / self.samples.len() as u32;
         println!(
-            "{name:<34} n={:<5} min={:>9.1} µs  p50={:>9.1} µs  p90={:>9.1} µs  p99={:>9.1} µs  mean={:>9.1} µs",
+            "{name:<40} n={:<5} min={:>9.1} µs  p50={:>9.1} µs  p90={:>9.1} µs  p99={:>9.1} µs  mean={:>9.1} µs",
             self.samples.len(),
             us(pct(&self.samples, 0.0)),
             us(pct(&self.samples, 0.5)),
@@ -202,10 +210,18 @@ impl Stats {
         );
         if let Some(read) = &self.read {
             println!(
-                "{:<34} answer read, before the client parses it: p50={:>9.1} µs  p99={:>9.1} µs",
+                "{:<40} answer read, before the client parses it: p50={:>9.1} µs  p99={:>9.1} µs",
                 "",
                 us(pct(read, 0.5)),
                 us(pct(read, 0.99)),
+            );
+        }
+        if let Some((server, client)) = self.cpu {
+            println!(
+                "{:<40} CPU per call: server {:>7.1} µs  client {:>7.1} µs",
+                "",
+                us(server),
+                us(client),
             );
         }
     }
@@ -232,8 +248,8 @@ fn time_calls(server: &mut Server, n: usize, method: &str, params: &Value) -> St
         read.push(line_read - t);
     }
     Stats {
-        samples,
         read: Some(read),
+        ..Stats::from(samples)
     }
 }
 
@@ -296,6 +312,7 @@ fn main() {
         pin_thread(None);
     }
     println!("load {}", load_average());
+    rmcp_client(&bin, cwd.path(), prompts.path(), calls);
 
     let mut s = Server::spawn(&bin, cwd.path(), prompts.path());
     s.initialize();
@@ -338,6 +355,177 @@ fn main() {
     for n in scales {
         large_registry(&bin, n, calls.min(500));
     }
+}
+
+/// The same four round trips through rmcp's own client (its typed messages and its service
+/// loop, on a single-threaded tokio runtime), as an agent built on rmcp makes them: over the
+/// server's stdio pipe, then over streamable HTTP on a loopback socket, with sessions and
+/// `--stateless`, each with rmcp's default HTTP client (a new connection for every request)
+/// and with a pooled one (keep-alive). Each sample is one awaited call, from the request's construction to its
+/// parsed result.
+fn rmcp_client(bin: &Path, cwd: &Path, prompts: &Path, calls: usize) {
+    use rmcp::ServiceExt;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+
+    promptd::llm::install_tls_provider();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut cmd = support::process::promptd_at(bin);
+        cmd.args(["--now", "2025-03-15", "--prompts"])
+            .arg(prompts)
+            .arg("serve")
+            .args(serve_flags())
+            .env("RUST_LOG", "error")
+            .current_dir(cwd);
+        let transport = TokioChildProcess::new(tokio::process::Command::from(cmd))
+            .expect("spawn promptd serve");
+        let server = transport.id().expect("the server's pid");
+        let client = ().serve(transport).await.expect("initialize over stdio");
+        rmcp_round_trips(&client, server, calls, "rmcp stdio").await;
+        client.cancel().await.expect("close the stdio client");
+
+        // rmcp's default HTTP client opens a connection for every request (it turns reqwest's
+        // pool off); an agent may pass its own pooled client instead.
+        for (label, flags, pooled) in [
+            ("rmcp HTTP", &[][..], false),
+            ("rmcp HTTP keep-alive", &[][..], true),
+            ("rmcp HTTP stateless", &["--stateless"][..], false),
+            ("rmcp HTTP stateless keep-alive", &["--stateless"][..], true),
+        ] {
+            let (mut server, url) = http_server(bin, cwd, prompts, flags);
+            let transport = if pooled {
+                StreamableHttpClientTransport::with_client(
+                    reqwest::Client::new(),
+                    StreamableHttpClientTransportConfig::with_uri(url),
+                )
+            } else {
+                StreamableHttpClientTransport::from_uri(url)
+            };
+            let client = ().serve(transport).await.expect("initialize over HTTP");
+            rmcp_round_trips(&client, server.id(), calls, label).await;
+            client.cancel().await.expect("close the HTTP client");
+            let _ = server.kill();
+            let _ = server.wait();
+        }
+    });
+    println!("load {}", load_average());
+}
+
+/// `prompts/get`, `wit-get-prompts` (one prompt; the listing) and `prompts/list` through an
+/// rmcp client to the server with pid `server`, `calls` of each after a warm-up.
+async fn rmcp_round_trips(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    server: u32,
+    calls: usize,
+    label: &str,
+) {
+    use rmcp::model::{CallToolRequestParams, GetPromptRequestParams};
+    let object = |v: Value| v.as_object().unwrap().clone();
+    let get = GetPromptRequestParams::new("code_review")
+        .with_arguments(object(json!({"target": "src/lib.rs", "max_findings": "5"})));
+    let one = CallToolRequestParams::new("wit-get-prompts").with_arguments(object(
+        json!({"promptName": "code_review", "args": {"target": "src/lib.rs"}}),
+    ));
+    let list = CallToolRequestParams::new("wit-get-prompts")
+        .with_arguments(object(json!({"includeContent": false})));
+
+    /// `calls` awaited calls of `f` after a warm-up, with the server's and this process's CPU.
+    async fn timed<F: Future<Output = ()>>(
+        calls: usize,
+        server: u32,
+        mut f: impl FnMut() -> F,
+    ) -> Stats {
+        for _ in 0..calls.min(200) {
+            f().await;
+        }
+        let cpu = || [server, std::process::id()].map(support::process::cpu_seconds_of);
+        let before = cpu();
+        let mut samples = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let t = Instant::now();
+            f().await;
+            samples.push(t.elapsed());
+        }
+        let after = cpu();
+        let per_call = |i: usize| Duration::from_secs_f64((after[i] - before[i]) / calls as f64);
+        Stats {
+            cpu: Some((per_call(0), per_call(1))),
+            ..Stats::from(samples)
+        }
+    }
+    let ok = |what: &str, e: rmcp::ServiceError| -> ! { panic!("{label} {what}: {e}") };
+    timed(calls, server, || async {
+        let r = client
+            .get_prompt(get.clone())
+            .await
+            .unwrap_or_else(|e| ok("prompts/get", e));
+        assert!(!r.messages.is_empty());
+    })
+    .await
+    .print(&format!("{label}: prompts/get code_review"));
+    timed(calls, server, || async {
+        let r = client
+            .call_tool(one.clone())
+            .await
+            .unwrap_or_else(|e| ok("one prompt", e));
+        assert_eq!(r.is_error, Some(false), "{r:?}");
+    })
+    .await
+    .print(&format!("{label}: wit-get-prompts (one)"));
+    timed(calls, server, || async {
+        let r = client
+            .call_tool(list.clone())
+            .await
+            .unwrap_or_else(|e| ok("listing", e));
+        assert!(r.structured_content.is_some(), "{r:?}");
+    })
+    .await
+    .print(&format!("{label}: wit-get-prompts (list)"));
+    timed(calls, server, || async {
+        let r = client
+            .list_prompts(None)
+            .await
+            .unwrap_or_else(|e| ok("prompts/list", e));
+        assert!(!r.prompts.is_empty());
+    })
+    .await
+    .print(&format!("{label}: prompts/list"));
+}
+
+/// `promptd serve --http 127.0.0.1:0 FLAGS…` started, and the URL it printed.
+fn http_server(bin: &Path, cwd: &Path, prompts: &Path, flags: &[&str]) -> (Child, String) {
+    let mut server = support::process::promptd_at(bin)
+        .args(["--now", "2025-03-15", "--prompts"])
+        .arg(prompts)
+        .args(["serve", "--http", "127.0.0.1:0", "--no-studio"])
+        .args(flags)
+        .args(serve_flags())
+        .env("RUST_LOG", "error")
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn promptd serve --http");
+    let mut stderr = BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "serve --http exited before printing its address"
+        );
+        if let Some(url) = line.split("serving MCP at ").nth(1) {
+            break url.trim().to_owned();
+        }
+    };
+    // The rest of its log goes on to the bench's stderr.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
+    (server, url)
 }
 
 /// `n` generated prompts: load, serve, edit, memory.

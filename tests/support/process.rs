@@ -213,3 +213,10 @@ pub fn cpu_ticks_of(pid: u32) -> Option<u64> {
     let stime: u64 = fields.get(12)?.parse().ok()?;
     Some(utime + stime)
 }
+
+/// [`cpu_ticks_of`] in seconds (Linux counts 100 ticks a second), 0 once the process is gone.
+/// For the benches, which share this module.
+#[allow(dead_code)]
+pub fn cpu_seconds_of(pid: u32) -> f64 {
+    cpu_ticks_of(pid).unwrap_or(0) as f64 / 100.0
+}
