@@ -23,7 +23,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
@@ -63,19 +62,7 @@ fn start(bin: &Path, prompts: &Path, clients: usize, args: &[&str]) -> (Child, S
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn promptd serve --http");
-    let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines();
-    let addr = loop {
-        let line = lines
-            .next()
-            .expect("server exited before printing its address")
-            .unwrap();
-        if let Some(url) = line.split("serving MCP at http://").nth(1) {
-            break url.trim().trim_end_matches("/mcp").to_string();
-        }
-    };
-    // Keep draining stderr so the server never blocks on a full pipe.
-    std::thread::spawn(move || for _ in lines {});
+    let addr = support::process::served_address(&mut child);
     (child, addr)
 }
 

@@ -511,20 +511,10 @@ fn http_server(bin: &Path, cwd: &Path, prompts: &Path, flags: &[&str]) -> (Child
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn promptd serve --http");
-    let mut stderr = BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "serve --http exited before printing its address"
-        );
-        if let Some(url) = line.split("serving MCP at ").nth(1) {
-            break url.trim().to_owned();
-        }
-    };
-    // The rest of its log goes on to the bench's stderr.
-    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
+    let url = format!(
+        "http://{}/mcp",
+        support::process::served_address(&mut server)
+    );
     (server, url)
 }
 

@@ -43,14 +43,7 @@ fn start(dir: &std::path::Path) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn promptd serve --http");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = loop {
-        let line = lines.next().expect("server exited").expect("stderr");
-        if let Some(url) = line.split("serving MCP at http://").nth(1) {
-            break url.trim().trim_end_matches("/mcp").to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let addr = support::process::served_address(&mut child);
     (child, addr)
 }
 

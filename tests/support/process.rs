@@ -214,6 +214,27 @@ pub fn cpu_ticks_of(pid: u32) -> Option<u64> {
     Some(utime + stime)
 }
 
+/// The `host:port` a `serve --http` child printed on its piped stderr ("serving MCP at
+/// http://HOST:PORT/mcp"); the rest of its stderr is drained from a thread, so the server never
+/// blocks on a full pipe. For the benches, which share this module.
+#[allow(dead_code)]
+pub fn served_address(child: &mut Child) -> String {
+    use std::io::BufRead;
+    let stderr = child.stderr.take().expect("the server's stderr is piped");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let addr = loop {
+        let line = lines
+            .next()
+            .expect("serve --http exited before printing its address")
+            .expect("read the server's stderr");
+        if let Some(url) = line.split("serving MCP at http://").nth(1) {
+            break url.trim().trim_end_matches("/mcp").to_owned();
+        }
+    };
+    std::thread::spawn(move || lines.for_each(drop));
+    addr
+}
+
 /// [`cpu_ticks_of`] in seconds (Linux counts 100 ticks a second), 0 once the process is gone.
 /// For the benches, which share this module.
 #[allow(dead_code)]
