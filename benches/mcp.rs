@@ -55,6 +55,20 @@ fn serve_flags() -> Vec<String> {
         .collect()
 }
 
+/// `promptd serve ARGS… $MCP_BENCH_SERVE_FLAGS` with a frozen clock, the prompts of `prompts`,
+/// run in `cwd`, logging errors only.
+fn serve_command(bin: &Path, cwd: &Path, prompts: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = support::process::promptd_at(bin);
+    cmd.args(["--now", "2025-03-15", "--prompts"])
+        .arg(prompts)
+        .arg("serve")
+        .args(args)
+        .args(serve_flags())
+        .env("RUST_LOG", "error")
+        .current_dir(cwd);
+    cmd
+}
+
 struct Server {
     child: Child,
     stdin: ChildStdin,
@@ -70,7 +84,7 @@ impl Server {
     /// A server whose every thread runs on CPU `cpu` (when given).
     fn spawn_on(bin: &Path, cwd: &Path, prompts: &Path, cpu: Option<usize>) -> Server {
         use std::os::unix::process::CommandExt;
-        let mut cmd = support::process::promptd_at(bin);
+        let mut cmd = serve_command(bin, cwd, prompts, &[]);
         if let Some(cpu) = cpu {
             // SAFETY: between fork and exec the closure only makes one system call.
             unsafe {
@@ -81,12 +95,6 @@ impl Server {
             }
         }
         let mut child = cmd
-            .args(["--now", "2025-03-15", "--prompts"])
-            .arg(prompts)
-            .arg("serve")
-            .args(serve_flags())
-            .env("RUST_LOG", "error")
-            .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -374,13 +382,7 @@ fn rmcp_client(bin: &Path, cwd: &Path, prompts: &Path, calls: usize) {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut cmd = support::process::promptd_at(bin);
-        cmd.args(["--now", "2025-03-15", "--prompts"])
-            .arg(prompts)
-            .arg("serve")
-            .args(serve_flags())
-            .env("RUST_LOG", "error")
-            .current_dir(cwd);
+        let cmd = serve_command(bin, cwd, prompts, &[]);
         let transport = TokioChildProcess::new(tokio::process::Command::from(cmd))
             .expect("spawn promptd serve");
         let server = transport.id().expect("the server's pid");
@@ -498,14 +500,9 @@ async fn rmcp_round_trips(
 
 /// `promptd serve --http 127.0.0.1:0 FLAGS…` started, and the URL it printed.
 fn http_server(bin: &Path, cwd: &Path, prompts: &Path, flags: &[&str]) -> (Child, String) {
-    let mut server = support::process::promptd_at(bin)
-        .args(["--now", "2025-03-15", "--prompts"])
-        .arg(prompts)
-        .args(["serve", "--http", "127.0.0.1:0", "--no-studio"])
-        .args(flags)
-        .args(serve_flags())
-        .env("RUST_LOG", "error")
-        .current_dir(cwd)
+    let mut args = vec!["--http", "127.0.0.1:0", "--no-studio"];
+    args.extend_from_slice(flags);
+    let mut server = serve_command(bin, cwd, prompts, &args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
