@@ -419,6 +419,7 @@ pub struct LineTransport<R, W> {
     writer: Arc<Mutex<W>>,
     max_bytes: usize,
     in_flight: Arc<InFlight>,
+    written: WrittenResults,
 }
 
 impl<R, W> Clone for LineTransport<R, W> {
@@ -428,7 +429,127 @@ impl<R, W> Clone for LineTransport<R, W> {
             writer: self.writer.clone(),
             max_bytes: self.max_bytes,
             in_flight: self.in_flight.clone(),
+            written: self.written.clone(),
         }
+    }
+}
+
+/// Tool results whose JSON the handler wrote itself, for [`LineTransport`] to send as it is: a
+/// `wit-get-prompts` listing keeps its JSON as text, and copying that text costs a fraction of
+/// turning it into a value for rmcp and writing the value again. The handler leaves the written
+/// `content` and `structuredContent` here and returns a stand-in result ([`Self::stand_in`])
+/// marked with their key in `_meta`; rmcp adjusts the stand-in as it does any result
+/// (`resultType` for the negotiated version), and the transport writes the stand-in's own
+/// fields around the written ones, in the order rmcp writes a `CallToolResult`.
+#[derive(Debug, Clone, Default)]
+pub struct WrittenResults(Arc<std::sync::Mutex<Written>>);
+
+#[derive(Debug, Default)]
+struct Written {
+    next: u64,
+    parts: std::collections::BTreeMap<u64, WrittenParts>,
+}
+
+/// The two large fields of a tool result, as JSON.
+#[derive(Debug)]
+pub struct WrittenParts {
+    pub content: Box<serde_json::value::RawValue>,
+    pub structured_content: Box<serde_json::value::RawValue>,
+}
+
+/// The `_meta` key of a stand-in result.
+const WRITTEN_KEY: &str = "promptd/written";
+
+/// Results kept at most: one whose response never goes out (its request cancelled) is dropped
+/// with the oldest beyond this, well above the requests a session may have in flight.
+const WRITTEN_CAP: usize = 4 * MAX_IN_FLIGHT;
+
+/// A response whose result fields are written by [`WrittenResults`], in rmcp's order.
+#[derive(serde::Serialize)]
+struct WrittenResponse<'a> {
+    jsonrpc: &'a rmcp::model::JsonRpcVersion2_0,
+    id: &'a rmcp::model::RequestId,
+    result: WrittenResult<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WrittenResult<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_type: &'a Option<rmcp::model::ResultType>,
+    content: &'a serde_json::value::RawValue,
+    structured_content: &'a serde_json::value::RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    is_error: Option<bool>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<JsonObject>,
+}
+
+impl WrittenResults {
+    /// Keeps `parts` and returns the stand-in result that carries their key.
+    pub fn stand_in(&self, parts: WrittenParts, is_error: bool) -> rmcp::model::CallToolResult {
+        let key = {
+            let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let key = written.next;
+            written.next += 1;
+            written.parts.insert(key, parts);
+            while written.parts.len() > WRITTEN_CAP {
+                written.parts.pop_first();
+            }
+            key
+        };
+        let mut result = rmcp::model::CallToolResult::success(Vec::new());
+        result.is_error = Some(is_error);
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.insert(WRITTEN_KEY.to_owned(), key.into());
+        result.meta = Some(meta);
+        result
+    }
+
+    /// The JSON of `message` when it is the response carrying a stand-in; `None` for any other
+    /// message. A stand-in whose parts are gone (never expected) becomes an internal error.
+    pub(super) fn line(
+        &self,
+        message: &ServerJsonRpcMessage,
+    ) -> Option<serde_json::Result<Vec<u8>>> {
+        let ServerJsonRpcMessage::Response(response) = message else {
+            return None;
+        };
+        let rmcp::model::ServerResult::CallToolResult(result) = &response.result else {
+            return None;
+        };
+        let key = result.meta.as_ref()?.get(WRITTEN_KEY)?.as_u64()?;
+        let parts = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .parts
+            .remove(&key);
+        let Some(parts) = parts else {
+            let error = ErrorData::internal_error("the tool's result was lost", None);
+            let reply = ServerJsonRpcMessage::error(error, Some(response.id.clone()));
+            return Some(serde_json::to_vec(&reply));
+        };
+        let meta = result
+            .meta
+            .as_ref()
+            .map(|m| {
+                let mut m = m.0.clone();
+                m.remove(WRITTEN_KEY);
+                m
+            })
+            .filter(|m| !m.is_empty());
+        Some(serde_json::to_vec(&WrittenResponse {
+            jsonrpc: &response.jsonrpc,
+            id: &response.id,
+            result: WrittenResult {
+                result_type: &result.result_type,
+                content: &parts.content,
+                structured_content: &parts.structured_content,
+                is_error: result.is_error,
+                meta,
+            },
+        }))
     }
 }
 
@@ -601,7 +722,13 @@ where
             writer: Arc::new(Mutex::new(write)),
             max_bytes,
             in_flight: Arc::new(InFlight::new()),
+            written: WrittenResults::default(),
         }
+    }
+
+    /// Where the handler leaves results it wrote itself, for this transport to send.
+    pub fn written(&self) -> &WrittenResults {
+        &self.written
     }
 
     /// Writes a refusal in a task of its own, so a cancelled `receive` never leaves half a
@@ -634,8 +761,12 @@ where
             _ => None,
         };
         let in_flight = self.in_flight.clone();
+        let written = self.written.clone();
         async move {
-            let line = serde_json::to_vec(&item)?;
+            let line = match written.line(&item) {
+                Some(line) => line?,
+                None => serde_json::to_vec(&item)?,
+            };
             drop(item);
             let written = write_line(&mut *writer.lock().await, line).await;
             if let Some(id) = answers {

@@ -17,6 +17,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::clients::ConnectedClients;
 use super::convert;
+use super::jsonrpc::WrittenResults;
 use super::tools::{self, ToolContext};
 use crate::library::{PromptLibrary, Visibility};
 use crate::metrics::Method;
@@ -50,6 +51,8 @@ pub struct PromptServer {
     stages: Arc<Stages>,
     clients: Arc<ConnectedClients>,
     options: HandlerOptions,
+    /// The stdio transport's results written as JSON (`None` over HTTP).
+    written: Option<WrittenResults>,
 }
 
 impl PromptServer {
@@ -62,6 +65,15 @@ impl PromptServer {
             stages,
             clients,
             options,
+            written: None,
+        }
+    }
+
+    /// This server answering through a transport that sends the results left in `written`.
+    pub fn with_written(self, written: WrittenResults) -> PromptServer {
+        PromptServer {
+            written: Some(written),
+            ..self
         }
     }
 
@@ -246,6 +258,7 @@ impl ServerHandler for PromptServer {
             stages: self.stages.clone(),
             peer: Some(context.peer.clone()),
             visibility: self.visibility(),
+            written: self.written.clone(),
         };
         let result = tools::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await;
         // A tool's own failure (`isError`) counts as an error too.

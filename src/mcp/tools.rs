@@ -19,6 +19,8 @@ use serde::de::DeserializeOwned;
 use crate::enhance::result_text;
 use crate::library::Visibility;
 use crate::limits::Limits;
+
+use super::jsonrpc::{WrittenParts, WrittenResults};
 use crate::panics::panic_message;
 use crate::stages::{Caller, StageError, Stages};
 use crate::tools::{
@@ -35,6 +37,8 @@ pub struct ToolContext {
     pub peer: Option<Peer<RoleServer>>,
     /// Which prompts the client is served.
     pub visibility: Visibility,
+    /// Where a result written as JSON goes (stdio, whose transport sends it as it is).
+    pub written: Option<WrittenResults>,
 }
 
 /// The future a tool call returns.
@@ -118,12 +122,15 @@ fn stage_result<T: Serialize>(result: &T, text: String) -> Result<CallToolResult
 /// `structuredContent`, so the payload is never sent twice. A client that negotiated an older
 /// version cannot read `structuredContent`: it gets the JSON as text only. A result over
 /// `limits.maxResponseBytes` is an error (-32602), never a truncation. An envelope whose
-/// `success` is false is a tool error (`isError`).
+/// `success` is false is a tool error (`isError`). With `written`, a structured result is
+/// written as JSON here (the envelope's text is its `structuredContent` as it is) and a
+/// stand-in returned for the transport to replace.
 pub fn sized_envelope_result(
     tool: &str,
     envelope: &GetPromptsResponse,
     limits: &Limits,
     structured: bool,
+    written: Option<&WrittenResults>,
 ) -> Result<CallToolResult, ErrorData> {
     let json = envelope.to_json().map_err(serialize_failed)?;
     // The text is the compact JSON: measured by its length.
@@ -138,21 +145,35 @@ pub fn sized_envelope_result(
             None,
         ));
     }
+    let text = |json_text: String| {
+        if !structured || bytes <= limits.max_text_copy_bytes {
+            json_text
+        } else {
+            format!(
+                "{tool}: the result ({bytes} bytes of JSON) is in structuredContent; it is not \
+                 repeated as text above {} bytes (limits.maxTextCopyBytes)",
+                limits.max_text_copy_bytes
+            )
+        }
+    };
+    if let Some(written) = written.filter(|_| structured) {
+        let content =
+            serde_json::value::to_raw_value(&[ContentBlock::text(text(json.text.clone()))])
+                .map_err(serialize_failed)?;
+        let structured_content =
+            serde_json::value::RawValue::from_string(json.text).map_err(serialize_failed)?;
+        let parts = WrittenParts {
+            content,
+            structured_content,
+        };
+        return Ok(written.stand_in(parts, !envelope.success));
+    }
     let value = if structured {
         Some(json.value().map_err(serialize_failed)?)
     } else {
         None
     };
-    let text = if value.is_none() || bytes <= limits.max_text_copy_bytes {
-        json.text
-    } else {
-        format!(
-            "{tool}: the result ({bytes} bytes of JSON) is in structuredContent; it is not \
-             repeated as text above {} bytes (limits.maxTextCopyBytes)",
-            limits.max_text_copy_bytes
-        )
-    };
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text(json.text))]);
     result.structured_content = value;
     result.is_error = Some(!envelope.success);
     Ok(result)
@@ -191,7 +212,13 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
             let resp = snap
                 .get_prompts(library.clock(), &req, ctx.visibility)
                 .map_err(|e| ErrorData::invalid_params(format!("{GET_PROMPTS}: {e}"), None))?;
-            sized_envelope_result(GET_PROMPTS, &resp, &snap.limits, structured)
+            sized_envelope_result(
+                GET_PROMPTS,
+                &resp,
+                &snap.limits,
+                structured,
+                ctx.written.as_ref(),
+            )
         };
         // One prompt, or the cached metadata listing, takes microseconds: answered in place.
         // Rendering a batch can take a while: off the request loop (stdio is one thread).
@@ -333,6 +360,76 @@ mod tests {
     use super::*;
 
     use std::os::unix::ffi::OsStrExt;
+
+    /// A result written as JSON goes out byte for byte as rmcp writes the same result built as
+    /// a value: listings (with the text copy, and with its one-line summary), one prompt, a
+    /// batch, a missing prompt (`isError`); with `resultType` (MCP 2026-07-28) and without
+    /// (rmcp strips it for older peers), and with another `_meta` entry kept.
+    #[test]
+    fn written_results_go_out_as_rmcp_writes_them() {
+        use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
+        let cwd = tempfile::tempdir().unwrap();
+        let lib = crate::library::PromptLibrary::open(crate::library::LibraryOptions {
+            cwd: cwd.path().to_path_buf(),
+            ..Default::default()
+        })
+        .unwrap();
+        let snap = lib.snapshot();
+        let requests = [
+            serde_json::json!({"includeContent": false}),
+            serde_json::json!({"promptName": "code_review", "args": {"target": "a \"quoted\" path"}}),
+            serde_json::json!({"promptNames": ["code_review", "bug_triage"], "args": {"target": "x", "report": "y"}}),
+            serde_json::json!({"promptName": "no_such_prompt"}),
+        ];
+        let summarised = Limits {
+            max_text_copy_bytes: 10,
+            ..snap.limits.clone()
+        };
+        let mut compared = 0;
+        for limits in [&snap.limits, &summarised] {
+            for request in &requests {
+                let req: GetPromptsRequest =
+                    parse_arguments(GET_PROMPTS, request.as_object().unwrap().clone()).unwrap();
+                let resp = snap
+                    .get_prompts(lib.clock(), &req, Visibility::UserOnly)
+                    .unwrap();
+                for (strip, other_meta) in [(false, false), (true, false), (false, true)] {
+                    let written = WrittenResults::default();
+                    let mut plain =
+                        sized_envelope_result(GET_PROMPTS, &resp, limits, true, None).unwrap();
+                    let mut stand_in =
+                        sized_envelope_result(GET_PROMPTS, &resp, limits, true, Some(&written))
+                            .unwrap();
+                    assert!(stand_in.structured_content.is_none() && stand_in.content.is_empty());
+                    for r in [&mut plain, &mut stand_in] {
+                        if strip {
+                            r.result_type = None;
+                        }
+                        if other_meta {
+                            r.meta
+                                .get_or_insert_default()
+                                .insert("trace".into(), "t-1".into());
+                        }
+                    }
+                    let id = RequestId::Number(7);
+                    let message = |r: CallToolResult| {
+                        ServerJsonRpcMessage::response(ServerResult::CallToolResult(r), id.clone())
+                    };
+                    let expected = serde_json::to_string(&message(plain)).unwrap();
+                    let stand_in = message(stand_in);
+                    let line = written.line(&stand_in).unwrap().unwrap();
+                    assert_eq!(String::from_utf8(line).unwrap(), expected, "{request}");
+                    // Sent once: the parts are gone, and a second send is a server fault.
+                    let again = written.line(&stand_in).unwrap().unwrap();
+                    let again: serde_json::Value = serde_json::from_slice(&again).unwrap();
+                    assert_eq!(again["id"], 7);
+                    assert_eq!(again["error"]["code"], -32603);
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 24);
+    }
 
     #[test]
     fn every_catalog_tool_has_one_call_and_is_listed_in_the_catalogs_order() {
