@@ -460,9 +460,11 @@ pub struct WrittenParts {
 /// The `_meta` key of a stand-in result.
 const WRITTEN_KEY: &str = "promptd/written";
 
-/// Results kept at most: one whose response never goes out (its request cancelled) is dropped
-/// with the oldest beyond this, well above the requests a session may have in flight.
-const WRITTEN_CAP: usize = 4 * MAX_IN_FLIGHT;
+/// Results kept at most. A result leaves as its response is sent, microseconds after it was
+/// written; one whose response rmcp drops (its request was cancelled after the answer was
+/// written) would stay, and goes with the oldest beyond this: twice the requests a session may
+/// have in flight, so the results kept never outgrow what those requests may hold.
+const WRITTEN_CAP: usize = 2 * MAX_IN_FLIGHT;
 
 /// A response whose result fields are written by [`WrittenResults`], in rmcp's order.
 #[derive(serde::Serialize)]
@@ -889,6 +891,42 @@ mod tests {
             Verdict::Refuse(r) => r,
             other => panic!("{raw}: expected a refusal, got {other:?}"),
         }
+    }
+
+    /// A result whose response never went out is dropped with the oldest beyond the cap; its
+    /// stand-in, were it ever sent, is an internal error, never an empty result.
+    #[test]
+    fn written_results_are_capped_and_a_lost_one_is_an_internal_error() {
+        let written = WrittenResults::default();
+        let parts = || WrittenParts {
+            content: serde_json::value::to_raw_value(&[0]).unwrap(),
+            structured_content: serde_json::value::to_raw_value(&1).unwrap(),
+        };
+        let response = |r: rmcp::model::CallToolResult, id: i64| {
+            ServerJsonRpcMessage::response(
+                rmcp::model::ServerResult::CallToolResult(r),
+                rmcp::model::RequestId::Number(id),
+            )
+        };
+        let first = response(written.stand_in(parts(), false), 1);
+        let stand_ins: Vec<_> = (0..WRITTEN_CAP)
+            .map(|i| response(written.stand_in(parts(), true), i as i64 + 2))
+            .collect();
+        let lost: Value = serde_json::from_slice(&written.line(&first).unwrap().unwrap()).unwrap();
+        assert_eq!(lost["id"], 1);
+        assert_eq!(lost["error"]["code"], -32603);
+        for (i, message) in stand_ins.iter().enumerate() {
+            let sent: Value =
+                serde_json::from_slice(&written.line(message).unwrap().unwrap()).unwrap();
+            assert_eq!(sent["id"], i + 2);
+            assert_eq!(sent["result"]["content"], serde_json::json!([0]));
+            assert_eq!(sent["result"]["structuredContent"], 1);
+            assert_eq!(sent["result"]["isError"], true);
+            assert!(sent["result"].get("_meta").is_none(), "{sent}");
+        }
+        // Any other message is written by serde.
+        let plain = response(rmcp::model::CallToolResult::success(Vec::new()), 9);
+        assert!(written.line(&plain).is_none());
     }
 
     #[test]
