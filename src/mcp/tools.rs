@@ -19,14 +19,14 @@ use serde::de::DeserializeOwned;
 use crate::enhance::result_text;
 use crate::library::Visibility;
 use crate::limits::Limits;
-
-use super::jsonrpc::{WrittenParts, WrittenResults};
 use crate::panics::panic_message;
 use crate::stages::{Caller, StageError, Stages};
 use crate::tools::{
     COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
     GetPromptsResponse, ToolSpec,
 };
+
+use super::jsonrpc::{WrittenParts, WrittenResults};
 
 /// What a tool call can use.
 #[derive(Debug, Clone)]
@@ -145,21 +145,22 @@ pub fn sized_envelope_result(
             None,
         ));
     }
-    let text = |json_text: String| {
-        if !structured || bytes <= limits.max_text_copy_bytes {
-            json_text
-        } else {
-            format!(
-                "{tool}: the result ({bytes} bytes of JSON) is in structuredContent; it is not \
-                 repeated as text above {} bytes (limits.maxTextCopyBytes)",
-                limits.max_text_copy_bytes
-            )
-        }
+    let copy_text = !structured || bytes <= limits.max_text_copy_bytes;
+    let summary = || {
+        format!(
+            "{tool}: the result ({bytes} bytes of JSON) is in structuredContent; it is not \
+             repeated as text above {} bytes (limits.maxTextCopyBytes)",
+            limits.max_text_copy_bytes
+        )
     };
     if let Some(written) = written.filter(|_| structured) {
-        let content =
-            serde_json::value::to_raw_value(&[ContentBlock::text(text(json.text.clone()))])
-                .map_err(serialize_failed)?;
+        let text = if copy_text {
+            json.text.clone()
+        } else {
+            summary()
+        };
+        let content = serde_json::value::to_raw_value(&[ContentBlock::text(text)])
+            .map_err(serialize_failed)?;
         let structured_content =
             serde_json::value::RawValue::from_string(json.text).map_err(serialize_failed)?;
         let parts = WrittenParts {
@@ -173,7 +174,8 @@ pub fn sized_envelope_result(
     } else {
         None
     };
-    let mut result = CallToolResult::success(vec![ContentBlock::text(text(json.text))]);
+    let text = if copy_text { json.text } else { summary() };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = value;
     result.is_error = Some(!envelope.success);
     Ok(result)
