@@ -982,9 +982,11 @@ impl GetPromptsResponse {
             Some(listing) => listing.kept_json()?,
             None => None,
         };
+        // Written as raw JSON (serde's own output, not parsed again), for a result to carry as
+        // it is.
         let text = match kept {
-            Some(kept) => serde_json::to_string(&self.with_data(&*kept.text))?,
-            None => serde_json::to_string(self)?,
+            Some(kept) => serde_json::value::to_raw_value(&self.with_data(&*kept.text))?,
+            None => serde_json::value::to_raw_value(self)?,
         };
         Ok(EnvelopeJson {
             envelope: self,
@@ -1021,7 +1023,7 @@ pub struct EnvelopeJson<'a> {
     /// The listing's kept JSON, when the envelope is a listing that keeps it.
     kept: Option<&'a KeptJson>,
     /// The compact JSON text.
-    pub text: String,
+    pub text: Box<RawValue>,
 }
 
 impl EnvelopeJson<'_> {
@@ -1284,11 +1286,11 @@ mod tests {
     /// The envelope's JSON text and value, checked against serde's own writing of it.
     fn assert_writes_as_serde(resp: &GetPromptsResponse) {
         let json = resp.to_json().unwrap();
-        assert_eq!(json.text, serde_json::to_string(resp).unwrap());
+        assert_eq!(json.text.get(), serde_json::to_string(resp).unwrap());
         let value = json.value().unwrap();
         assert_eq!(value, serde_json::to_value(resp).unwrap());
         // The same keys in the same order.
-        assert_eq!(value.to_string(), json.text);
+        assert_eq!(value.to_string(), json.text.get());
     }
 
     fn request(json: &str) -> GetPromptsRequest {
@@ -1351,7 +1353,7 @@ mod tests {
         let resp = lib.get_prompts(&request(r#"{"includeContent": false}"#));
         assert_eq!(resp.listing().unwrap().total_count(), count);
         assert_writes_as_serde(&resp);
-        assert!(resp.to_json().unwrap().text.len() > PromptListing::KEEP_JSON_BYTES);
+        assert!(resp.to_json().unwrap().text.get().len() > PromptListing::KEEP_JSON_BYTES);
         assert!(
             resp.listing().unwrap().json.get().unwrap().is_none(),
             "found too large, not kept"

@@ -134,7 +134,7 @@ pub fn sized_envelope_result(
 ) -> Result<CallToolResult, ErrorData> {
     let json = envelope.to_json().map_err(serialize_failed)?;
     // The text is the compact JSON: measured by its length.
-    let bytes = json.text.len();
+    let bytes = json.text.get().len();
     if bytes > limits.max_response_bytes {
         return Err(ErrorData::invalid_params(
             format!(
@@ -155,17 +155,15 @@ pub fn sized_envelope_result(
     };
     if let Some(written) = written.filter(|_| structured) {
         let text = if copy_text {
-            json.text.clone()
+            json.text.get().to_owned()
         } else {
             summary()
         };
         let content = serde_json::value::to_raw_value(&[ContentBlock::text(text)])
             .map_err(serialize_failed)?;
-        let structured_content =
-            serde_json::value::RawValue::from_string(json.text).map_err(serialize_failed)?;
         let parts = WrittenParts {
             content,
-            structured_content,
+            structured_content: json.text,
         };
         return Ok(written.stand_in(parts, !envelope.success));
     }
@@ -174,7 +172,11 @@ pub fn sized_envelope_result(
     } else {
         None
     };
-    let text = if copy_text { json.text } else { summary() };
+    let text = if copy_text {
+        String::from(Box::<str>::from(json.text))
+    } else {
+        summary()
+    };
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     result.structured_content = value;
     result.is_error = Some(!envelope.success);
