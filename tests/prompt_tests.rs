@@ -215,3 +215,39 @@ fn every_builtin_prompt_has_cases() {
         }
     }
 }
+
+/// This repository's own prompts, as a user of the checkout sees them: `promptd check` finds no
+/// error and every case in `tests/prompts/` matches its accepted snapshot. Run as CI runs it
+/// (`CI=true`): a new or changed snapshot fails without writing a pending file into the tree;
+/// `promptd test --accept` in the checkout accepts it.
+#[test]
+fn the_repositorys_prompts_pass_check_and_their_cases() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let check = promptd(root).arg("check").output().unwrap();
+    let out = String::from_utf8_lossy(&check.stdout);
+    assert_eq!(check.status.code(), Some(0), "promptd check:\n{out}");
+    assert!(out.contains(" 0 error(s)"), "{out}");
+
+    let test = promptd(root)
+        .env("CI", "true")
+        .arg("test")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&test.stdout);
+    assert_eq!(
+        test.status.code(),
+        Some(0),
+        "promptd test:\n{out}\n{}",
+        String::from_utf8_lossy(&test.stderr)
+    );
+    let summary = out.lines().last().unwrap_or_default();
+    let passed: usize = summary
+        .strip_suffix(" passed, 0 failed")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no `N passed, 0 failed` summary:\n{out}"));
+    let cases = std::fs::read_dir(root.join("tests/prompts/snapshots"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension() == Some("snap".as_ref()))
+        .count();
+    assert_eq!(passed, cases, "one accepted snapshot a case:\n{out}");
+}
