@@ -215,23 +215,27 @@ pub fn cpu_ticks_of(pid: u32) -> Option<u64> {
 }
 
 /// The `host:port` a `serve --http` child printed on its piped stderr ("serving MCP at
-/// http://HOST:PORT/mcp"); the rest of its stderr is drained from a thread, so the server never
-/// blocks on a full pipe. For the benches, which share this module.
+/// http://HOST:PORT/mcp"); the rest of its stderr goes on to ours from a thread, so the server
+/// never blocks on a full pipe and what it logs stays in sight. For the benches, which share
+/// this module.
 #[allow(dead_code)]
 pub fn served_address(child: &mut Child) -> String {
     use std::io::BufRead;
     let stderr = child.stderr.take().expect("the server's stderr is piped");
-    let mut lines = std::io::BufReader::new(stderr).lines();
+    let mut stderr = std::io::BufReader::new(stderr);
+    let mut line = String::new();
     let addr = loop {
-        let line = lines
-            .next()
-            .expect("serve --http exited before printing its address")
+        line.clear();
+        let read = stderr
+            .read_line(&mut line)
             .expect("read the server's stderr");
+        assert!(read > 0, "serve --http exited before printing its address");
         if let Some(url) = line.split("serving MCP at http://").nth(1) {
             break url.trim().trim_end_matches("/mcp").to_owned();
         }
+        eprint!("{line}");
     };
-    std::thread::spawn(move || lines.for_each(drop));
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::stderr()));
     addr
 }
 
