@@ -763,9 +763,9 @@ where
             _ => None,
         };
         let in_flight = self.in_flight.clone();
-        let written = self.written.clone();
+        let results = self.written.clone();
         async move {
-            let line = match written.line(&item) {
+            let line = match results.line(&item) {
                 Some(line) => line?,
                 None => serde_json::to_vec(&item)?,
             };
