@@ -15,7 +15,9 @@
 //!
 //! A [`Renderer`] is built over one immutable registry snapshot. It compiles templates lazily
 //! (minijinja caches them) and caches per prompt the engine decision, the variables the template
-//! reads, and the compiled argument validators.
+//! reads, and each argument's compiled validator (compiled the first time a value is supplied for
+//! that argument, or by `check`: a prompt renders without compiling the schemas of arguments the
+//! caller left out, and a schema that does not compile fails only the calls that supply it).
 
 pub mod bounded;
 pub mod clock;
@@ -157,7 +159,8 @@ pub struct Analysis {
 /// Variable name → the layer its value came from.
 pub type Provenance = BTreeMap<String, VariableSource>;
 
-type Validators = Result<Arc<Vec<(String, jsonschema::Validator)>>, RenderError>;
+/// An argument's compiled schema; `None` when it constrains nothing beyond the declared type.
+type ArgValidator = Result<Option<Arc<jsonschema::Validator>>, RenderError>;
 
 /// What the renderer keeps per prompt, each built on first use: what depends on the prompt's
 /// file alone, so the renderers of later snapshots share it while the prompt is served
@@ -166,7 +169,8 @@ type Validators = Result<Arc<Vec<(String, jsonschema::Validator)>>, RenderError>
 struct PromptCache {
     /// The analysis of a template that includes nothing.
     analysis: OnceLock<Arc<Analysis>>,
-    validators: OnceLock<Validators>,
+    /// One slot per declared argument, in declaration order.
+    validators: OnceLock<Box<[OnceLock<ArgValidator>]>>,
 }
 
 /// Renders prompts of one registry snapshot.
@@ -425,26 +429,30 @@ impl Renderer {
         visit(&self.registry, start, &mut Vec::new(), &mut BTreeSet::new())
     }
 
-    fn validators_in(&self, cache: &PromptCache, prompt: &PromptTemplate) -> Validators {
-        cache
+    /// The validator of `prompt`'s argument at `index`, compiled on first use.
+    fn validator_in(
+        &self,
+        cache: &PromptCache,
+        prompt: &PromptTemplate,
+        index: usize,
+    ) -> ArgValidator {
+        let slots = cache
             .validators
+            .get_or_init(|| prompt.arguments.iter().map(|_| OnceLock::new()).collect());
+        slots[index]
             .get_or_init(|| {
-                let mut out = Vec::new();
-                for arg in &prompt.arguments {
-                    let Some(schema) = arg.json_schema() else {
-                        continue;
-                    };
-                    let v = jsonschema::validator_for(&schema).map_err(|e| {
-                        RenderError::InvalidSchema {
-                            path: prompt.path.clone(),
-                            line: arg.line,
-                            argument: arg.name.clone(),
-                            message: e.to_string(),
-                        }
-                    })?;
-                    out.push((arg.name.clone(), v));
-                }
-                Ok(Arc::new(out))
+                let arg = &prompt.arguments[index];
+                let Some(schema) = arg.json_schema() else {
+                    return Ok(None);
+                };
+                jsonschema::validator_for(&schema)
+                    .map(|v| Some(Arc::new(v)))
+                    .map_err(|e| RenderError::InvalidSchema {
+                        path: prompt.path.clone(),
+                        line: arg.line,
+                        argument: arg.name.clone(),
+                        message: e.to_string(),
+                    })
             })
             .clone()
     }
@@ -452,7 +460,9 @@ impl Renderer {
     /// Checks that every argument schema of a prompt compiles (used by `check`).
     pub fn check_schemas(&self, name: &str) -> Result<(), RenderError> {
         let prompt = self.prompt(name)?;
-        self.validators_in(self.cache(prompt)?, prompt).map(|_| ())
+        let cache = self.cache(prompt)?;
+        (0..prompt.arguments.len())
+            .try_for_each(|i| self.validator_in(cache, prompt, i).map(|_| ()))
     }
 
     fn prompt(&self, name: &str) -> Result<&Arc<PromptTemplate>, RenderError> {
@@ -467,13 +477,13 @@ impl Renderer {
     fn coerce_arguments(
         &self,
         prompt: &PromptTemplate,
-        validators: &[(String, jsonschema::Validator)],
+        cache: &PromptCache,
         args: &Map<String, Value>,
     ) -> Result<Map<String, Value>, RenderError> {
         let mut out = Map::new();
         for (key, raw) in args {
-            let spec = prompt.arguments.iter().find(|a| &a.name == key);
-            let Some(spec) = spec else {
+            let index = prompt.arguments.iter().position(|a| &a.name == key);
+            let Some((index, spec)) = index.map(|i| (i, &prompt.arguments[i])) else {
                 out.insert(key.clone(), raw.clone());
                 continue;
             };
@@ -493,7 +503,7 @@ impl Renderer {
                 })?,
                 None => raw.clone(),
             };
-            if let Some((_, validator)) = validators.iter().find(|(n, _)| n == key)
+            if let Some(validator) = self.validator_in(cache, prompt, index)?
                 && let Err(e) = validator.validate(&value)
             {
                 return Err(RenderError::InvalidArgument {
@@ -589,7 +599,7 @@ impl Renderer {
                 chain: chain.clone(),
             });
         }
-        let user = self.coerce_arguments(prompt, &self.validators_in(cache, prompt)?, args)?;
+        let user = self.coerce_arguments(prompt, cache, args)?;
         // Everything below (defaults that are templates, the template itself) builds values
         // under the render limits.
         let guard = value_size_limit(&self.limits);
