@@ -115,7 +115,11 @@ impl StaticModel {
         }
 
         let tokenizer_path = dir.join("tokenizer.json");
-        let mut tokenizer = Tokenizer::from_file(&tokenizer_path)
+        // Parsed through `FromStr`, whose deserializer the tokenizers crate compiles once: the
+        // generic `from_file` would compile all of it again into this crate.
+        let mut tokenizer = std::fs::read_to_string(&tokenizer_path)
+            .map_err(|e| RagError::Embed(format!("{}: {e}", tokenizer_path.display())))?
+            .parse::<Tokenizer>()
             .map_err(|e| RagError::Embed(format!("{}: {e}", tokenizer_path.display())))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
