@@ -160,7 +160,7 @@ pub struct Analysis {
 pub type Provenance = BTreeMap<String, VariableSource>;
 
 /// An argument's compiled schema; `None` when it constrains nothing beyond the declared type.
-type ArgValidator = Result<Option<Arc<jsonschema::Validator>>, RenderError>;
+type ArgValidator = Result<Option<jsonschema::Validator>, RenderError>;
 
 /// What the renderer keeps per prompt, each built on first use: what depends on the prompt's
 /// file alone, so the renderers of later snapshots share it while the prompt is served
@@ -171,6 +171,34 @@ struct PromptCache {
     analysis: OnceLock<Arc<Analysis>>,
     /// One slot per declared argument, in declaration order.
     validators: OnceLock<Box<[OnceLock<ArgValidator>]>>,
+}
+
+impl PromptCache {
+    /// The validator of `prompt`'s argument at `index`, compiled on first use.
+    fn validator(
+        &self,
+        prompt: &PromptTemplate,
+        index: usize,
+    ) -> Result<Option<&jsonschema::Validator>, RenderError> {
+        let slots = self
+            .validators
+            .get_or_init(|| prompt.arguments.iter().map(|_| OnceLock::new()).collect());
+        let compiled = slots[index].get_or_init(|| {
+            let arg = &prompt.arguments[index];
+            let Some(schema) = arg.json_schema() else {
+                return Ok(None);
+            };
+            jsonschema::validator_for(&schema)
+                .map(Some)
+                .map_err(|e| RenderError::InvalidSchema {
+                    path: prompt.path.clone(),
+                    line: arg.line,
+                    argument: arg.name.clone(),
+                    message: e.to_string(),
+                })
+        });
+        compiled.as_ref().map(Option::as_ref).map_err(Clone::clone)
+    }
 }
 
 /// Renders prompts of one registry snapshot.
@@ -429,40 +457,11 @@ impl Renderer {
         visit(&self.registry, start, &mut Vec::new(), &mut BTreeSet::new())
     }
 
-    /// The validator of `prompt`'s argument at `index`, compiled on first use.
-    fn validator_in(
-        &self,
-        cache: &PromptCache,
-        prompt: &PromptTemplate,
-        index: usize,
-    ) -> ArgValidator {
-        let slots = cache
-            .validators
-            .get_or_init(|| prompt.arguments.iter().map(|_| OnceLock::new()).collect());
-        slots[index]
-            .get_or_init(|| {
-                let arg = &prompt.arguments[index];
-                let Some(schema) = arg.json_schema() else {
-                    return Ok(None);
-                };
-                jsonschema::validator_for(&schema)
-                    .map(|v| Some(Arc::new(v)))
-                    .map_err(|e| RenderError::InvalidSchema {
-                        path: prompt.path.clone(),
-                        line: arg.line,
-                        argument: arg.name.clone(),
-                        message: e.to_string(),
-                    })
-            })
-            .clone()
-    }
-
     /// Checks that every argument schema of a prompt compiles (used by `check`).
     pub fn check_schemas(&self, name: &str) -> Result<(), RenderError> {
         let prompt = self.prompt(name)?;
         let cache = self.cache(prompt)?;
-        (0..prompt.arguments.len())
-            .try_for_each(|i| self.validator_in(cache, prompt, i).map(|_| ()))
+        (0..prompt.arguments.len()).try_for_each(|i| cache.validator(prompt, i).map(|_| ()))
     }
 
     fn prompt(&self, name: &str) -> Result<&Arc<PromptTemplate>, RenderError> {
@@ -482,8 +481,12 @@ impl Renderer {
     ) -> Result<Map<String, Value>, RenderError> {
         let mut out = Map::new();
         for (key, raw) in args {
-            let index = prompt.arguments.iter().position(|a| &a.name == key);
-            let Some((index, spec)) = index.map(|i| (i, &prompt.arguments[i])) else {
+            let declared = prompt
+                .arguments
+                .iter()
+                .enumerate()
+                .find(|(_, a)| &a.name == key);
+            let Some((index, spec)) = declared else {
                 out.insert(key.clone(), raw.clone());
                 continue;
             };
@@ -503,7 +506,7 @@ impl Renderer {
                 })?,
                 None => raw.clone(),
             };
-            if let Some(validator) = self.validator_in(cache, prompt, index)?
+            if let Some(validator) = cache.validator(prompt, index)?
                 && let Err(e) = validator.validate(&value)
             {
                 return Err(RenderError::InvalidArgument {
