@@ -115,18 +115,20 @@ impl StaticModel {
         }
 
         let tokenizer_path = dir.join("tokenizer.json");
+        let bad_tokenizer =
+            |what: String| RagError::Embed(format!("{}: {what}", tokenizer_path.display()));
         // Parsed through `FromStr`, whose deserializer the tokenizers crate compiles once: the
         // generic `from_file` would compile all of it again into this crate.
         let mut tokenizer = std::fs::read_to_string(&tokenizer_path)
-            .map_err(|e| RagError::Embed(format!("{}: {e}", tokenizer_path.display())))?
+            .map_err(|e| bad_tokenizer(e.to_string()))?
             .parse::<Tokenizer>()
-            .map_err(|e| RagError::Embed(format!("{}: {e}", tokenizer_path.display())))?;
+            .map_err(|e| bad_tokenizer(e.to_string()))?;
         tokenizer
             .with_truncation(Some(TruncationParams {
                 max_length: max_tokens.max(1),
                 ..TruncationParams::default()
             }))
-            .map_err(|e| RagError::Embed(format!("{}: {e}", tokenizer_path.display())))?;
+            .map_err(|e| bad_tokenizer(e.to_string()))?;
         tokenizer.with_padding(None);
         let special = tokenizer
             .get_added_tokens_decoder()
