@@ -17,6 +17,7 @@ pub const QUIET: Duration = Duration::from_millis(200);
 
 static ACTIVITY: AtomicU64 = AtomicU64::new(0);
 static WAKE: Notify = Notify::const_new();
+static COLLECT_THERE: Notify = Notify::const_new();
 static COLLECTIONS: AtomicU64 = AtomicU64::new(0);
 
 /// Records that work was done whose garbage should be returned once things are quiet.
@@ -37,6 +38,17 @@ pub async fn trim_when_quiet() {
                 break;
             }
         }
+        collect();
+        COLLECT_THERE.notify_waiters();
+    }
+}
+
+/// Runs until dropped, on a thread that serves requests beside the one running
+/// [`trim_when_quiet`]: collects this thread's heap each time that one collects its own (a
+/// thread's empty pages go back to the system only from that thread).
+pub async fn collect_when_trimmed() {
+    loop {
+        COLLECT_THERE.notified().await;
         collect();
     }
 }

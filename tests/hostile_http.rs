@@ -788,3 +788,43 @@ async fn http_serves_other_loopback_addresses_and_any_bearer_case() {
     let session = open_session(to, &[("Authorization", &auth)]).await;
     assert!(!session.is_empty());
 }
+
+/// Connections are dealt to the server's threads in turn: a session opened over one
+/// connection is served over the next ones, whichever thread each lands on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_sessions_are_served_from_every_connection_thread() {
+    let prompts = prompt_dir();
+    let cwd = workdir(&json!({}));
+    let server = Server::start(
+        cwd.path(),
+        prompts.path(),
+        "127.0.0.1:0",
+        &["--workers", "3"],
+    );
+    let to = server.addr;
+    // Two connections opened the session; six more: each thread serves two of them.
+    let session = open_session(to, &[]).await;
+    for _ in 0..3 {
+        let listed = request(to, &session, "prompts/list", json!({})).await;
+        let names: Vec<&str> = listed["result"]["prompts"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{listed}"))
+            .iter()
+            .filter_map(|p| p["name"].as_str())
+            .collect();
+        assert!(names.contains(&"greet"), "{listed}");
+        let called = tool(to, &session, json!({"promptName": "greet"})).await;
+        assert_eq!(called["result"]["isError"], json!(false), "{called}");
+    }
+}
+
+#[test]
+fn http_workers_must_be_at_least_one() {
+    let out = promptd()
+        .args(["serve", "--http", "127.0.0.1:0", "--workers", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--workers"), "{stderr}");
+}

@@ -104,6 +104,9 @@ pub struct ServeArgs {
     /// load balancer (clients get no list_changed notifications; they compare versions).
     #[arg(long, requires = "http")]
     pub stateless: bool,
+    /// With --http: serve connections on N threads (default: one per CPU this process may use).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub workers: Option<std::num::NonZeroUsize>,
     /// Do not watch prompt folders and the config file for changes.
     #[arg(long)]
     pub no_watch: bool,
@@ -380,6 +383,7 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
         watch: !args.no_watch,
         stateless: args.stateless,
         studio: (!args.no_studio).then(crate::mcp::StudioLaunch::default),
+        workers: args.workers,
         busy_poll: std::time::Duration::from_micros(args.busy_poll),
     };
     crate::mcp::serve(lib, options)?;
@@ -409,6 +413,8 @@ fn studio(common: &CommonArgs, args: &StudioArgs) -> Result<u8> {
             show_token,
             open: args.open,
         }),
+        // One author's page: one thread.
+        workers: Some(std::num::NonZeroUsize::MIN),
         busy_poll: std::time::Duration::ZERO,
     };
     crate::mcp::serve(lib, options)?;

@@ -14,6 +14,7 @@
 //! is closed after it too) and is dropped when no byte moves for `limits.connectionIdleSecs`.
 
 use std::net::{IpAddr, SocketAddr};
+use std::num::NonZeroUsize;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +35,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::{BoundedSessions, Refusal, SessionLimits};
+use super::threads::ConnectionThreads;
 use super::{PromptServer, ServeError};
 use crate::limits::Limits;
 
@@ -263,6 +265,8 @@ pub struct HttpServe {
     pub stateless: bool,
     /// Also serve the studio page at `/`.
     pub studio: Option<super::StudioLaunch>,
+    /// Threads connections are served on ([`ConnectionThreads`]).
+    pub workers: NonZeroUsize,
 }
 
 /// Serves until `ct` is cancelled. Prints the bound address to stderr (tests and users with
@@ -277,6 +281,7 @@ pub async fn serve(
         token,
         stateless,
         studio,
+        workers,
     } = serve;
     let snapshot = server.library().snapshot();
     let limits = snapshot.limits.clone();
@@ -316,15 +321,20 @@ pub async fn serve(
             crate::studio::web::open_in_browser(&url);
         }
     }
-    accept_loop(listener, app, &limits, ct).await;
+    let threads = ConnectionThreads::start(workers).map_err(ServeError::Io)?;
+    accept_loop(listener, app, &limits, &threads, ct).await;
+    // Each connection closes gracefully within a second of `ct` (see `accept_loop`).
+    threads.drain(Duration::from_secs(2)).await;
     Ok(())
 }
 
-/// Accepts connections until `ct` is cancelled; each is served on its own task.
+/// Accepts connections until `ct` is cancelled; each is served on its own task, on one of
+/// `threads`.
 async fn accept_loop(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     limits: &Limits,
+    threads: &ConnectionThreads,
     ct: CancellationToken,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
@@ -349,21 +359,38 @@ async fn accept_loop(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY on a connection from {remote}: {e}");
         }
-        let activity = Arc::new(Activity::new());
-        let io = TokioIo::new(Watched {
-            inner: stream,
-            activity: activity.clone(),
-        });
+        // The socket leaves this runtime's reactor and joins its thread's, where its readiness
+        // wakes the connection's task without crossing threads.
+        let stream = match stream.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("connection from {remote}: {e}");
+                continue;
+            }
+        };
         let app = app.clone();
-        let service =
-            hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
-                request.extensions_mut().insert(ConnectInfo(remote));
-                let mut app = app.clone();
-                async move { tower_service::Service::call(&mut app, request).await }
-            });
-        let conn = http.serve_connection(io, service);
+        let http = http.clone();
         let ct = ct.clone();
-        tokio::spawn(async move {
+        threads.spawn(async move {
+            let stream = match tokio::net::TcpStream::from_std(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!("connection from {remote}: {e}");
+                    return;
+                }
+            };
+            let activity = Arc::new(Activity::new());
+            let io = TokioIo::new(Watched {
+                inner: stream,
+                activity: activity.clone(),
+            });
+            let service =
+                hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
+                    request.extensions_mut().insert(ConnectInfo(remote));
+                    let mut app = app.clone();
+                    async move { tower_service::Service::call(&mut app, request).await }
+                });
+            let conn = http.serve_connection(io, service);
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
                 result = conn.as_mut() => {

@@ -20,6 +20,7 @@ pub mod schema;
 pub mod server;
 pub mod sessions;
 pub mod stdio;
+pub mod threads;
 pub mod tools;
 
 use std::net::SocketAddr;
@@ -47,6 +48,9 @@ pub struct ServeOptions {
     pub stateless: bool,
     /// Over HTTP, also serve the studio page at `/`.
     pub studio: Option<StudioLaunch>,
+    /// Over HTTP, the threads connections are served on; `None`: one per CPU the process may
+    /// use.
+    pub workers: Option<std::num::NonZeroUsize>,
     /// Over stdio, how long an empty stdin is read again after an answer before the server's
     /// thread sleeps (see [`stdio::BusyPoll`]); zero sleeps at once.
     pub busy_poll: std::time::Duration,
@@ -100,17 +104,12 @@ pub enum ServeError {
 /// Runs the server until stdin closes (stdio) or the process is interrupted (HTTP). Builds its
 /// own tokio runtime.
 pub fn serve(library: PromptLibrary, options: ServeOptions) -> Result<(), ServeError> {
-    let runtime = if options.http.is_some() {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?
-    } else {
-        // One client, one thread: the lowest latency per request.
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?
-    };
+    // Over stdio, one client, one thread: the lowest latency per request. Over HTTP, this
+    // thread accepts connections and runs the watcher; the connections are served on their own
+    // threads ([`threads::ConnectionThreads`]).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let result = runtime.block_on(serve_async(Arc::new(library), options));
     // Blocking reads of stdin must not keep the process alive after the session ended.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
@@ -185,6 +184,9 @@ pub async fn serve_async(
                 token: options.auth_token,
                 stateless: options.stateless,
                 studio: options.studio,
+                workers: options.workers.unwrap_or_else(|| {
+                    std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
+                }),
             };
             http::serve(server, http, ct).await
         }
