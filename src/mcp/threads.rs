@@ -18,6 +18,9 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+/// How long a stopping thread waits for the blocking tasks its connections started.
+const SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Connection threads, stopped (their remaining tasks dropped) when this is dropped.
 #[derive(Debug)]
 pub struct ConnectionThreads {
@@ -48,7 +51,10 @@ impl ConnectionThreads {
                             () = stopped.cancelled() => {}
                             () = crate::memory::collect_when_trimmed() => {}
                         }
-                    })
+                    });
+                    // Dropping the runtime would wait for every blocking task its connections
+                    // started (a secret scan, a composition) however long it takes.
+                    runtime.shutdown_timeout(SHUTDOWN);
                 });
             match thread {
                 Ok(t) => threads.push(t),
