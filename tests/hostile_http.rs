@@ -819,12 +819,14 @@ async fn http_sessions_are_served_from_every_connection_thread() {
 }
 
 #[test]
-fn http_workers_must_be_at_least_one() {
-    let out = promptd()
-        .args(["serve", "--http", "127.0.0.1:0", "--workers", "0"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("--workers"), "{stderr}");
+fn http_workers_are_one_to_1024() {
+    for n in ["0", "1025", "many"] {
+        let out = promptd()
+            .args(["serve", "--http", "127.0.0.1:0", "--workers", n])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "--workers {n}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--workers"), "{stderr}");
+    }
 }

@@ -104,9 +104,11 @@ pub struct ServeArgs {
     /// load balancer (clients get no list_changed notifications; they compare versions).
     #[arg(long, requires = "http")]
     pub stateless: bool,
-    /// With --http: serve connections on N threads (default: one per CPU this process may use).
-    #[arg(long, value_name = "N", requires = "http")]
-    pub workers: Option<std::num::NonZeroUsize>,
+    /// With --http: serve connections on N threads, 1 to 1024 (default: one per CPU this
+    /// process may use).
+    #[arg(long, value_name = "N", requires = "http",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1024))]
+    pub workers: Option<usize>,
     /// Do not watch prompt folders and the config file for changes.
     #[arg(long)]
     pub no_watch: bool,
@@ -383,7 +385,7 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
         watch: !args.no_watch,
         stateless: args.stateless,
         studio: (!args.no_studio).then(crate::mcp::StudioLaunch::default),
-        workers: args.workers,
+        workers: args.workers.and_then(std::num::NonZeroUsize::new),
         busy_poll: std::time::Duration::from_micros(args.busy_poll),
     };
     crate::mcp::serve(lib, options)?;

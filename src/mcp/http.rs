@@ -321,7 +321,10 @@ pub async fn serve(
             crate::studio::web::open_in_browser(&url);
         }
     }
-    let threads = ConnectionThreads::start(workers).map_err(ServeError::Io)?;
+    let threads = ConnectionThreads::start(workers).map_err(|source| ServeError::Threads {
+        threads: workers.get(),
+        source,
+    })?;
     accept_loop(listener, app, &limits, &threads, ct).await;
     // Each connection closes gracefully within a second of `ct` (see `accept_loop`).
     threads.drain(Duration::from_secs(2)).await;

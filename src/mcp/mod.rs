@@ -88,6 +88,12 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot start {threads} thread(s) for HTTP connections (--workers): {source}")]
+    Threads {
+        threads: usize,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("MCP session failed to start: {0}")]
     Initialize(Box<rmcp::service::ServerInitializeError>),
     #[error(transparent)]
