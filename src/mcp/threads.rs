@@ -3,8 +3,8 @@
 //! it was handed to, as actix-web's workers do.
 //!
 //! A request then moves between tasks of one thread: hyper's connection, rmcp's session worker
-//! and serve loop wake each other without crossing to another core. On the work-stealing
-//! runtime they woke each other on both, and a `prompts/get` over HTTP cost a third more CPU.
+//! and serve loop wake each other without crossing to another core (on a work-stealing runtime
+//! they wake each other across cores, which costs CPU on every request).
 //! Connections are dealt round robin; a session's worker stays on the thread of the connection
 //! that opened it, so a client that sends its requests over another connection still crosses.
 //! Each thread returns its own freed memory when the process goes quiet
