@@ -118,7 +118,7 @@ pub fn serve(library: PromptLibrary, options: ServeOptions) -> Result<(), ServeE
         .build()?;
     let result = runtime.block_on(serve_async(Arc::new(library), options));
     // Blocking reads of stdin must not keep the process alive after the session ended.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    runtime.shutdown_timeout(threads::SHUTDOWN);
     result
 }
 

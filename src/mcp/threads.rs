@@ -18,8 +18,9 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-/// How long a stopping thread waits for the blocking tasks its connections started.
-const SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long a stopping runtime waits for the blocking tasks it started: each connection
+/// thread's, and the server's own ([`super::serve`]).
+pub const SHUTDOWN: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// Connection threads, stopped (their remaining tasks dropped) when this is dropped.
 #[derive(Debug)]
