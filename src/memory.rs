@@ -20,6 +20,10 @@ static WAKE: Notify = Notify::const_new();
 static COLLECT_THERE: Notify = Notify::const_new();
 static COLLECTIONS: AtomicU64 = AtomicU64::new(0);
 
+std::thread_local! {
+    static COLLECTIONS_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// Records that work was done whose garbage should be returned once things are quiet.
 pub fn note_activity() {
     ACTIVITY.fetch_add(1, Ordering::Relaxed);
@@ -59,11 +63,17 @@ pub fn collect() {
     // SAFETY: mi_collect takes no pointers; it may be called from any thread at any time.
     unsafe { libmimalloc_sys::mi_collect(true) };
     COLLECTIONS.fetch_add(1, Ordering::Relaxed);
+    COLLECTIONS_HERE.with(|n| n.set(n.get() + 1));
 }
 
 /// How many times [`collect`] has run in this process.
 pub fn collections() -> u64 {
     COLLECTIONS.load(Ordering::Relaxed)
+}
+
+/// How many times [`collect`] has run on the calling thread (each thread's heap is its own).
+pub fn collections_on_this_thread() -> u64 {
+    COLLECTIONS_HERE.with(std::cell::Cell::get)
 }
 
 #[cfg(test)]

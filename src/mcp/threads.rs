@@ -176,4 +176,54 @@ mod tests {
         drop(threads);
         assert!(dropped.load(Ordering::SeqCst));
     }
+
+    #[test]
+    fn every_thread_collects_its_own_heap_when_the_trimmer_collects() {
+        let threads = ConnectionThreads::start(NonZeroUsize::new(2).unwrap()).unwrap();
+        // One task per thread: it reports its thread's count of collections, then waits for
+        // a collection on that thread. Only the trimmer's signal reaches these threads (each
+        // count is the thread's own), so other tests collecting meanwhile cannot pass it.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (done_tx, done_rx) = std::sync::mpsc::channel();
+        for _ in 0..2 {
+            let (ready_tx, done_tx) = (ready_tx.clone(), done_tx.clone());
+            threads.spawn(async move {
+                let before = crate::memory::collections_on_this_thread();
+                ready_tx.send(()).unwrap();
+                let waiting = std::time::Instant::now();
+                while crate::memory::collections_on_this_thread() == before
+                    && waiting.elapsed() < std::time::Duration::from_secs(10)
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                }
+                let name = std::thread::current().name().map(str::to_owned);
+                done_tx
+                    .send((name, crate::memory::collections_on_this_thread() > before))
+                    .unwrap();
+            });
+        }
+        for _ in 0..2 {
+            ready_rx.recv().unwrap();
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let trimmer = tokio::spawn(crate::memory::trim_when_quiet());
+            crate::memory::note_activity();
+            threads.drain(std::time::Duration::from_secs(15)).await;
+            trimmer.abort();
+        });
+        drop(done_tx);
+        let mut seen: Vec<_> = done_rx.iter().collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                (Some("promptd-http-0".to_owned()), true),
+                (Some("promptd-http-1".to_owned()), true)
+            ]
+        );
+    }
 }
