@@ -51,7 +51,8 @@ pub enum WatchError {
 
 /// A running watcher; dropping it stops watching.
 pub struct LibraryWatcher {
-    watched: Vec<PathBuf>,
+    /// True once the folders are watched.
+    ready: tokio::sync::watch::Receiver<bool>,
     _watcher: Arc<Mutex<RecommendedWatcher>>,
     task: JoinHandle<()>,
 }
@@ -59,15 +60,20 @@ pub struct LibraryWatcher {
 impl std::fmt::Debug for LibraryWatcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LibraryWatcher")
-            .field("watched", &self.watched)
+            .field("watching", &*self.ready.borrow())
             .finish_non_exhaustive()
     }
 }
 
 impl LibraryWatcher {
-    /// The folders being watched.
-    pub fn watched(&self) -> &[PathBuf] {
-        &self.watched
+    /// Resolves once the folders are watched (at once if adding the watches failed): a load
+    /// that starts after it misses no edit.
+    pub fn watching(&self) -> impl Future<Output = ()> + Send + 'static {
+        let mut ready = self.ready.clone();
+        async move {
+            // A dropped sender (the task ended) counts as ready: nothing is watched then.
+            let _ = ready.wait_for(|r| *r).await;
+        }
     }
 }
 
@@ -149,27 +155,43 @@ where
         })
         .map_err(WatchError::Start)?;
     let watcher = Arc::new(Mutex::new(watcher));
-    let mut watched = Vec::new();
-    for dir in watch_targets(&library) {
-        add_watch(&watcher, &dir, &mut watched);
-    }
-    tracing::debug!(?watched, "watching for prompt changes");
-
-    // A root's parent shows the root being deleted and created again.
+    let (ready_tx, ready) = tokio::sync::watch::channel(false);
     let roots = root_dirs(&library);
-    let mut parents = Vec::new();
-    for parent in roots.iter().filter_map(|r| r.parent()) {
-        if parent.is_dir() && !watched.iter().any(|w| w == parent) {
-            add_watch(&watcher, parent, &mut parents);
-        }
-    }
-    tracing::debug!(?parents, "watching prompt roots' parents");
-
     let config_name = library.config_path().file_name().map(|n| n.to_os_string());
     let task_watcher = watcher.clone();
-    let mut task_watched = watched.clone();
     let task = tokio::spawn(async move {
-        let mut retry: Option<tokio::time::Instant> = None;
+        // Adding a watch makes the kernel visit every cached entry of the folder (15 ms for a
+        // folder of 100,000 prompts): done on a blocking thread, beside the handshake.
+        let adding = (library.clone(), task_watcher.clone());
+        let watching = tokio::task::spawn_blocking(move || {
+            let (library, watcher) = adding;
+            let mut watched = Vec::new();
+            for dir in watch_targets(&library) {
+                add_watch(&watcher, &dir, &mut watched);
+            }
+            tracing::debug!(?watched, "watching for prompt changes");
+            // A root's parent shows the root being deleted and created again.
+            let mut parents = Vec::new();
+            for parent in root_dirs(&library).iter().filter_map(|r| r.parent()) {
+                if parent.is_dir() && !watched.iter().any(|w| w == parent) {
+                    add_watch(&watcher, parent, &mut parents);
+                }
+            }
+            tracing::debug!(?parents, "watching prompt roots' parents");
+            watched
+        });
+        let mut task_watched = match watching.await {
+            Ok(watched) => watched,
+            Err(e) => {
+                tracing::error!("adding the file watches failed: {e}");
+                return;
+            }
+        };
+        // A library read before its folders were watched may have missed an edit meanwhile:
+        // every file is checked once. One opened deferred is read after this.
+        let loaded_unwatched = library.is_loaded();
+        ready_tx.send_replace(true);
+        let mut retry = loaded_unwatched.then(tokio::time::Instant::now);
         loop {
             let event = match retry {
                 Some(at) => match tokio::time::timeout_at(at, rx.recv()).await {
@@ -241,7 +263,7 @@ where
         }
     });
     Ok(LibraryWatcher {
-        watched,
+        ready,
         _watcher: watcher,
         task,
     })
@@ -394,5 +416,38 @@ mod tests {
             cfg,
             &roots
         ));
+    }
+
+    #[tokio::test]
+    async fn a_library_read_before_its_folders_are_watched_is_checked_once_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.md");
+        std::fs::write(&file, "First.\n").unwrap();
+        let library = Arc::new(
+            PromptLibrary::open(crate::library::LibraryOptions {
+                cwd: dir.path().to_path_buf(),
+                prompt_dirs: vec![dir.path().to_path_buf()],
+                ..Default::default()
+            })
+            .unwrap(),
+        );
+        // Edited after the read, before any watch exists: no event will ever name it.
+        std::fs::write(&file, "Second, and longer.\n").unwrap();
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let watcher = spawn(library.clone(), move |outcome| {
+            let tx = tx.clone();
+            async move {
+                let _ = tx.send(outcome.changed);
+            }
+        })
+        .unwrap();
+        watcher.watching().await;
+        let changed = tokio::time::timeout(Duration::from_secs(10), rx.recv())
+            .await
+            .expect("no reload after the folders were watched");
+        assert_eq!(changed, Some(true));
+        let snapshot = library.snapshot();
+        let prompt = snapshot.registry.get("a").unwrap();
+        assert!(prompt.body.contains("Second"), "{}", prompt.body);
     }
 }

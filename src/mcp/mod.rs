@@ -129,6 +129,21 @@ pub async fn serve_async(
 ) -> Result<(), ServeError> {
     let clients = Arc::new(ConnectedClients::new());
     tokio::spawn(crate::memory::trim_when_quiet());
+    // The folders are watched beside the handshake; a deferred load starts once they are, so
+    // no edit falls between the two.
+    let watcher = if options.watch {
+        let clients = clients.clone();
+        Some(crate::watch::spawn(library.clone(), move |_| {
+            let clients = clients.clone();
+            async move {
+                let n = clients.notify_prompts_changed().await;
+                tracing::debug!("sent prompts/list_changed to {n} client(s)");
+            }
+        })?)
+    } else {
+        None
+    };
+    let watching = watcher.as_ref().map(crate::watch::LibraryWatcher::watching);
     if library.is_loaded() {
         // The listings clients ask for first are built beside the handshake, not in its way.
         let warming = library.snapshot();
@@ -142,6 +157,9 @@ pub async fn serve_async(
         // `list_changed` for it).
         let loading = library.clone();
         tokio::spawn(async move {
+            if let Some(watching) = watching {
+                watching.await;
+            }
             let started = std::time::Instant::now();
             let lib = loading.clone();
             // The load's garbage (file texts, parse trees) is in that thread's heap: it collects.
@@ -162,18 +180,6 @@ pub async fn serve_async(
     }
     let stages = Arc::new(crate::stages::Stages::new(library.clone()).map_err(ServeError::Stages)?);
     let server = PromptServer::new(stages, clients.clone(), options.handler);
-    let _watcher = if options.watch {
-        let clients = clients.clone();
-        Some(crate::watch::spawn(library, move |_| {
-            let clients = clients.clone();
-            async move {
-                let n = clients.notify_prompts_changed().await;
-                tracing::debug!("sent prompts/list_changed to {n} client(s)");
-            }
-        })?)
-    } else {
-        None
-    };
     match options.http {
         Some(addr) => {
             if options.auth_token.is_none() {
