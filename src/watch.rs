@@ -134,7 +134,9 @@ fn root_dirs(library: &PromptLibrary) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Starts watching. Must be called inside a tokio runtime. `on_change` runs after every reload
+/// Starts watching. Must be called inside a tokio runtime. The watches are added in the
+/// background ([`LibraryWatcher::watching`] resolves once they are); a library already read by
+/// then is checked once, file by file, for edits made before. `on_change` runs after every reload
 /// whose outcome has `changed` set (not after a no-op save); problems are logged to stderr as
 /// `file:line: reason`.
 pub fn spawn<F, Fut>(
