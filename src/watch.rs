@@ -162,8 +162,9 @@ where
     let config_name = library.config_path().file_name().map(|n| n.to_os_string());
     let task_watcher = watcher.clone();
     let task = tokio::spawn(async move {
-        // Adding a watch makes the kernel visit every cached entry of the folder (15 ms for a
-        // folder of 100,000 prompts): done on a blocking thread, beside the handshake.
+        // Adding a watch makes the kernel visit every cached entry of the folder (milliseconds
+        // for a folder of many thousand prompts): done on a blocking thread, beside the
+        // handshake.
         let adding = (library.clone(), task_watcher.clone());
         let watching = tokio::task::spawn_blocking(move || {
             let (library, watcher) = adding;
