@@ -41,6 +41,8 @@ pub const SETTLE_RETRY: Duration = Duration::from_millis(200);
 /// A burst that changed more paths than this (a branch switch) is reloaded by checking every
 /// file's stamp rather than by the paths.
 const MAX_TOUCHED: usize = 256;
+/// How many times the folders to watch are listed again while the watches are being added.
+const MAX_REWATCH_PASSES: usize = 8;
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
@@ -171,6 +173,14 @@ where
             let mut watched = Vec::new();
             for dir in watch_targets(&library) {
                 add_watch(&watcher, &dir, &mut watched);
+            }
+            // A folder created after the targets were listed but before its parent was watched
+            // sent no event: the targets are listed again until no new one appears (whatever
+            // appears later, under a watched parent, is an event).
+            for _ in 0..MAX_REWATCH_PASSES {
+                if !rewatch(&watcher, &watch_targets(&library), &mut watched) {
+                    break;
+                }
             }
             tracing::debug!(?watched, "watching for prompt changes");
             // A root's parent shows the root being deleted and created again.
