@@ -41,7 +41,8 @@ pub const SETTLE_RETRY: Duration = Duration::from_millis(200);
 /// A burst that changed more paths than this (a branch switch) is reloaded by checking every
 /// file's stamp rather than by the paths.
 const MAX_TOUCHED: usize = 256;
-/// How many times the folders to watch are listed again while the watches are being added.
+/// How many times the folders to watch are listed again, after the first listing, while the
+/// watches are being added.
 const MAX_REWATCH_PASSES: usize = 8;
 
 /// Why watching could not start.
@@ -167,17 +168,14 @@ where
         // Adding a watch makes the kernel visit every cached entry of the folder (milliseconds
         // for a folder of many thousand prompts): done on a blocking thread, beside the
         // handshake.
-        let adding = (library.clone(), task_watcher.clone());
+        let adding = (library.clone(), task_watcher.clone(), roots.clone());
         let watching = tokio::task::spawn_blocking(move || {
-            let (library, watcher) = adding;
+            let (library, watcher, roots) = adding;
             let mut watched = Vec::new();
-            for dir in watch_targets(&library) {
-                add_watch(&watcher, &dir, &mut watched);
-            }
             // A folder created after the targets were listed but before its parent was watched
             // sent no event: the targets are listed again until no new one appears (whatever
             // appears later, under a watched parent, is an event).
-            for _ in 0..MAX_REWATCH_PASSES {
+            for _ in 0..=MAX_REWATCH_PASSES {
                 if !rewatch(&watcher, &watch_targets(&library), &mut watched) {
                     break;
                 }
@@ -185,7 +183,7 @@ where
             tracing::debug!(?watched, "watching for prompt changes");
             // A root's parent shows the root being deleted and created again.
             let mut parents = Vec::new();
-            for parent in root_dirs(&library).iter().filter_map(|r| r.parent()) {
+            for parent in roots.iter().filter_map(|r| r.parent()) {
                 if parent.is_dir() && !watched.iter().any(|w| w == parent) {
                     add_watch(&watcher, parent, &mut parents);
                 }
