@@ -138,8 +138,9 @@ fn root_dirs(library: &PromptLibrary) -> Vec<PathBuf> {
 }
 
 /// Starts watching. Must be called inside a tokio runtime. The watches are added in the
-/// background ([`LibraryWatcher::watching`] resolves once they are); a library already read by
-/// then is checked once, file by file, for edits made before. `on_change` runs after every reload
+/// background ([`LibraryWatcher::watching`] resolves once they are); what was read before then
+/// (the config file, and every file of a library already read) is checked once the library is
+/// loaded, for edits made before. `on_change` runs after every reload
 /// whose outcome has `changed` set (not after a no-op save); problems are logged to stderr as
 /// `file:line: reason`.
 pub fn spawn<F, Fut>(
@@ -198,44 +199,57 @@ where
                 return;
             }
         };
-        // A library read before its folders were watched may have missed an edit meanwhile:
-        // every file is checked once. One opened deferred is read after this.
-        let loaded_unwatched = library.is_loaded();
+        // What was read before the folders were watched is checked once they are and the
+        // library is loaded, as a burst of its own: the config file, read when the library was
+        // opened, and every file of a library read before too (one opened deferred is read
+        // after its folders are watched).
+        let mut owed = Some(if library.is_loaded() {
+            None
+        } else {
+            Some(vec![library.config_path().to_path_buf()])
+        });
         ready_tx.send_replace(true);
-        let mut retry = loaded_unwatched.then(tokio::time::Instant::now);
+        library.wait_loaded().await;
+        let mut retry: Option<tokio::time::Instant> = None;
         loop {
-            let event = match retry {
-                Some(at) => match tokio::time::timeout_at(at, rx.recv()).await {
-                    Ok(Some(event)) => Some(event),
-                    Ok(None) => return,
-                    Err(_) => None,
-                },
-                None => match rx.recv().await {
-                    Some(event) => Some(event),
-                    None => return,
-                },
-            };
             // The paths this burst changed; `None`: check every file.
             let mut touched: Option<Vec<PathBuf>> = None;
-            if let Some(event) = event {
-                if !is_relevant(&event, config_name.as_deref(), &roots) {
-                    continue;
-                }
-                let mut paths = Some(Vec::new());
-                note_paths(&mut paths, &event);
-                // Wait for the burst to end: an editor's save is several events.
-                let started = tokio::time::Instant::now();
-                loop {
-                    let remaining = MAX_DELAY.saturating_sub(started.elapsed());
-                    match tokio::time::timeout(DEBOUNCE.min(remaining), rx.recv()).await {
-                        Ok(Some(event)) if !remaining.is_zero() => note_paths(&mut paths, &event),
+            if let Some(owed) = owed.take() {
+                touched = owed;
+            } else {
+                let event = match retry {
+                    Some(at) => match tokio::time::timeout_at(at, rx.recv()).await {
+                        Ok(Some(event)) => Some(event),
                         Ok(None) => return,
-                        _ => break,
+                        Err(_) => None,
+                    },
+                    None => match rx.recv().await {
+                        Some(event) => Some(event),
+                        None => return,
+                    },
+                };
+                if let Some(event) = event {
+                    if !is_relevant(&event, config_name.as_deref(), &roots) {
+                        continue;
                     }
-                }
-                // A reload after a settling file checks every file.
-                if retry.is_none() {
-                    touched = paths;
+                    let mut paths = Some(Vec::new());
+                    note_paths(&mut paths, &event);
+                    // Wait for the burst to end: an editor's save is several events.
+                    let started = tokio::time::Instant::now();
+                    loop {
+                        let remaining = MAX_DELAY.saturating_sub(started.elapsed());
+                        match tokio::time::timeout(DEBOUNCE.min(remaining), rx.recv()).await {
+                            Ok(Some(event)) if !remaining.is_zero() => {
+                                note_paths(&mut paths, &event)
+                            }
+                            Ok(None) => return,
+                            _ => break,
+                        }
+                    }
+                    // A reload after a settling file checks every file.
+                    if retry.is_none() {
+                        touched = paths;
+                    }
                 }
             }
             retry = None;
