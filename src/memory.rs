@@ -18,7 +18,6 @@ pub const QUIET: Duration = Duration::from_millis(200);
 static ACTIVITY: AtomicU64 = AtomicU64::new(0);
 static WAKE: Notify = Notify::const_new();
 static COLLECT_THERE: Notify = Notify::const_new();
-static COLLECTIONS: AtomicU64 = AtomicU64::new(0);
 
 std::thread_local! {
     static COLLECTIONS_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
@@ -62,13 +61,7 @@ pub async fn collect_when_trimmed() {
 pub fn collect() {
     // SAFETY: mi_collect takes no pointers; it may be called from any thread at any time.
     unsafe { libmimalloc_sys::mi_collect(true) };
-    COLLECTIONS.fetch_add(1, Ordering::Relaxed);
     COLLECTIONS_HERE.with(|n| n.set(n.get() + 1));
-}
-
-/// How many times [`collect`] has run in this process.
-pub fn collections() -> u64 {
-    COLLECTIONS.load(Ordering::Relaxed)
 }
 
 /// How many times [`collect`] has run on the calling thread (each thread's heap is its own).
@@ -83,7 +76,7 @@ mod tests {
     #[tokio::test]
     async fn memory_is_collected_once_activity_has_been_quiet_for_a_while() {
         let trimmer = tokio::spawn(trim_when_quiet());
-        let before = collections();
+        let before = collections_on_this_thread();
         // Busy: activity every 50 ms for 0.6 s postpones the collection...
         let busy = std::time::Instant::now();
         while busy.elapsed() < Duration::from_millis(600) {
@@ -92,13 +85,13 @@ mod tests {
         }
         // ...which follows once QUIET has passed without any.
         let quiet = std::time::Instant::now();
-        while collections() == before && quiet.elapsed() < Duration::from_secs(5) {
+        while collections_on_this_thread() == before && quiet.elapsed() < Duration::from_secs(5) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let waited = quiet.elapsed();
         trimmer.abort();
         assert!(
-            collections() > before,
+            collections_on_this_thread() > before,
             "no collection after the activity stopped"
         );
         assert!(
