@@ -347,12 +347,16 @@ fn is_read(event: &notify::Event) -> bool {
 /// Whether an event can change what is served: a `*.md` file, a `*.toml` file of a prompt root,
 /// the config file, a
 /// folder (a `system/` folder, a subfolder of a dialect folder, a prompt root) appearing or
-/// disappearing. Reads (access events) never count.
+/// disappearing; and an event that says events were lost (the watcher's queue overflowed: it
+/// names no path), after which every file is checked. Reads (access events) never count.
 fn is_relevant(
     event: &notify::Event,
     config_name: Option<&std::ffi::OsStr>,
     roots: &[PathBuf],
 ) -> bool {
+    if event.need_rescan() {
+        return true;
+    }
     if is_read(event) {
         return false;
     }
@@ -441,6 +445,9 @@ mod tests {
             cfg,
             &roots
         ));
+        // The queue overflowed: no path, and whatever was lost may have been a prompt.
+        let lost = notify::Event::new(EventKind::Other).set_flag(notify::event::Flag::Rescan);
+        assert!(is_relevant(&lost, cfg, &roots));
     }
 
     #[tokio::test]
