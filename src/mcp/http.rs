@@ -325,6 +325,10 @@ pub async fn serve(
         threads: workers.get(),
         source,
     })?;
+    tracing::debug!(
+        threads = threads.count(),
+        "connections are served on their own threads"
+    );
     accept_loop(listener, app, &limits, &threads, ct).await;
     // Each connection closes gracefully within a second of `ct` (see `accept_loop`).
     threads.drain(Duration::from_secs(2)).await;
