@@ -83,8 +83,18 @@ impl Server {
 
     /// A server whose every thread runs on CPU `cpu` (when given).
     fn spawn_on(bin: &Path, cwd: &Path, prompts: &Path, cpu: Option<usize>) -> Server {
+        Server::spawn_with(bin, cwd, prompts, cpu, &[])
+    }
+
+    fn spawn_with(
+        bin: &Path,
+        cwd: &Path,
+        prompts: &Path,
+        cpu: Option<usize>,
+        args: &[&str],
+    ) -> Server {
         use std::os::unix::process::CommandExt;
-        let mut cmd = serve_command(bin, cwd, prompts, &[]);
+        let mut cmd = serve_command(bin, cwd, prompts, args);
         if let Some(cpu) = cpu {
             // SAFETY: between fork and exec the closure only makes one system call.
             unsafe {
@@ -590,6 +600,36 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
     println!(
         "{n} prompts: idle RSS {first:.1} MB after the load, {after:.1} MB after 20 edits ({:+.1} MB); load {}",
         after - first,
+        load_average()
+    );
+    s.close();
+
+    // Polling (what a folder on a network file system gets): the CPU an idle server spends per
+    // poll, and the memory its stamps take.
+    let every = 500;
+    let mut s = Server::spawn_with(
+        bin,
+        cwd,
+        dir.path(),
+        None,
+        &["--watch-poll", &every.to_string()],
+    );
+    s.initialize();
+    while listed(&s.call("tools/call", listing.clone())) < n {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(2 * every));
+    let rss = rss_mb(s.child.id());
+    let idle = Duration::from_secs(10);
+    let before = support::process::cpu_seconds_of(s.child.id());
+    std::thread::sleep(idle);
+    let spent = support::process::cpu_seconds_of(s.child.id()) - before;
+    let polls = idle.as_millis() as f64 / every as f64;
+    println!(
+        "{n} prompts, --watch-poll {every}: {:.1} ms CPU a poll ({:.1} % of a core), idle RSS {rss:.1} MB ({:+.1} MB); load {}",
+        spent * 1000.0 / polls,
+        spent * 100.0 / idle.as_secs_f64(),
+        rss - first,
         load_average()
     );
     s.close();

@@ -15,10 +15,16 @@
 //! reload ([`Touched`]), so that files no event named are not even `stat`ed; a burst the
 //! watcher may have lost events of (its queue overflowed), or that named more than
 //! [`MAX_TOUCHED`] paths, and the reloads that follow a settling file or a new watch, check
-//! every file instead. This module only decides *when* to reload and logs what the reload
-//! found.
+//! every file instead.
+//!
+//! File events only show changes made through this machine's kernel. A folder on a network or
+//! FUSE file system (NFS, SMB, CephFS, sshfs, 9p: a volume replicas share) is therefore also
+//! polled ([`Polling`]): every listed file's stamp (size, modification time, inode, symlinks
+//! followed) and the config file's are compared with the previous poll's, and the paths whose
+//! stamps differ are reloaded like the paths of a burst of events. This module only decides
+//! *when* to reload and logs what the reload found.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -30,7 +36,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::library::{PromptLibrary, ReloadOutcome};
-use crate::registry::Touched;
+use crate::registry::{FileStamp, Touched};
 
 /// How long the folders must stay quiet before a burst of events is reloaded.
 pub const DEBOUNCE: Duration = Duration::from_millis(30);
@@ -44,6 +50,33 @@ const MAX_TOUCHED: usize = 256;
 /// How many times the folders to watch are listed again, after the first listing, while the
 /// watches are being added.
 const MAX_REWATCH_PASSES: usize = 8;
+/// How often the folders are polled under [`Polling::Auto`] when one of them is on a file
+/// system whose events miss changes made elsewhere.
+pub const DEFAULT_POLL: Duration = Duration::from_secs(2);
+
+/// Whether the watcher also polls the folders, besides taking their file events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Polling {
+    /// Every [`DEFAULT_POLL`] when a watched folder is on a network or FUSE file system
+    /// ([`remote_file_system`]); never otherwise.
+    #[default]
+    Auto,
+    /// At this interval, whatever the file systems.
+    Every(Duration),
+    /// Never: file events only.
+    Never,
+}
+
+impl Polling {
+    /// `None`: automatic; zero: never; otherwise every that many milliseconds.
+    pub fn from_millis(millis: Option<u64>) -> Polling {
+        match millis {
+            None => Polling::Auto,
+            Some(0) => Polling::Never,
+            Some(ms) => Polling::Every(Duration::from_millis(ms)),
+        }
+    }
+}
 
 /// Why watching could not start.
 #[derive(Debug, thiserror::Error)]
@@ -142,9 +175,10 @@ fn root_dirs(library: &PromptLibrary) -> Vec<PathBuf> {
 /// (the config file, and every file of a library already read) is checked once the library is
 /// loaded, for edits made before. `on_change` runs after every reload
 /// whose outcome has `changed` set (not after a no-op save); problems are logged to stderr as
-/// `file:line: reason`.
+/// `file:line: reason`. With `polling`, the folders are also polled (see the module's docs).
 pub fn spawn<F, Fut>(
     library: Arc<PromptLibrary>,
+    polling: Polling,
     on_change: F,
 ) -> Result<LibraryWatcher, WatchError>
 where
@@ -190,15 +224,20 @@ where
                 }
             }
             tracing::debug!(?parents, "watching prompt roots' parents");
-            watched
+            let poll = poll_interval(polling, &watched);
+            // Taken before the library is read (a deferred one is read once this is done): a
+            // change after it is seen by the first poll.
+            let stamps = poll.map(|_| Stamps::of(&library));
+            (watched, poll, stamps)
         });
-        let mut task_watched = match watching.await {
-            Ok(watched) => watched,
+        let (mut task_watched, poll, mut stamps) = match watching.await {
+            Ok(watching) => watching,
             Err(e) => {
                 tracing::error!("adding the file watches failed: {e}");
                 return;
             }
         };
+        let mut next_poll = poll.map(|every| tokio::time::Instant::now() + every);
         // What was read before the folders were watched is checked once they are and the
         // library is loaded, as a burst of its own: the config file, read when the library was
         // opened, and every file of a library read before too (one opened deferred is read
@@ -217,7 +256,11 @@ where
             if let Some(owed) = owed.take() {
                 touched = owed;
             } else {
-                let event = match retry {
+                let deadline = match (retry, next_poll) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                let event = match deadline {
                     Some(at) => match tokio::time::timeout_at(at, rx.recv()).await {
                         Ok(Some(event)) => Some(event),
                         Ok(None) => return,
@@ -228,7 +271,34 @@ where
                         None => return,
                     },
                 };
-                if let Some(event) = event {
+                let now = tokio::time::Instant::now();
+                if event.is_none() && retry.is_none_or(|at| at > now) {
+                    // The poll's deadline passed.
+                    let (Some(every), Some(previous)) = (poll, stamps.take()) else {
+                        tracing::error!("the prompt folders' poll lost its stamps");
+                        return;
+                    };
+                    next_poll = Some(now + every);
+                    let lib = library.clone();
+                    let poll = move || {
+                        let current = Stamps::of(&lib);
+                        let moved = previous.moved(&current);
+                        (current, moved)
+                    };
+                    let Ok((current, moved)) = tokio::task::spawn_blocking(poll).await else {
+                        tracing::error!("polling the prompt folders failed");
+                        return;
+                    };
+                    stamps = Some(current);
+                    if moved.is_empty() {
+                        continue;
+                    }
+                    tracing::debug!(paths = moved.len(), "polling found changed files");
+                    // A reload after a settling file checks every file.
+                    if retry.is_none() && moved.len() <= MAX_TOUCHED {
+                        touched = Some(moved);
+                    }
+                } else if let Some(event) = event {
                     if !is_relevant(&event, config_name.as_deref(), &roots) {
                         continue;
                     }
@@ -294,19 +364,29 @@ where
     })
 }
 
-/// Adds the paths of a non-read `event` to `paths`; an event that says events were lost, or
-/// too many paths, turn it into `None` (check every file).
+/// Adds the paths of a non-read `event` to `paths`; an event that says events were lost, too
+/// many paths, or a path that is a symbolic link turn it into `None` (check every file). Files
+/// reached through a link change when it is pointed elsewhere, and no event names them: a
+/// Kubernetes volume (ConfigMap, Secret) is updated by swapping one link, `..data`, to a new
+/// folder its files' links pass through.
 fn note_paths(paths: &mut Option<Vec<PathBuf>>, event: &notify::Event) {
     let Some(list) = paths else {
         return;
     };
-    if event.need_rescan() || list.len() + event.paths.len() > MAX_TOUCHED {
+    if event.need_rescan()
+        || list.len() + event.paths.len() > MAX_TOUCHED
+        || event.paths.iter().any(|p| is_symlink(p))
+    {
         *paths = None;
         return;
     }
     if !is_read(event) {
         list.extend(event.paths.iter().cloned());
     }
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
 }
 
 /// Forgets watched folders that no longer exist (their watch died with them) and watches every
@@ -345,7 +425,7 @@ fn is_read(event: &notify::Event) -> bool {
 }
 
 /// Whether an event can change what is served: a `*.md` file, a `*.toml` file of a prompt root,
-/// the config file, a
+/// the config file, a symbolic link (files may be reached through it), a
 /// folder (a `system/` folder, a subfolder of a dialect folder, a prompt root) appearing or
 /// disappearing; and an event that says events were lost (the watcher's queue overflowed: it
 /// names no path), after which every file is checked. Reads (access events) never count.
@@ -374,7 +454,108 @@ fn is_relevant(
                 && roots.iter().any(|r| p.starts_with(r)))
             || p.file_name()
                 .is_some_and(|n| Some(n) == config_name || n == "system")
+            || is_symlink(p)
     })
+}
+
+/// How often to poll, under `polling`, folders among which `watched` are watched.
+fn poll_interval(polling: Polling, watched: &[PathBuf]) -> Option<Duration> {
+    match polling {
+        Polling::Never => None,
+        Polling::Every(every) => {
+            tracing::info!("polling the prompt folders every {every:?}");
+            Some(every)
+        }
+        Polling::Auto => {
+            let (dir, fs) = watched
+                .iter()
+                .find_map(|dir| Some((dir, remote_file_system(dir)?)))?;
+            tracing::info!(
+                "{} is on {fs}, whose file events miss changes made on other machines: the \
+                 prompt folders are polled every {DEFAULT_POLL:?} (--watch-poll sets the interval; \
+                 0 turns polling off)",
+                dir.display()
+            );
+            Some(DEFAULT_POLL)
+        }
+    }
+}
+
+/// The file system `dir` is on, when it is one whose file events miss changes made elsewhere
+/// (another machine's writes to a network share, a FUSE daemon's own changes, the host's
+/// changes to a 9p share): its folders must be polled. `None` for local file systems and where
+/// it cannot be told.
+pub fn remote_file_system(dir: &Path) -> Option<&'static str> {
+    #[cfg(target_os = "linux")]
+    {
+        let kind = rustix::fs::statfs(dir).ok()?.f_type;
+        // The magic numbers are 32-bit (`linux/magic.h`); `f_type` is as wide as a C long.
+        remote_magic(kind as u32)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = dir;
+        None
+    }
+}
+
+/// The name of a network or FUSE file system by its `statfs` magic number.
+fn remote_magic(magic: u32) -> Option<&'static str> {
+    Some(match magic {
+        0x6969 => "NFS",
+        0xFF53_4D42 => "CIFS",
+        0xFE53_4D42 => "SMB2",
+        0x517B => "SMB",
+        0x6573_5546 => "a FUSE file system",
+        0x00C3_6400 => "CephFS",
+        0x0102_1997 => "9p",
+        0x5346_414F | 0x6B41_4653 => "AFS",
+        0x0116_1970 => "GFS2",
+        0x0BD0_0BD0 => "Lustre",
+        0x7461_636F => "OCFS2",
+        0x4750_4653 => "GPFS",
+        0x7375_7245 => "Coda",
+        0x564C => "NCP",
+        _ => return None,
+    })
+}
+
+/// What a poll compares: the stamp of every file the roots list and of the config file, by
+/// path.
+#[derive(Debug, Default)]
+struct Stamps(HashMap<String, Option<FileStamp>>);
+
+impl Stamps {
+    /// The stamps now (a root that cannot be listed holds no file).
+    fn of(library: &PromptLibrary) -> Stamps {
+        let mut stamps = HashMap::new();
+        for root in library.roots().iter().filter(|r| r.dir().is_some()) {
+            for file in root.list().into_iter().flatten() {
+                let stamp = root.stamp(&file.rel_path);
+                stamps.insert(file.display_path, stamp);
+            }
+        }
+        let config = library.config_path();
+        if let Some(stamp) = std::fs::metadata(&config)
+            .ok()
+            .as_ref()
+            .and_then(FileStamp::of)
+        {
+            stamps.insert(config.display().to_string(), Some(stamp));
+        }
+        Stamps(stamps)
+    }
+
+    /// The paths listed in one of `self` and `current` only, or with stamps that differ.
+    fn moved(&self, current: &Stamps) -> Vec<PathBuf> {
+        let changed = current
+            .0
+            .iter()
+            .filter(|(path, stamp)| self.0.get(*path) != Some(stamp))
+            .map(|(path, _)| path);
+        let gone = self.0.keys().filter(|path| !current.0.contains_key(*path));
+        changed.chain(gone).map(PathBuf::from).collect()
+    }
 }
 
 #[cfg(test)]
@@ -466,7 +647,7 @@ mod tests {
         // Edited after the read, before any watch exists: no event will ever name it.
         std::fs::write(&file, "Second, and longer.\n").unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let watcher = spawn(library.clone(), move |outcome| {
+        let watcher = spawn(library.clone(), Polling::Never, move |outcome| {
             let tx = tx.clone();
             async move {
                 let _ = tx.send(outcome.changed);
@@ -481,5 +662,103 @@ mod tests {
         let snapshot = library.snapshot();
         let prompt = snapshot.registry.get("a").unwrap();
         assert!(prompt.body.contains("Second"), "{}", prompt.body);
+    }
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_is_relevant_and_makes_its_burst_check_every_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("v1")).unwrap();
+        let link = dir.path().join("..data");
+        std::os::unix::fs::symlink("v1", &link).unwrap();
+        let link = link.to_str().unwrap();
+        let renamed = EventKind::Modify(ModifyKind::Name(RenameMode::Both));
+        let swap = event(renamed, &[&format!("{}_tmp", link), link]);
+        assert!(is_relevant(&swap, None, &[dir.path().to_path_buf()]));
+        let mut paths = Some(Vec::new());
+        note_paths(&mut paths, &swap);
+        assert_eq!(
+            paths, None,
+            "files reached through the link: every file is checked"
+        );
+        // A plain folder is relevant too, but names its own paths.
+        let folder = dir.path().join("v1");
+        let created = event(
+            EventKind::Create(CreateKind::Folder),
+            &[folder.to_str().unwrap()],
+        );
+        let mut paths = Some(Vec::new());
+        note_paths(&mut paths, &created);
+        assert_eq!(paths, Some(vec![folder]));
+    }
+
+    #[test]
+    fn network_and_fuse_file_systems_are_told_by_their_magic_numbers() {
+        assert_eq!(remote_magic(0x6969), Some("NFS"));
+        assert_eq!(remote_magic(0xFF53_4D42), Some("CIFS"));
+        assert_eq!(remote_magic(0x6573_5546), Some("a FUSE file system"));
+        assert_eq!(remote_magic(0x0102_1997), Some("9p"));
+        // ext4, tmpfs, btrfs, xfs, overlayfs.
+        for local in [0xEF53, 0x0102_1994, 0x9123_683E, 0x5846_5342, 0x794C_7630] {
+            assert_eq!(remote_magic(local), None, "{local:#x}");
+        }
+        // On Linux, statfs is asked; a temporary folder is on a local file system.
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(remote_file_system(dir.path()), None);
+        assert_eq!(
+            poll_interval(Polling::Auto, &[dir.path().to_path_buf()]),
+            None
+        );
+        assert_eq!(poll_interval(Polling::Never, &[]), None);
+        let every = Duration::from_millis(250);
+        assert_eq!(poll_interval(Polling::Every(every), &[]), Some(every));
+        assert_eq!(Polling::from_millis(None), Polling::Auto);
+        assert_eq!(Polling::from_millis(Some(0)), Polling::Never);
+        assert_eq!(Polling::from_millis(Some(250)), Polling::Every(every));
+    }
+
+    #[test]
+    fn a_poll_names_files_added_removed_and_restamped_but_not_the_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["same", "edited", "removed"] {
+            std::fs::write(dir.path().join(format!("{name}.md")), name).unwrap();
+        }
+        let library = PromptLibrary::open_deferred(crate::library::LibraryOptions {
+            cwd: dir.path().to_path_buf(),
+            prompt_dirs: vec![dir.path().to_path_buf()],
+            ..Default::default()
+        })
+        .unwrap();
+        let before = Stamps::of(&library);
+        assert!(before.moved(&Stamps::of(&library)).is_empty());
+        // Same length, an older modification time: only the stamp's inode and time tell.
+        let edited = dir.path().join("edited.md");
+        let replacement = dir.path().join("edited.tmp");
+        std::fs::write(&replacement, "EDITED").unwrap();
+        let old = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(&replacement)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        std::fs::rename(&replacement, &edited).unwrap();
+        std::fs::remove_file(dir.path().join("removed.md")).unwrap();
+        std::fs::write(dir.path().join("added.md"), "added").unwrap();
+        std::fs::write(dir.path().join(".ado-mcp-config.json"), "{}").unwrap();
+        let mut moved = before.moved(&Stamps::of(&library));
+        moved.sort();
+        let named: Vec<_> = moved
+            .iter()
+            .map(|p| p.file_name().unwrap().to_str().unwrap())
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ".ado-mcp-config.json",
+                "added.md",
+                "edited.md",
+                "removed.md"
+            ]
+        );
     }
 }

@@ -50,6 +50,56 @@ async fn stdio_hot_reload_notifies_list_changed() {
     s.close().await;
 }
 
+/// Kubernetes updates a ConfigMap volume by swapping one link (`..data`); every visible file is
+/// a link through it, and no event names one of them.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_hot_reload_of_a_kubernetes_volume() {
+    let cwd = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut volume = checks::ProjectedVolume::new(dir.path());
+    volume.publish(&[("live.md", "---\ntitle: Live\n---\nversion one\n")]);
+    let prompts = dir.path().display().to_string();
+    let mut s = stdio(cwd.path(), &["--prompts", &prompts]).await;
+    checks::check_projected_volume_reload(&mut s, &mut volume).await;
+    s.close().await;
+}
+
+/// A prompt folder on a FUSE file system, written to from outside the mount (as another
+/// machine writes to a share): no file event arrives, so the server polls it, by itself, and
+/// `--watch-poll` sets how often.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_a_prompt_folder_on_fuse_is_polled() {
+    for flags in [&[][..], &["--watch-poll", "100"][..]] {
+        let cwd = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (source, mount) = (dir.path().join("source"), dir.path().join("mount"));
+        std::fs::create_dir_all(&source).unwrap();
+        std::fs::create_dir_all(&mount).unwrap();
+        let live = |v: &str| format!("---\ntitle: Live\n---\nversion {v}\n");
+        std::fs::write(source.join("live.md"), live("one")).unwrap();
+        let share = crate::support::fuse::BindMount::new(&source, &mount);
+        let prompts = share.mount.display().to_string();
+        let mut args = vec!["--prompts", &prompts];
+        args.extend(flags);
+        let mut s = stdio(cwd.path(), &args).await;
+        assert_eq!(checks::live_text(&s).await, "version one\n");
+        std::fs::write(share.source.join("live.md"), live("two, longer")).unwrap();
+        std::fs::write(share.source.join("added.md"), "Added.\n").unwrap();
+        s.next_change("list_changed after a write the mount sent no event for")
+            .await;
+        assert_eq!(checks::live_text(&s).await, "version two, longer\n");
+        if flags.is_empty() {
+            assert!(
+                s.stderr().contains("is on a FUSE file system"),
+                "the reason for polling is logged: {}",
+                s.stderr()
+            );
+        }
+        s.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_config_change_notifies_list_changed() {
     let cwd = tempfile::tempdir().unwrap();

@@ -112,6 +112,12 @@ pub struct ServeArgs {
     /// Do not watch prompt folders and the config file for changes.
     #[arg(long)]
     pub no_watch: bool,
+    /// Also poll the prompt folders and the config file every MS milliseconds, for folders whose
+    /// changes file events miss (0: never poll). Default: every 2000 ms when a watched folder
+    /// is on a network or FUSE file system (NFS, SMB, CephFS, sshfs, 9p), else never.
+    #[arg(long, value_name = "MS", env = "PROMPTD_WATCH_POLL",
+          value_parser = clap::value_parser!(u64).range(0..=86_400_000))]
+    pub watch_poll: Option<u64>,
     /// With --http: do not serve the studio page at /.
     #[arg(long, requires = "http")]
     pub no_studio: bool,
@@ -383,6 +389,7 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
         http: args.http,
         auth_token: args.auth_token.clone(),
         watch: !args.no_watch,
+        polling: crate::watch::Polling::from_millis(args.watch_poll),
         stateless: args.stateless,
         studio: (!args.no_studio).then(crate::mcp::StudioLaunch::default),
         workers: args.workers.and_then(std::num::NonZeroUsize::new),
@@ -410,6 +417,7 @@ fn studio(common: &CommonArgs, args: &StudioArgs) -> Result<u8> {
         http: Some(args.addr),
         auth_token: token,
         watch: true,
+        polling: crate::watch::Polling::Auto,
         stateless: false,
         studio: Some(crate::mcp::StudioLaunch {
             show_token,

@@ -43,6 +43,8 @@ pub struct ServeOptions {
     pub auth_token: Option<String>,
     /// Watch prompt folders and the config file (hot reload).
     pub watch: bool,
+    /// Whether the watched folders are also polled (see [`crate::watch::Polling`]).
+    pub polling: crate::watch::Polling,
     /// Over HTTP, keep no MCP sessions: any replica behind a load balancer can answer any
     /// request (no server-to-client notifications).
     pub stateless: bool,
@@ -133,13 +135,17 @@ pub async fn serve_async(
     // no edit falls between the two.
     let watcher = if options.watch {
         let clients = clients.clone();
-        Some(crate::watch::spawn(library.clone(), move |_| {
-            let clients = clients.clone();
-            async move {
-                let n = clients.notify_prompts_changed().await;
-                tracing::debug!("sent prompts/list_changed to {n} client(s)");
-            }
-        })?)
+        Some(crate::watch::spawn(
+            library.clone(),
+            options.polling,
+            move |_| {
+                let clients = clients.clone();
+                async move {
+                    let n = clients.notify_prompts_changed().await;
+                    tracing::debug!("sent prompts/list_changed to {n} client(s)");
+                }
+            },
+        )?)
     } else {
         None
     };

@@ -11,9 +11,11 @@
 //! - [`rag`]: the retrieval fixture repository and the embedding model's location;
 //! - [`llm_server`]: a local OpenAI-compatible server that records every request;
 //! - [`browser`]: a real headless Chromium over the DevTools protocol, with screenshots;
+//! - [`fuse`]: a real FUSE mount (bindfs), whose writes from outside send no file events;
 //! - here: a prompt library over fixture folders, and path redaction for snapshots.
 
 pub mod browser;
+pub mod fuse;
 pub mod guard;
 pub mod llm_server;
 pub mod mcp;

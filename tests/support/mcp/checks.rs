@@ -481,6 +481,11 @@ async fn wait_kept_logged(s: &Session, file: &Path, code: &str) {
     );
 }
 
+/// The text of the prompt `live`.
+pub async fn live_text(s: &Session) -> String {
+    get_live(&s.client).await
+}
+
 async fn get_live(c: &Client) -> String {
     let r = within(
         "get live",
@@ -557,4 +562,79 @@ pub async fn check_hot_reload(s: &mut Session, dir: &Path) {
     std::fs::remove_file(&file).unwrap();
     s.next_change("list_changed after delete").await;
     assert!(!names(&s.client).await.contains(&"live".to_string()));
+}
+
+/// A folder laid out as Kubernetes lays out a ConfigMap or Secret volume, written the way the
+/// kubelet updates one: each version's files in a new hidden folder, the link `..data` pointed
+/// at it by renaming a new link over it, each visible file a link through `..data`, the previous
+/// version's folder deleted. No event names a visible file when its content changes.
+#[cfg(unix)]
+pub struct ProjectedVolume {
+    dir: std::path::PathBuf,
+    versions: usize,
+}
+
+#[cfg(unix)]
+impl ProjectedVolume {
+    pub fn new(dir: &Path) -> ProjectedVolume {
+        ProjectedVolume {
+            dir: dir.to_path_buf(),
+            versions: 0,
+        }
+    }
+
+    /// Publishes `files` (name, content) as the volume's whole content.
+    pub fn publish(&mut self, files: &[(&str, &str)]) {
+        use std::os::unix::fs::symlink;
+        self.versions += 1;
+        let version = format!(
+            "..2026_11_27_16_00_{:02}.{:09}",
+            self.versions, self.versions
+        );
+        std::fs::create_dir(self.dir.join(&version)).unwrap();
+        for (name, text) in files {
+            std::fs::write(self.dir.join(&version).join(name), text).unwrap();
+        }
+        let data = self.dir.join("..data");
+        let previous = std::fs::read_link(&data).ok();
+        let tmp = self.dir.join("..data_tmp");
+        symlink(&version, &tmp).unwrap();
+        std::fs::rename(&tmp, &data).unwrap();
+        // Visible names: links for new keys, links of removed keys deleted.
+        for entry in std::fs::read_dir(&self.dir).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with("..") && !files.iter().any(|(n, _)| *n == name) {
+                std::fs::remove_file(entry.path()).unwrap();
+            }
+        }
+        for (name, _) in files {
+            let visible = self.dir.join(name);
+            if std::fs::symlink_metadata(&visible).is_err() {
+                symlink(Path::new("..data").join(name), &visible).unwrap();
+            }
+        }
+        if let Some(previous) = previous {
+            std::fs::remove_dir_all(self.dir.join(previous)).unwrap();
+        }
+    }
+}
+
+/// Hot reload of a prompt folder that is a Kubernetes volume ([`ProjectedVolume`]): a changed
+/// prompt, an added one and a removed one, each reported by `list_changed` and served.
+#[cfg(unix)]
+pub async fn check_projected_volume_reload(s: &mut Session, volume: &mut ProjectedVolume) {
+    let live = |v: &str| format!("---\ntitle: Live\n---\nversion {v}\n");
+    assert_eq!(get_live(&s.client).await, "version one\n");
+    volume.publish(&[("live.md", &live("two"))]);
+    s.next_change("list_changed after the volume's update")
+        .await;
+    assert_eq!(get_live(&s.client).await, "version two\n");
+    volume.publish(&[("live.md", &live("three")), ("extra.md", "Extra.\n")]);
+    s.next_change("list_changed after a key was added").await;
+    assert_eq!(get_live(&s.client).await, "version three\n");
+    assert!(names(&s.client).await.contains(&"extra".to_string()));
+    volume.publish(&[("live.md", &live("three"))]);
+    s.next_change("list_changed after a key was removed").await;
+    assert!(!names(&s.client).await.contains(&"extra".to_string()));
+    assert_eq!(get_live(&s.client).await, "version three\n");
 }
