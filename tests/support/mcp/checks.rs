@@ -552,10 +552,15 @@ pub async fn check_hot_reload(s: &mut Session, dir: &Path) {
     s.next_change("list_changed after rename").await;
     assert_eq!(get_live(&s.client).await, "version four\n");
 
-    // Delete + create under the same name.
+    // Delete + create under the same name. On a loaded machine the two can fall into two
+    // bursts: a reload without the prompt, then one with it.
     std::fs::remove_file(&file).unwrap();
     std::fs::write(&file, "---\ntitle: Live\n---\nversion five\n").unwrap();
     s.next_change("list_changed after delete + create").await;
+    if !names(&s.client).await.contains(&"live".to_string()) {
+        s.next_change("list_changed after the create, reloaded on its own")
+            .await;
+    }
     assert_eq!(get_live(&s.client).await, "version five\n");
 
     // Delete.
