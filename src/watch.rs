@@ -24,12 +24,13 @@
 //! stamps differ are reloaded like the paths of a burst of events. This module only decides
 //! *when* to reload and logs what the reload found.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use hashbrown::HashMap;
 use notify::event::{AccessKind, AccessMode};
 use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use tokio::sync::mpsc;
@@ -51,8 +52,11 @@ const MAX_TOUCHED: usize = 256;
 /// watches are being added.
 const MAX_REWATCH_PASSES: usize = 8;
 /// How often the folders are polled under [`Polling::Auto`] when one of them is on a file
-/// system whose events miss changes made elsewhere.
+/// system whose events miss changes made elsewhere, at most (see [`POLL_DUTY`]).
 pub const DEFAULT_POLL: Duration = Duration::from_secs(2);
+/// Under [`Polling::Auto`], the wait after a poll is at least this many times as long as the
+/// poll took: polling a large library takes no more than a twentieth of a core.
+const POLL_DUTY: u32 = 20;
 
 /// Whether the watcher also polls the folders, besides taking their file events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -227,7 +231,11 @@ where
             let poll = poll_interval(polling, &watched);
             // Taken before the library is read (a deferred one is read once this is done): a
             // change after it is seen by the first poll.
-            let stamps = poll.map(|_| Stamps::of(&library));
+            let stamps = poll.map(|_| {
+                let mut stamps = Stamps::default();
+                stamps.poll(&library);
+                stamps
+            });
             (watched, poll, stamps)
         });
         let (mut task_watched, poll, mut stamps) = match watching.await {
@@ -278,17 +286,24 @@ where
                         tracing::error!("the prompt folders' poll lost its stamps");
                         return;
                     };
-                    next_poll = Some(now + every);
                     let lib = library.clone();
                     let poll = move || {
-                        let current = Stamps::of(&lib);
-                        let moved = previous.moved(&current);
-                        (current, moved)
+                        let mut stamps = previous;
+                        let moved = stamps.poll(&lib);
+                        // What the listing allocated and freed, on this pool thread's heap.
+                        crate::memory::collect();
+                        (stamps, moved)
                     };
                     let Ok((current, moved)) = tokio::task::spawn_blocking(poll).await else {
                         tracing::error!("polling the prompt folders failed");
                         return;
                     };
+                    let took = now.elapsed();
+                    let wait = match polling {
+                        Polling::Auto => every.max(took * POLL_DUTY),
+                        _ => every,
+                    };
+                    next_poll = Some(tokio::time::Instant::now() + wait);
                     stamps = Some(current);
                     if moved.is_empty() {
                         continue;
@@ -458,7 +473,8 @@ fn is_relevant(
     })
 }
 
-/// How often to poll, under `polling`, folders among which `watched` are watched.
+/// How often to poll, under `polling`, folders among which `watched` are watched (under
+/// [`Polling::Auto`], at most: see [`POLL_DUTY`]).
 fn poll_interval(polling: Polling, watched: &[PathBuf]) -> Option<Duration> {
     match polling {
         Polling::Never => None,
@@ -521,18 +537,44 @@ fn remote_magic(magic: u32) -> Option<&'static str> {
 }
 
 /// What a poll compares: the stamp of every file the roots list and of the config file, by
-/// path.
+/// path, as the previous poll found them.
 #[derive(Debug, Default)]
-struct Stamps(HashMap<String, Option<FileStamp>>);
+struct Stamps {
+    by_path: HashMap<String, Stamped>,
+    /// The number of the last poll.
+    polls: u64,
+}
+
+#[derive(Debug)]
+struct Stamped {
+    stamp: Option<FileStamp>,
+    /// The last poll that listed the file.
+    seen: u64,
+}
 
 impl Stamps {
-    /// The stamps now (a root that cannot be listed holds no file).
-    fn of(library: &PromptLibrary) -> Stamps {
-        let mut stamps = HashMap::new();
+    /// Lists the roots (a root that cannot be listed holds no file) and the config file, keeps
+    /// their stamps, and returns the paths listed now or before only, or whose stamps differ.
+    fn poll(&mut self, library: &PromptLibrary) -> Vec<PathBuf> {
+        self.polls += 1;
+        let mut moved = Vec::new();
+        let mut note = |path: String, stamp: Option<FileStamp>| match self.by_path.get_mut(&path) {
+            Some(known) => {
+                known.seen = self.polls;
+                if known.stamp != stamp {
+                    known.stamp = stamp;
+                    moved.push(PathBuf::from(path));
+                }
+            }
+            None => {
+                moved.push(PathBuf::from(&path));
+                let seen = self.polls;
+                self.by_path.insert(path, Stamped { stamp, seen });
+            }
+        };
         for root in library.roots().iter().filter(|r| r.dir().is_some()) {
-            for file in root.list().into_iter().flatten() {
-                let stamp = root.stamp(&file.rel_path);
-                stamps.insert(file.display_path, stamp);
+            for (file, stamp) in root.list_stamped().into_iter().flatten() {
+                note(file.display_path, stamp);
             }
         }
         let config = library.config_path();
@@ -541,20 +583,17 @@ impl Stamps {
             .as_ref()
             .and_then(FileStamp::of)
         {
-            stamps.insert(config.display().to_string(), Some(stamp));
+            note(config.display().to_string(), Some(stamp));
         }
-        Stamps(stamps)
-    }
-
-    /// The paths listed in one of `self` and `current` only, or with stamps that differ.
-    fn moved(&self, current: &Stamps) -> Vec<PathBuf> {
-        let changed = current
-            .0
-            .iter()
-            .filter(|(path, stamp)| self.0.get(*path) != Some(stamp))
-            .map(|(path, _)| path);
-        let gone = self.0.keys().filter(|path| !current.0.contains_key(*path));
-        changed.chain(gone).map(PathBuf::from).collect()
+        let polls = self.polls;
+        self.by_path.retain(|path, known| {
+            let listed = known.seen == polls;
+            if !listed {
+                moved.push(PathBuf::from(path));
+            }
+            listed
+        });
+        moved
     }
 }
 
@@ -728,8 +767,13 @@ mod tests {
             ..Default::default()
         })
         .unwrap();
-        let before = Stamps::of(&library);
-        assert!(before.moved(&Stamps::of(&library)).is_empty());
+        let mut stamps = Stamps::default();
+        assert_eq!(
+            stamps.poll(&library).len(),
+            3,
+            "the first poll names every file"
+        );
+        assert!(stamps.poll(&library).is_empty());
         // Same length, an older modification time: only the stamp's inode and time tell.
         let edited = dir.path().join("edited.md");
         let replacement = dir.path().join("edited.tmp");
@@ -745,7 +789,7 @@ mod tests {
         std::fs::remove_file(dir.path().join("removed.md")).unwrap();
         std::fs::write(dir.path().join("added.md"), "added").unwrap();
         std::fs::write(dir.path().join(".ado-mcp-config.json"), "{}").unwrap();
-        let mut moved = before.moved(&Stamps::of(&library));
+        let mut moved = stamps.poll(&library);
         moved.sort();
         let named: Vec<_> = moved
             .iter()

@@ -79,6 +79,17 @@ fn regular_file(entry: &std::fs::DirEntry, kind: std::fs::FileType) -> bool {
     }
 }
 
+/// The stamp of a listed entry: looked up relative to the open folder (no walk of the whole
+/// path), a symlink's through the link.
+fn entry_stamp(entry: &std::fs::DirEntry, kind: std::fs::FileType) -> Option<FileStamp> {
+    let meta = if kind.is_symlink() {
+        std::fs::metadata(entry.path())
+    } else {
+        entry.metadata()
+    };
+    FileStamp::of(&meta.ok()?)
+}
+
 /// Errors reading a source.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -109,6 +120,17 @@ pub trait PromptSource: Send + Sync + std::fmt::Debug {
     /// A file's stamp now, when the source has stamps (files on disk).
     fn stamp(&self, _rel_path: &str) -> Option<FileStamp> {
         None
+    }
+    /// [`list`](Self::list) with each file's [`stamp`](Self::stamp), taken as it is listed.
+    fn list_stamped(&self) -> Result<Vec<(SourceFile, Option<FileStamp>)>, SourceError> {
+        Ok(self
+            .list()?
+            .into_iter()
+            .map(|file| {
+                let stamp = self.stamp(&file.rel_path);
+                (file, stamp)
+            })
+            .collect())
     }
     /// How long ago a file was last modified, when the source knows (from its stamp).
     fn age(&self, rel_path: &str) -> Option<std::time::Duration> {
@@ -181,7 +203,26 @@ impl DirSource {
 
     /// Every file of a dialect folder and its subfolders. Symlinked folders are not followed, so
     /// the walk ends.
-    fn scan_nested(&self, dialect: Dialect, out: &mut Vec<SourceFile>) -> Result<(), SourceError> {
+    /// Every prompt file, sorted by path, each with its stamp when `stamped`.
+    fn listing(&self, stamped: bool) -> Result<Vec<(SourceFile, Option<FileStamp>)>, SourceError> {
+        let mut out = Vec::new();
+        match self.dialect {
+            Some(d) if d.nested() => self.scan_nested(d, stamped, &mut out)?,
+            _ => {
+                self.scan("", PromptCategory::User, stamped, &mut out)?;
+                self.scan("system", PromptCategory::System, stamped, &mut out)?;
+            }
+        }
+        out.sort_by(|a, b| a.0.rel_path.cmp(&b.0.rel_path));
+        Ok(out)
+    }
+
+    fn scan_nested(
+        &self,
+        dialect: Dialect,
+        stamped: bool,
+        out: &mut Vec<(SourceFile, Option<FileStamp>)>,
+    ) -> Result<(), SourceError> {
         let mut pending = vec![String::new()];
         while let Some(sub) = pending.pop() {
             let dir = self.root.join(&sub);
@@ -205,11 +246,15 @@ impl DirSource {
                 if kind.is_dir() {
                     pending.push(rel);
                 } else if dialect.accepts(&name) && regular_file(&entry, kind) {
-                    out.push(SourceFile {
-                        display_path: entry.path().display().to_string(),
-                        rel_path: rel,
-                        category: PromptCategory::User,
-                    });
+                    let stamp = stamped.then(|| entry_stamp(&entry, kind)).flatten();
+                    out.push((
+                        SourceFile {
+                            display_path: entry.path().display().to_string(),
+                            rel_path: rel,
+                            category: PromptCategory::User,
+                        },
+                        stamp,
+                    ));
                 }
             }
         }
@@ -220,7 +265,8 @@ impl DirSource {
         &self,
         sub: &str,
         category: PromptCategory,
-        out: &mut Vec<SourceFile>,
+        stamped: bool,
+        out: &mut Vec<(SourceFile, Option<FileStamp>)>,
     ) -> Result<(), SourceError> {
         let dir = if sub.is_empty() {
             self.root.clone()
@@ -244,7 +290,10 @@ impl DirSource {
             if !is_md || hidden {
                 continue;
             }
-            if !entry.file_type().is_ok_and(|k| regular_file(&entry, k)) {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if !regular_file(&entry, kind) {
                 continue;
             }
             let file = entry.file_name().to_string_lossy().into_owned();
@@ -253,11 +302,15 @@ impl DirSource {
             } else {
                 format!("{sub}/{file}")
             };
-            out.push(SourceFile {
-                display_path: path.display().to_string(),
-                rel_path,
-                category,
-            });
+            let stamp = stamped.then(|| entry_stamp(&entry, kind)).flatten();
+            out.push((
+                SourceFile {
+                    display_path: path.display().to_string(),
+                    rel_path,
+                    category,
+                },
+                stamp,
+            ));
         }
         Ok(())
     }
@@ -273,16 +326,15 @@ impl PromptSource for DirSource {
     }
 
     fn list(&self) -> Result<Vec<SourceFile>, SourceError> {
-        let mut out = Vec::new();
-        match self.dialect {
-            Some(d) if d.nested() => self.scan_nested(d, &mut out)?,
-            _ => {
-                self.scan("", PromptCategory::User, &mut out)?;
-                self.scan("system", PromptCategory::System, &mut out)?;
-            }
-        }
-        out.sort_by(|a, b| a.rel_path.cmp(&b.rel_path));
-        Ok(out)
+        Ok(self
+            .listing(false)?
+            .into_iter()
+            .map(|(file, _)| file)
+            .collect())
+    }
+
+    fn list_stamped(&self) -> Result<Vec<(SourceFile, Option<FileStamp>)>, SourceError> {
+        self.listing(true)
     }
 
     fn read(&self, rel_path: &str, max_bytes: u64) -> Result<Option<String>, SourceError> {
