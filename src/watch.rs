@@ -390,7 +390,7 @@ fn note_paths(paths: &mut Option<Vec<PathBuf>>, event: &notify::Event) {
     };
     if event.need_rescan()
         || list.len() + event.paths.len() > MAX_TOUCHED
-        || event.paths.iter().any(|p| is_symlink(p))
+        || (!is_read(event) && event.paths.iter().any(|p| is_symlink(p)))
     {
         *paths = None;
         return;

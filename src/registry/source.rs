@@ -201,8 +201,6 @@ impl DirSource {
         }
     }
 
-    /// Every file of a dialect folder and its subfolders. Symlinked folders are not followed, so
-    /// the walk ends.
     /// Every prompt file, sorted by path, each with its stamp when `stamped`.
     fn listing(&self, stamped: bool) -> Result<Vec<(SourceFile, Option<FileStamp>)>, SourceError> {
         let mut out = Vec::new();
@@ -217,6 +215,8 @@ impl DirSource {
         Ok(out)
     }
 
+    /// Every file of a dialect folder and its subfolders. Symlinked folders are not followed, so
+    /// the walk ends.
     fn scan_nested(
         &self,
         dialect: Dialect,
