@@ -16,6 +16,7 @@ pub mod compose;
 pub mod config;
 pub mod dialect;
 pub mod enhance;
+pub mod filesystem;
 pub mod guard;
 pub mod library;
 pub mod limits;

@@ -325,3 +325,33 @@ fn concurrent_vector_cache_writers_never_interleave_records() {
         .len() as usize;
     assert_eq!(bytes, 28 + writers * batches * per_batch * (16 + dim * 4));
 }
+
+/// A repository on a FUSE mount (bindfs), changed from outside the mount as another machine
+/// changes a share: no file event arrives, so a long-lived retriever does not trust a watcher
+/// there, and a refresh looks at the folders (their stamps, as without a watcher) and sees the
+/// change.
+#[test]
+fn a_repository_on_fuse_is_walked_instead_of_watched() {
+    let repo = fixture_repo();
+    let mount = tempfile::tempdir().unwrap();
+    let share = crate::support::fuse::BindMount::new(repo.path(), mount.path());
+    let retriever = Retriever::open(&share.mount, lexical_config()).unwrap();
+    let first = retriever.index(&|_| {}).unwrap();
+    assert!(first.full_walk);
+    write_files(
+        &share.source,
+        &[(
+            "src/cache/ttl.rs",
+            "/// Expires entries after their time to live.\npub fn expire_stale_sessions() {}\n"
+                .into(),
+        )],
+    );
+    let refreshed = retriever.index(&|_| {}).unwrap();
+    assert_eq!((refreshed.added, refreshed.rechunked), (1, 1));
+    assert_eq!(
+        paths_of(&retriever, "expire stale sessions")
+            .first()
+            .map(String::as_str),
+        Some("src/cache/ttl.rs")
+    );
+}

@@ -109,7 +109,8 @@ struct Inner {
     embedder: OnceLock<Result<Arc<Embedder>, String>>,
     open_warnings: Vec<String>,
     shutdown: AtomicBool,
-    /// Folder watcher of a long-lived retriever ([`RagConfig::watch`]).
+    /// Folder watcher of a long-lived retriever ([`RagConfig::watch`]); none for a repository
+    /// on a file system whose events miss changes made elsewhere.
     watcher: Option<RepoWatcher>,
 }
 
@@ -175,7 +176,18 @@ impl Retriever {
             }
         };
         tracing::debug!(files = manifest.files.len(), "index opened");
-        let watcher = if config.watch {
+        let remote = config
+            .watch
+            .then(|| crate::filesystem::remote_file_system(&repo))
+            .flatten();
+        if let Some(fs) = remote {
+            tracing::info!(
+                "{} is on {fs}, whose file events miss changes made elsewhere: refreshes walk \
+                 the repository",
+                repo.display()
+            );
+        }
+        let watcher = if config.watch && remote.is_none() {
             match RepoWatcher::start(&repo) {
                 Ok(w) => Some(w),
                 Err(e) => {
