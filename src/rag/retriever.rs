@@ -182,8 +182,8 @@ impl Retriever {
             .flatten();
         if let Some(fs) = remote {
             tracing::info!(
-                "{} is on {fs}, whose file events miss changes made elsewhere: refreshes walk \
-                 the repository",
+                "{} is on {fs}, whose file events miss changes made elsewhere: not watched; \
+                 refreshes look at the files on disk",
                 repo.display()
             );
         }
