@@ -51,6 +51,11 @@ impl FileStamp {
         })
     }
 
+    /// The stamp of the file at `path` now, symlinks followed.
+    pub fn of_path(path: &Path) -> Option<FileStamp> {
+        FileStamp::of(&std::fs::metadata(path).ok()?)
+    }
+
     /// Whether a file with this stamp, taken at `listed_at`, had stopped changing by then:
     /// its modification time is at least [`STAMP_MARGIN`] older.
     pub fn trusted_at(&self, listed_at: std::time::SystemTime) -> bool {
@@ -69,25 +74,29 @@ impl FileStamp {
     }
 }
 
-/// Whether a listed folder entry is a regular file, symlinks followed (only a symlink costs a
-/// `stat`: the listing knows the others' types).
-fn regular_file(entry: &std::fs::DirEntry, kind: std::fs::FileType) -> bool {
+/// A listed folder entry that is a regular file, symlinks followed: `Some` with its stamp when
+/// `stamped`, `None` for anything else. A symlink costs one `stat` through the link; another
+/// entry's type is known from the listing, and its stamp is looked up relative to the open
+/// folder (no walk of the whole path), only when `stamped`.
+fn listed_file(
+    entry: &std::fs::DirEntry,
+    kind: std::fs::FileType,
+    stamped: bool,
+) -> Option<Option<FileStamp>> {
     if kind.is_symlink() {
-        entry.path().is_file()
-    } else {
-        kind.is_file()
+        let meta = std::fs::metadata(entry.path())
+            .ok()
+            .filter(std::fs::Metadata::is_file)?;
+        return Some(stamped.then(|| FileStamp::of(&meta)).flatten());
     }
-}
-
-/// The stamp of a listed entry: looked up relative to the open folder (no walk of the whole
-/// path), a symlink's through the link.
-fn entry_stamp(entry: &std::fs::DirEntry, kind: std::fs::FileType) -> Option<FileStamp> {
-    let meta = if kind.is_symlink() {
-        std::fs::metadata(entry.path())
-    } else {
-        entry.metadata()
-    };
-    FileStamp::of(&meta.ok()?)
+    if !kind.is_file() {
+        return None;
+    }
+    Some(
+        stamped
+            .then(|| FileStamp::of(&entry.metadata().ok()?))
+            .flatten(),
+    )
 }
 
 /// Errors reading a source.
@@ -245,8 +254,9 @@ impl DirSource {
                 };
                 if kind.is_dir() {
                     pending.push(rel);
-                } else if dialect.accepts(&name) && regular_file(&entry, kind) {
-                    let stamp = stamped.then(|| entry_stamp(&entry, kind)).flatten();
+                } else if dialect.accepts(&name)
+                    && let Some(stamp) = listed_file(&entry, kind, stamped)
+                {
                     out.push((
                         SourceFile {
                             display_path: entry.path().display().to_string(),
@@ -293,16 +303,15 @@ impl DirSource {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            if !regular_file(&entry, kind) {
+            let Some(stamp) = listed_file(&entry, kind, stamped) else {
                 continue;
-            }
+            };
             let file = entry.file_name().to_string_lossy().into_owned();
             let rel_path = if sub.is_empty() {
                 file
             } else {
                 format!("{sub}/{file}")
             };
-            let stamp = stamped.then(|| entry_stamp(&entry, kind)).flatten();
             out.push((
                 SourceFile {
                     display_path: path.display().to_string(),
@@ -361,7 +370,7 @@ impl PromptSource for DirSource {
     }
 
     fn stamp(&self, rel_path: &str) -> Option<FileStamp> {
-        FileStamp::of(&std::fs::metadata(self.root.join(rel_path)).ok()?)
+        FileStamp::of_path(&self.root.join(rel_path))
     }
 
     fn display_path(&self, rel_path: &str) -> String {
