@@ -228,24 +228,27 @@ where
                 }
             }
             tracing::debug!(?parents, "watching prompt roots' parents");
-            let poll = poll_interval(polling, &watched);
-            // Taken before the library is read (a deferred one is read once this is done): a
-            // change after it is seen by the first poll.
-            let stamps = poll.map(|_| {
+            // The first stamps are taken before the library is read (a deferred one is read
+            // once this is done): a change after them is seen by the first poll.
+            let poller = poll_interval(polling, &watched).map(|every| {
                 let mut stamps = Stamps::default();
                 stamps.poll(&library);
-                stamps
+                Poller {
+                    every,
+                    stretch: polling == Polling::Auto,
+                    stamps,
+                    next: tokio::time::Instant::now() + every,
+                }
             });
-            (watched, poll, stamps)
+            (watched, poller)
         });
-        let (mut task_watched, poll, mut stamps) = match watching.await {
+        let (mut task_watched, mut poller) = match watching.await {
             Ok(watching) => watching,
             Err(e) => {
                 tracing::error!("adding the file watches failed: {e}");
                 return;
             }
         };
-        let mut next_poll = poll.map(|every| tokio::time::Instant::now() + every);
         // What was read before the folders were watched is checked once they are and the
         // library is loaded, as a burst of its own: the config file, read when the library was
         // opened, and every file of a library read before too (one opened deferred is read
@@ -264,7 +267,7 @@ where
             if let Some(owed) = owed.take() {
                 touched = owed;
             } else {
-                let deadline = match (retry, next_poll) {
+                let deadline = match (retry, poller.as_ref().map(|p| p.next)) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
@@ -280,31 +283,25 @@ where
                     },
                 };
                 let now = tokio::time::Instant::now();
-                if event.is_none() && retry.is_none_or(|at| at > now) {
+                if event.is_none()
+                    && retry.is_none_or(|at| at > now)
+                    && let Some(poller) = poller.as_mut()
+                {
                     // The poll's deadline passed.
-                    let (Some(every), Some(previous)) = (poll, stamps.take()) else {
-                        tracing::error!("the prompt folders' poll lost its stamps");
-                        return;
-                    };
                     let lib = library.clone();
+                    let mut stamps = std::mem::take(&mut poller.stamps);
                     let poll = move || {
-                        let mut stamps = previous;
                         let moved = stamps.poll(&lib);
                         // What the listing allocated and freed, on this pool thread's heap.
                         crate::memory::collect();
                         (stamps, moved)
                     };
-                    let Ok((current, moved)) = tokio::task::spawn_blocking(poll).await else {
+                    let Ok((stamps, moved)) = tokio::task::spawn_blocking(poll).await else {
                         tracing::error!("polling the prompt folders failed");
                         return;
                     };
-                    let took = now.elapsed();
-                    let wait = match polling {
-                        Polling::Auto => every.max(took * POLL_DUTY),
-                        _ => every,
-                    };
-                    next_poll = Some(tokio::time::Instant::now() + wait);
-                    stamps = Some(current);
+                    poller.stamps = stamps;
+                    poller.scheduled_after(now.elapsed());
                     if moved.is_empty() {
                         continue;
                     }
@@ -497,6 +494,29 @@ fn poll_interval(polling: Polling, watched: &[PathBuf]) -> Option<Duration> {
     }
 }
 
+/// The folders' poll: how often, the stamps it found last, and when it is due next.
+#[derive(Debug)]
+struct Poller {
+    every: Duration,
+    /// Under [`Polling::Auto`]: the wait after a poll is at least [`POLL_DUTY`] times as long as
+    /// the poll took.
+    stretch: bool,
+    stamps: Stamps,
+    next: tokio::time::Instant,
+}
+
+impl Poller {
+    /// Sets when the next poll is due, after one that `took` this long.
+    fn scheduled_after(&mut self, took: Duration) {
+        let wait = if self.stretch {
+            self.every.max(took * POLL_DUTY)
+        } else {
+            self.every
+        };
+        self.next = tokio::time::Instant::now() + wait;
+    }
+}
+
 /// What a poll compares: the stamp of every file the roots list and of the config file, by
 /// path, as the previous poll found them.
 #[derive(Debug, Default)]
@@ -539,11 +559,7 @@ impl Stamps {
             }
         }
         let config = library.config_path();
-        if let Some(stamp) = std::fs::metadata(&config)
-            .ok()
-            .as_ref()
-            .and_then(FileStamp::of)
-        {
+        if let Some(stamp) = FileStamp::of_path(&config) {
             note(config.display().to_string(), Some(stamp));
         }
         let polls = self.polls;
