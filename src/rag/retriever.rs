@@ -176,18 +176,16 @@ impl Retriever {
             }
         };
         tracing::debug!(files = manifest.files.len(), "index opened");
-        let remote = config
-            .watch
-            .then(|| crate::filesystem::remote_file_system(&repo))
-            .flatten();
-        if let Some(fs) = remote {
+        let watcher = if !config.watch {
+            None
+        } else if let Some(fs) = crate::filesystem::remote_file_system(&repo) {
             tracing::info!(
                 "{} is on {fs}, whose file events miss changes made elsewhere: not watched; \
                  refreshes look at the files on disk",
                 repo.display()
             );
-        }
-        let watcher = if config.watch && remote.is_none() {
+            None
+        } else {
             match RepoWatcher::start(&repo) {
                 Ok(w) => Some(w),
                 Err(e) => {
@@ -196,8 +194,6 @@ impl Retriever {
                     None
                 }
             }
-        } else {
-            None
         };
         let inner = Inner {
             vectors: VectorCache::new(rag_dir.path()),
