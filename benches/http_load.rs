@@ -113,9 +113,9 @@ fn post(addr: &str, session: Option<&str>, body: String) -> Request<Full<Bytes>>
     r.body(Full::new(Bytes::from(body))).unwrap()
 }
 
-/// A wait until an instant with a timer file descriptor in tokio's reactor: its deadline is
-/// kept to the nanosecond (the kernel's timer slack, 50 µs by default, aside), where a tokio
-/// timer rounds every deadline up to its next millisecond tick. Paced with tokio's timers, every
+/// A wait until an instant with a timer file descriptor in tokio's reactor: the kernel's
+/// high-resolution timer keeps its deadline, where a tokio timer rounds every deadline up to its
+/// next millisecond tick. Paced with tokio's timers, every
 /// request went out up to a millisecond after its scheduled time, that wait counted in its
 /// latency, and the requests due within one tick went out together.
 struct Pacer {
@@ -257,7 +257,9 @@ async fn client(
     }
     let mut samples = Vec::new();
     let mut late = Vec::new();
-    let pacer = (std::env::var("HTTP_LOAD_TIMER").as_deref() != Ok("tokio")).then(Pacer::new);
+    let pacer = (matches!(pace, Pace::Every { .. })
+        && std::env::var("HTTP_LOAD_TIMER").as_deref() != Ok("tokio"))
+    .then(Pacer::new);
     let mut id = 1u64;
     let mut due = match pace {
         Pace::Saturate => Instant::now(),
