@@ -183,12 +183,15 @@ impl Probe {
 /// in their plain shape, parsed into the message rmcp's own parse gives, without its cost:
 /// rmcp's message type tries its kinds in turn and flattens the request into the envelope and
 /// the params' `_meta` out of them, each step over a buffered copy of the message (a tenth of a
-/// stdio `prompts/get`'s CPU). Here the envelope is read with its params left raw, then the
-/// params are parsed straight into their type. `None` for anything else (another method, a
-/// field beside the four of a request, `_meta`, an escaped method name, anything that does not
-/// parse), which takes rmcp's parse.
+/// stdio `prompts/get`'s CPU). Here the envelope is read with its params left raw, the params
+/// are parsed straight into their type, and their `_meta` is moved into the request's extensions
+/// where rmcp's parse puts it (rmcp's own client sends one with every request). `None` for
+/// anything else (another method, a field beside the four of a request, an escaped method name,
+/// anything that does not parse), which takes rmcp's parse.
 fn common_request(raw: &[u8]) -> Option<ClientJsonRpcMessage> {
-    use rmcp::model::{ClientRequest, JsonRpcRequest, JsonRpcVersion2_0, RequestId};
+    use rmcp::model::{
+        ClientRequest, Extensions, JsonRpcRequest, JsonRpcVersion2_0, RequestId, RequestMetaObject,
+    };
     use serde_json::value::RawValue;
 
     #[derive(Deserialize)]
@@ -204,33 +207,45 @@ fn common_request(raw: &[u8]) -> Option<ClientJsonRpcMessage> {
     fn params<P: DeserializeOwned>(raw: Option<&RawValue>) -> Option<P> {
         serde_json::from_str(raw?.get()).ok()
     }
+    fn extensions(meta: Option<RequestMetaObject>) -> Extensions {
+        let mut extensions = Extensions::new();
+        if let Some(meta) = meta {
+            extensions.insert(meta);
+        }
+        extensions
+    }
     let envelope: Envelope = serde_json::from_slice(raw).ok()?;
     let request = match envelope.method {
         "prompts/get" => {
-            let p: GetPromptRequestParams = params(envelope.params)?;
-            // rmcp moves `_meta` into the request's extensions: left to its parse.
-            (p.meta.is_none()).then(|| ClientRequest::GetPromptRequest(GetPromptRequest::new(p)))?
+            let mut p: GetPromptRequestParams = params(envelope.params)?;
+            let meta = p.meta.take();
+            let mut request = GetPromptRequest::new(p);
+            request.extensions = extensions(meta);
+            ClientRequest::GetPromptRequest(request)
         }
         "tools/call" => {
-            let p: CallToolRequestParams = params(envelope.params)?;
-            (p.meta.is_none()).then(|| ClientRequest::CallToolRequest(CallToolRequest::new(p)))?
+            let mut p: CallToolRequestParams = params(envelope.params)?;
+            let meta = p.meta.take();
+            let mut request = CallToolRequest::new(p);
+            request.extensions = extensions(meta);
+            ClientRequest::CallToolRequest(request)
         }
         "prompts/list" | "tools/list" => {
-            let p: Option<PaginatedRequestParams> = match envelope.params {
+            let mut p: Option<PaginatedRequestParams> = match envelope.params {
                 None => None,
                 Some(raw) => serde_json::from_str(raw.get()).ok()?,
             };
-            if p.as_ref().is_some_and(|p| p.meta.is_some()) {
-                return None;
-            }
+            let extensions = extensions(p.as_mut().and_then(|p| p.meta.take()));
             if envelope.method == "prompts/list" {
                 ClientRequest::ListPromptsRequest(ListPromptsRequest {
                     params: p,
+                    extensions,
                     ..Default::default()
                 })
             } else {
                 ClientRequest::ListToolsRequest(ListToolsRequest {
                     params: p,
+                    extensions,
                     ..Default::default()
                 })
             }
@@ -969,7 +984,38 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":8,"method":"prompts/list","params":null}"#,
             r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":"0"}}"#,
             r#" {"jsonrpc":"2.0","id":10,"method":"tools/list"} "#,
+            // `_meta` (rmcp's client sends one with every request) goes to the extensions.
+            r#"{"jsonrpc":"2.0","id":11,"method":"prompts/get","params":{"name":"x","_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2025-06-18"},"name":"x","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":13,"method":"prompts/get","params":{"name":"x","\u005fmeta":{"progressToken":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":14,"method":"prompts/list","params":{"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{"_meta":null}}"#,
         ];
+        /// The request's `_meta` as its extensions hold it, and as its params hold it.
+        fn metas(m: &ClientJsonRpcMessage) -> (Option<Value>, Option<Value>) {
+            use rmcp::model::{ClientRequest, RequestMetaObject};
+            let ClientJsonRpcMessage::Request(r) = m else {
+                panic!("not a request: {m:?}")
+            };
+            let json = |v: Option<&RequestMetaObject>| v.map(|v| serde_json::to_value(v).unwrap());
+            match &r.request {
+                ClientRequest::GetPromptRequest(q) => {
+                    (json(q.extensions.get()), json(q.params.meta.as_ref()))
+                }
+                ClientRequest::CallToolRequest(q) => {
+                    (json(q.extensions.get()), json(q.params.meta.as_ref()))
+                }
+                ClientRequest::ListPromptsRequest(q) => (
+                    json(q.extensions.get()),
+                    json(q.params.as_ref().and_then(|p| p.meta.as_ref())),
+                ),
+                ClientRequest::ListToolsRequest(q) => (
+                    json(q.extensions.get()),
+                    json(q.params.as_ref().and_then(|p| p.meta.as_ref())),
+                ),
+                other => panic!("unexpected request {other:?}"),
+            }
+        }
         for raw in taken {
             let fast = common_request(raw.as_bytes()).unwrap_or_else(|| panic!("not taken: {raw}"));
             let full: ClientJsonRpcMessage = serde_json::from_str(raw).unwrap();
@@ -978,12 +1024,13 @@ mod tests {
                 serde_json::to_value(&full).unwrap(),
                 "{raw}"
             );
+            assert_eq!(metas(&fast), metas(&full), "{raw}");
+        }
+        for raw in &taken[11..14] {
+            let (in_extensions, in_params) = metas(&common_request(raw.as_bytes()).unwrap());
+            assert!(in_extensions.is_some() && in_params.is_none(), "{raw}");
         }
         let left = [
-            // `_meta` goes to the request's extensions in rmcp's parse.
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","_meta":{"progressToken":1}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","_meta":{"progressToken":1}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list","params":{"_meta":{}}}"#,
             // Not the shape of a request, or params that do not fit.
             r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x"},"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x"},"id":2}"#,
