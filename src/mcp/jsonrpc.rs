@@ -4,7 +4,8 @@
 //! guard, which reads the body once for admission and for rmcp).
 //!
 //! [`check`] sorts one raw message into a [`Verdict`]:
-//! - a well-formed MCP message passes to rmcp unchanged;
+//! - a well-formed MCP message passes to rmcp unchanged (the common requests in their plain
+//!   shape parsed here into the message rmcp's parse would give, for less: [`common_request`]);
 //! - malformed JSON is answered with -32700 (Parse error, id null);
 //! - well-formed JSON that is not a JSON-RPC message (a wrong shape, nesting deeper than serde's
 //!   recursion limit, a batch array: MCP 2025-06-18 removed batching) is answered with -32600
