@@ -215,22 +215,26 @@ fn common_request(raw: &[u8]) -> Option<ClientJsonRpcMessage> {
         }
         extensions
     }
+    /// A request with required params, their `_meta` (taken out by `meta`) in its extensions.
+    fn request<M: Default, P>(
+        mut params: P,
+        meta: fn(&mut P) -> Option<RequestMetaObject>,
+    ) -> rmcp::model::Request<M, P> {
+        let meta = meta(&mut params);
+        let mut request = rmcp::model::Request::new(params);
+        request.extensions = extensions(meta);
+        request
+    }
     let envelope: Envelope = serde_json::from_slice(raw).ok()?;
     let request = match envelope.method {
-        "prompts/get" => {
-            let mut p: GetPromptRequestParams = params(envelope.params)?;
-            let meta = p.meta.take();
-            let mut request = GetPromptRequest::new(p);
-            request.extensions = extensions(meta);
-            ClientRequest::GetPromptRequest(request)
-        }
-        "tools/call" => {
-            let mut p: CallToolRequestParams = params(envelope.params)?;
-            let meta = p.meta.take();
-            let mut request = CallToolRequest::new(p);
-            request.extensions = extensions(meta);
-            ClientRequest::CallToolRequest(request)
-        }
+        "prompts/get" => ClientRequest::GetPromptRequest(request(
+            params::<GetPromptRequestParams>(envelope.params)?,
+            |p| p.meta.take(),
+        )),
+        "tools/call" => ClientRequest::CallToolRequest(request(
+            params::<CallToolRequestParams>(envelope.params)?,
+            |p| p.meta.take(),
+        )),
         "prompts/list" | "tools/list" => {
             let mut p: Option<PaginatedRequestParams> = match envelope.params {
                 None => None,
