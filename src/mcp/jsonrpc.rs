@@ -191,7 +191,8 @@ impl Probe {
 /// anything that does not parse), which takes rmcp's parse.
 fn common_request(raw: &[u8]) -> Option<ClientJsonRpcMessage> {
     use rmcp::model::{
-        ClientRequest, Extensions, JsonRpcRequest, JsonRpcVersion2_0, RequestId, RequestMetaObject,
+        ClientRequest, Extensions, JsonRpcRequest, JsonRpcVersion2_0, Request, RequestId,
+        RequestOptionalParam, RequestParamsMeta,
     };
     use serde_json::value::RawValue;
 
@@ -205,56 +206,45 @@ fn common_request(raw: &[u8]) -> Option<ClientJsonRpcMessage> {
         #[serde(borrow, default)]
         params: Option<&'a RawValue>,
     }
-    fn params<P: DeserializeOwned>(raw: Option<&RawValue>) -> Option<P> {
-        serde_json::from_str(raw?.get()).ok()
-    }
-    fn extensions(meta: Option<RequestMetaObject>) -> Extensions {
+    /// Extensions holding the params' `_meta`, taken out of them.
+    fn extensions(params: Option<&mut impl RequestParamsMeta>) -> Extensions {
         let mut extensions = Extensions::new();
-        if let Some(meta) = meta {
+        if let Some(meta) = params.and_then(|p| p.meta_mut().take()) {
             extensions.insert(meta);
         }
         extensions
     }
-    /// A request with required params, their `_meta` (taken out by `meta`) in its extensions.
-    fn request<M: Default, P>(
-        mut params: P,
-        meta: fn(&mut P) -> Option<RequestMetaObject>,
-    ) -> rmcp::model::Request<M, P> {
-        let meta = meta(&mut params);
-        let mut request = rmcp::model::Request::new(params);
-        request.extensions = extensions(meta);
-        request
+    /// A request whose params are required.
+    fn required<M: Default, P: DeserializeOwned + RequestParamsMeta>(
+        raw: Option<&RawValue>,
+    ) -> Option<Request<M, P>> {
+        let mut params: P = serde_json::from_str(raw?.get()).ok()?;
+        let extensions = extensions(Some(&mut params));
+        let mut request = Request::new(params);
+        request.extensions = extensions;
+        Some(request)
+    }
+    /// A request whose params may be left out (or null).
+    fn optional<M: Default, P: DeserializeOwned + RequestParamsMeta>(
+        raw: Option<&RawValue>,
+    ) -> Option<RequestOptionalParam<M, P>> {
+        let mut params: Option<P> = match raw {
+            None => None,
+            Some(raw) => serde_json::from_str(raw.get()).ok()?,
+        };
+        Some(RequestOptionalParam {
+            method: M::default(),
+            extensions: extensions(params.as_mut()),
+            params,
+        })
     }
     let envelope: Envelope = serde_json::from_slice(raw).ok()?;
+    let params = envelope.params;
     let request = match envelope.method {
-        "prompts/get" => ClientRequest::GetPromptRequest(request(
-            params::<GetPromptRequestParams>(envelope.params)?,
-            |p| p.meta.take(),
-        )),
-        "tools/call" => ClientRequest::CallToolRequest(request(
-            params::<CallToolRequestParams>(envelope.params)?,
-            |p| p.meta.take(),
-        )),
-        "prompts/list" | "tools/list" => {
-            let mut p: Option<PaginatedRequestParams> = match envelope.params {
-                None => None,
-                Some(raw) => serde_json::from_str(raw.get()).ok()?,
-            };
-            let extensions = extensions(p.as_mut().and_then(|p| p.meta.take()));
-            if envelope.method == "prompts/list" {
-                ClientRequest::ListPromptsRequest(ListPromptsRequest {
-                    params: p,
-                    extensions,
-                    ..Default::default()
-                })
-            } else {
-                ClientRequest::ListToolsRequest(ListToolsRequest {
-                    params: p,
-                    extensions,
-                    ..Default::default()
-                })
-            }
-        }
+        "prompts/get" => ClientRequest::GetPromptRequest(required(params)?),
+        "tools/call" => ClientRequest::CallToolRequest(required(params)?),
+        "prompts/list" => ClientRequest::ListPromptsRequest(optional(params)?),
+        "tools/list" => ClientRequest::ListToolsRequest(optional(params)?),
         _ => return None,
     };
     Some(ClientJsonRpcMessage::Request(JsonRpcRequest::new(
