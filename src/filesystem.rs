@@ -3,17 +3,39 @@
 //! through this machine's kernel, a FUSE file system only those made through its mount; the
 //! prompt library's watcher polls such folders, and the retriever walks them.
 
+use std::fmt;
 use std::path::Path;
 
-/// The file system `dir` is on, when it is one whose file events miss changes made elsewhere
+/// A folder on a file system whose file events miss changes made elsewhere; its `Display` is
+/// the sentence both the watcher and the retriever log, which they follow with what they do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RemoteFolder<'a> {
+    pub dir: &'a Path,
+    /// The file system's name: "NFS", "a FUSE file system", …
+    pub file_system: &'static str,
+}
+
+impl fmt::Display for RemoteFolder<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is on {}, whose file events miss changes made elsewhere",
+            self.dir.display(),
+            self.file_system
+        )
+    }
+}
+
+/// `dir`, when the file system it is on is one whose file events miss changes made elsewhere
 /// (another machine's writes to a network share, a FUSE daemon's own changes, the host's
 /// changes to a 9p share). `None` for local file systems and where it cannot be told.
-pub fn remote_file_system(dir: &Path) -> Option<&'static str> {
+pub fn remote_folder(dir: &Path) -> Option<RemoteFolder<'_>> {
     #[cfg(target_os = "linux")]
     {
         let kind = rustix::fs::statfs(dir).ok()?.f_type;
         // The magic numbers are 32-bit (`linux/magic.h`); `f_type` is as wide as a C long.
-        remote_magic(kind as u32)
+        let file_system = remote_magic(kind as u32)?;
+        Some(RemoteFolder { dir, file_system })
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -59,6 +81,14 @@ mod tests {
         }
         // On Linux, statfs is asked; a temporary folder is on a local file system.
         let dir = tempfile::tempdir().unwrap();
-        assert_eq!(remote_file_system(dir.path()), None);
+        assert_eq!(remote_folder(dir.path()), None);
+        let nfs = RemoteFolder {
+            dir: Path::new("/mnt/prompts"),
+            file_system: "NFS",
+        };
+        assert_eq!(
+            nfs.to_string(),
+            "/mnt/prompts is on NFS, whose file events miss changes made elsewhere"
+        );
     }
 }

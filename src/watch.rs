@@ -62,7 +62,7 @@ const POLL_DUTY: u32 = 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Polling {
     /// Every [`DEFAULT_POLL`] when a watched folder is on a network or FUSE file system
-    /// ([`crate::filesystem::remote_file_system`]); never otherwise.
+    /// ([`crate::filesystem::remote_folder`]); never otherwise.
     #[default]
     Auto,
     /// At this interval, whatever the file systems.
@@ -480,14 +480,12 @@ fn poll_interval(polling: Polling, watched: &[PathBuf]) -> Option<Duration> {
             Some(every)
         }
         Polling::Auto => {
-            let (dir, fs) = watched
+            let remote = watched
                 .iter()
-                .find_map(|dir| Some((dir, crate::filesystem::remote_file_system(dir)?)))?;
+                .find_map(|dir| crate::filesystem::remote_folder(dir))?;
             tracing::info!(
-                "{} is on {fs}, whose file events miss changes made on other machines: the \
-                 prompt folders are polled every {DEFAULT_POLL:?} (--watch-poll sets the interval; \
-                 0 turns polling off)",
-                dir.display()
+                "{remote}: the prompt folders are polled every {DEFAULT_POLL:?} (--watch-poll \
+                 sets the interval; 0 turns polling off)"
             );
             Some(DEFAULT_POLL)
         }

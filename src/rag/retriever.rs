@@ -178,12 +178,8 @@ impl Retriever {
         tracing::debug!(files = manifest.files.len(), "index opened");
         let watcher = if !config.watch {
             None
-        } else if let Some(fs) = crate::filesystem::remote_file_system(&repo) {
-            tracing::info!(
-                "{} is on {fs}, whose file events miss changes made elsewhere: not watched; \
-                 refreshes look at the files on disk",
-                repo.display()
-            );
+        } else if let Some(remote) = crate::filesystem::remote_folder(&repo) {
+            tracing::info!("{remote}: not watched; refreshes look at the files on disk");
             None
         } else {
             match RepoWatcher::start(&repo) {
