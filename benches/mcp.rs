@@ -12,6 +12,9 @@
 //!   `prompts/list`: min / median / p90 / p99 over `MCP_BENCH_CALLS` calls each (default 2,000)
 //!   after a warm-up, as the scheduler places client and server, then both pinned to one CPU,
 //!   then to two (a round trip on a small VM costs more when it wakes an idle vCPU);
+//! - rmcp's parse of each of the four answers alone (one line, as the server wrote it, into
+//!   rmcp's `ServerJsonRpcMessage`, in process): the part of rmcp's round trips below that is
+//!   its client's;
 //! - the same four calls through rmcp's own client (typed messages, its service loop on a
 //!   single-threaded tokio runtime): over the stdio pipe, and over streamable HTTP on a
 //!   loopback socket (with sessions and `--stateless`; rmcp's default HTTP client, which opens
@@ -25,7 +28,8 @@
 //!   generated 1 KB prompts; spawn → `initialize` answered, spawn → the first `prompts/get`
 //!   answered (the load's end), spawn → the whole listing served,
 //!   idle RSS after the load, `prompts/get` and listing latency, 20 edits (edit →
-//!   `list_changed`) and the RSS after them. Every line ends with the machine's load.
+//!   `list_changed`) and the RSS after them (`0`: none). Every line ends with the machine's
+//!   load.
 //!
 //! `MCP_BENCH_SERVE_FLAGS` adds flags to `serve` (split at whitespace; e.g. `--busy-poll 0`).
 
@@ -133,11 +137,29 @@ impl Server {
 
     /// The next message, and when its line had been read whole (before it was parsed).
     fn read_timed(&mut self) -> (Value, Instant) {
+        let (line, read) = self.read_line();
+        (serde_json::from_str(&line).unwrap(), read)
+    }
+
+    /// The next message's line as the server wrote it, and when it had been read whole.
+    fn read_line(&mut self) -> (String, Instant) {
         let mut line = String::new();
         let n = self.stdout.read_line(&mut line).unwrap();
         let read = Instant::now();
         assert!(n > 0, "server closed stdout");
-        (serde_json::from_str(&line).unwrap(), read)
+        (line, read)
+    }
+
+    /// Sends a request and returns its response's line as the server wrote it (the server
+    /// sends no notification in between here).
+    fn call_raw(&mut self, method: &str, params: Value) -> String {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let (line, _) = self.read_line();
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert!(v["id"] == id && v.get("error").is_none(), "{method}: {v}");
+        line
     }
 
     /// Sends a request and waits for its response (skipping notifications).
@@ -330,6 +352,29 @@ fn main() {
         pin_thread(None);
     }
     println!("load {}", load_average());
+    // What rmcp's client spends on parsing each answer, in this process: a part of its round
+    // trips below that no server can take off.
+    let mut s = Server::spawn(&bin, cwd.path(), prompts.path());
+    s.initialize();
+    let answers = [
+        (
+            "prompts/get code_review",
+            s.call_raw("prompts/get", get.clone()),
+        ),
+        (
+            "wit-get-prompts (one)",
+            s.call_raw("tools/call", tool.clone()),
+        ),
+        (
+            "wit-get-prompts (list)",
+            s.call_raw("tools/call", list.clone()),
+        ),
+        ("prompts/list", s.call_raw("prompts/list", json!({}))),
+    ];
+    s.close();
+    for (label, answer) in &answers {
+        rmcp_parse(answer, calls).print(&format!("rmcp's parse alone: {label}"));
+    }
     rmcp_client(&bin, cwd.path(), prompts.path(), calls);
 
     let mut s = Server::spawn(&bin, cwd.path(), prompts.path());
@@ -369,10 +414,33 @@ fn main() {
         .unwrap_or_else(|_| "10000".into())
         .split(',')
         .filter_map(|n| n.trim().parse().ok())
+        .filter(|&n| n > 0)
         .collect();
     for n in scales {
         large_registry(&bin, n, calls.min(500));
     }
+}
+
+/// `calls` parses of `answer` (one line of the server's) into rmcp's client-side message type,
+/// as rmcp's client parses every line it reads, after a warm-up.
+fn rmcp_parse(answer: &str, calls: usize) -> Stats {
+    let parse = || {
+        let message: rmcp::model::ServerJsonRpcMessage =
+            serde_json::from_str(std::hint::black_box(answer)).expect("rmcp parses the answer");
+        std::hint::black_box(message);
+    };
+    for _ in 0..calls.min(200) {
+        parse();
+    }
+    Stats::from(
+        (0..calls)
+            .map(|_| {
+                let t = Instant::now();
+                parse();
+                t.elapsed()
+            })
+            .collect::<Vec<_>>(),
+    )
 }
 
 /// The same four round trips through rmcp's own client (its typed messages and its service
