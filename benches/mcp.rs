@@ -150,16 +150,9 @@ impl Server {
         (line, read)
     }
 
-    /// Sends a request and returns its response's line as the server wrote it (the server
-    /// sends no notification in between here).
+    /// Sends a request and returns its response's line as the server wrote it.
     fn call_raw(&mut self, method: &str, params: Value) -> String {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let (line, _) = self.read_line();
-        let v: Value = serde_json::from_str(&line).unwrap();
-        assert!(v["id"] == id && v.get("error").is_none(), "{method}: {v}");
-        line
+        self.call_line(method, params).0
     }
 
     /// Sends a request and waits for its response (skipping notifications).
@@ -169,14 +162,22 @@ impl Server {
 
     /// [`Server::call`], and when the response's line had been read whole.
     fn call_timed(&mut self, method: &str, params: Value) -> (Value, Instant) {
+        let (_, v, read) = self.call_line(method, params);
+        (v, read)
+    }
+
+    /// Sends a request and waits for its response (skipping notifications): its line as the
+    /// server wrote it, the line parsed, and when it had been read whole.
+    fn call_line(&mut self, method: &str, params: Value) -> (String, Value, Instant) {
         self.next_id += 1;
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
         loop {
-            let (v, read) = self.read_timed();
+            let (line, read) = self.read_line();
+            let v: Value = serde_json::from_str(&line).unwrap();
             if v["id"] == id {
                 assert!(v.get("error").is_none(), "{method}: {v}");
-                return (v, read);
+                return (line, v, read);
             }
         }
     }
