@@ -39,7 +39,10 @@ fn an_author_browses_fills_edits_and_sees_hostile_text_as_text() {
     stale_snapshot(dir.path());
 
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let (_child, url, log) = rt.block_on(http_server(dir.path(), &["--auth-token", TOKEN]));
+    let (_child, url, log) = rt.block_on(http_server(
+        dir.path(),
+        &["--auth-token", TOKEN, "--expose-system"],
+    ));
     let base = url.trim_end_matches("/mcp").to_string();
 
     let profile = tempfile::tempdir().unwrap();

@@ -67,6 +67,23 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
         "{cookie}"
     );
     let pair = cookie.split(';').next().unwrap().to_string();
+    // The cookie is this port's, and holds no token: a browser sends it to every port of the
+    // host, and a second studio must neither overwrite it nor be opened by it.
+    let port = base.rsplit(':').next().unwrap();
+    let (name, value) = pair.split_once('=').unwrap();
+    assert_eq!(name, format!("promptd_studio_{port}"));
+    assert!(!value.contains(TOKEN) && value.len() >= 32, "{pair}");
+    for forged in [
+        format!("promptd_token={TOKEN}"),
+        format!("{name}={TOKEN}"),
+        format!("promptd_studio_1{port}={value}"),
+    ] {
+        let (status, _, _) = get(http
+            .get(format!("{base}/"))
+            .header("cookie", forged.as_str()))
+        .await;
+        assert_eq!(status, 401, "{forged} opened the studio");
+    }
 
     let (status, headers, page) = get(http
         .get(format!("{base}/?prompt=review&a.language=go"))
@@ -323,6 +340,44 @@ async fn a_large_registry_lists_its_first_thousand_and_searches_the_rest() {
         "{page}"
     );
     assert!(!page.contains(r#"<p id="truncated""#));
+}
+
+#[tokio::test]
+async fn the_page_shows_system_prompts_only_when_mcp_serves_them() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let http = client();
+    let hidden = "careful reviewer";
+    let (_child, url, _log) = http_server(dir.path(), &[]).await;
+    let base_hidden = base(&url);
+    let (status, _, page) = get(http.get(format!("{base_hidden}/"))).await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains(r#"<span class="name">review</span>"#),
+        "{page}"
+    );
+    assert!(
+        !page.contains("reviewer_rules"),
+        "a system prompt is listed: {page}"
+    );
+    let (_, _, page) = get(http.get(format!("{base_hidden}/?prompt=reviewer_rules"))).await;
+    assert!(page.contains("No prompt named"), "{page}");
+    assert!(!page.contains(hidden), "{page}");
+    let (status, _, body) =
+        get(http.get(format!("{base_hidden}/studio/render?prompt=reviewer_rules"))).await;
+    assert_eq!(status, 404, "{body}");
+    assert!(!body.contains(hidden), "{body}");
+    let (_, _, page) = get(http.get(format!("{base_hidden}/?q=reviewer"))).await;
+    assert!(!page.contains("reviewer_rules"), "{page}");
+
+    let (_child, url, _log) = http_server(dir.path(), &["--expose-system"]).await;
+    let base_shown = base(&url);
+    let (_, _, page) = get(http.get(format!("{base_shown}/"))).await;
+    assert!(page.contains("reviewer_rules"), "{page}");
+    let (status, _, body) =
+        get(http.get(format!("{base_shown}/studio/render?prompt=reviewer_rules"))).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(hidden), "{body}");
 }
 
 #[tokio::test]

@@ -78,6 +78,9 @@ pub struct StudioArgs {
     /// No token at all (loopback only: anyone on this machine can read the prompts).
     #[arg(long, conflicts_with = "auth_token")]
     pub no_token: bool,
+    /// Show system prompts too (the page shows what its /mcp serves).
+    #[arg(long)]
+    pub expose_system: bool,
 }
 
 #[derive(Debug, Args)]
@@ -413,7 +416,10 @@ fn studio(common: &CommonArgs, args: &StudioArgs) -> Result<u8> {
         (None, false) => (Some(random_token()?), true),
     };
     let options = crate::mcp::ServeOptions {
-        handler: crate::mcp::HandlerOptions::default(),
+        handler: crate::mcp::HandlerOptions {
+            expose_system: args.expose_system,
+            ..crate::mcp::HandlerOptions::default()
+        },
         http: Some(args.addr),
         auth_token: token,
         watch: true,

@@ -169,7 +169,10 @@ pub fn router(
         crate::studio::web::router(
             crate::studio::web::StudioState {
                 library: library.clone(),
-                options: crate::studio::StudioOptions::for_project(library.cwd()),
+                options: crate::studio::StudioOptions::for_project(
+                    library.cwd(),
+                    server.visibility(),
+                ),
             },
             crate::studio::web::WebGuard {
                 token: token.clone(),

@@ -9,11 +9,12 @@ pub mod web;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::library::Snapshot;
+use crate::library::{Snapshot, Visibility};
 use crate::prompt_tests::report::{DiffLine, unified_diff};
 use crate::prompt_tests::{
     self, CaseOutcome, DEFAULT_NOW, SnapshotOutcome, SnapshotUpdate, TestOptions, shown_path,
@@ -21,9 +22,12 @@ use crate::prompt_tests::{
 use crate::registry::{ArgType, ArgumentSpec, PromptCategory, PromptTemplate, Severity};
 use crate::render::{Clock, RenderError, SegmentKind, VariableSource};
 
-/// Where the studio finds what `promptd test` finds.
+/// Where the studio finds what `promptd test` finds, and which prompts it shows.
 #[derive(Debug, Clone)]
 pub struct StudioOptions {
+    /// The prompts the page shows: those the MCP endpoint beside it serves (system prompts only
+    /// with `--expose-system`).
+    pub visibility: Visibility,
     /// The folder of case files (`promptd test --cases`), if any.
     pub cases_dir: Option<PathBuf>,
     /// Paths are shown relative to this folder.
@@ -33,15 +37,28 @@ pub struct StudioOptions {
 }
 
 impl StudioOptions {
-    /// The `promptd test` defaults for a project at `base_dir`: cases in `tests/prompts` when
-    /// that folder exists.
-    pub fn for_project(base_dir: &Path) -> StudioOptions {
+    /// The `promptd test` defaults for a project at `base_dir` (cases in `tests/prompts` when
+    /// that folder exists), showing the prompts `visibility` serves.
+    pub fn for_project(base_dir: &Path, visibility: Visibility) -> StudioOptions {
         let cases = base_dir.join(prompt_tests::DEFAULT_CASES_DIR);
         StudioOptions {
+            visibility,
             cases_dir: cases.is_dir().then_some(cases),
             base_dir: base_dir.to_path_buf(),
             canonical_base: std::fs::canonicalize(base_dir).ok(),
         }
+    }
+
+    /// The prompt named `name` when the page shows it.
+    pub fn prompt<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        name: &str,
+    ) -> Option<&'a Arc<PromptTemplate>> {
+        snapshot
+            .registry
+            .get(name)
+            .filter(|t| self.visibility.shows(t))
     }
 
     /// `path` as `promptd test` shows it: relative to the project when inside it (without a
@@ -144,6 +161,9 @@ pub fn catalog(snapshot: &Snapshot, options: &StudioOptions, query: Option<&str>
     let mut prompts: Vec<&PromptTemplate> = Vec::new();
     let mut system: Vec<&PromptTemplate> = Vec::new();
     for t in snapshot.registry.prompts() {
+        if !options.visibility.shows(t) {
+            continue;
+        }
         if t.category == PromptCategory::System {
             system.push(t);
         } else {
@@ -540,7 +560,7 @@ pub fn prompt_view(
     clock: &Clock,
     options: &StudioOptions,
 ) -> Option<PromptView> {
-    let prompt = snapshot.registry.get(name)?;
+    let prompt = options.prompt(snapshot, name)?;
     let output = render(snapshot, prompt, args, clock);
     let mut fields: Vec<Field> = prompt.arguments.iter().map(|a| field(a, args)).collect();
     for f in &mut fields {

@@ -9,9 +9,11 @@
 //!
 //! Guards, outermost first: `Host` must name the bound address (loopback names on a loopback
 //! bind: no DNS rebinding); an `Origin` must be the page's own or one of
-//! `serve.allowedOrigins`; with a token, a request carries it as `Authorization: Bearer`, or in
-//! the cookie the page sets when opened once as `/?token=TOKEN` (`HttpOnly`,
-//! `SameSite=Strict`). Every answer forbids framing, inline scripts and sniffing.
+//! `serve.allowedOrigins`; with a token, a request carries it as `Authorization: Bearer`, or the
+//! cookie the page sets when opened once as `/?token=TOKEN` (`HttpOnly`, `SameSite=Strict`,
+//! named after the port and holding a value derived from the token and the port, never the
+//! token: a browser sends a host's cookies to every port of it). Every answer forbids framing,
+//! inline scripts and sniffing.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -38,8 +40,26 @@ pub const PAGE_PATH: &str = "/";
 pub const RENDER_PATH: &str = "/studio/render";
 /// Server-sent events: `reload` after every snapshot swap.
 pub const EVENTS_PATH: &str = "/studio/events";
-/// The cookie that carries the token once the page was opened with `?token=`.
-pub const TOKEN_COOKIE: &str = "promptd_token";
+/// The prefix of the cookie that stands for the token once the page was opened with `?token=`;
+/// the port bound follows it ([`cookie_name`]).
+pub const TOKEN_COOKIE_PREFIX: &str = "promptd_studio_";
+
+/// The name of the studio's cookie on `local`: one per port, so that two studios of one host
+/// (a browser sends a host's cookies to all its ports) neither overwrite nor read each other's.
+pub fn cookie_name(local: SocketAddr) -> String {
+    format!("{TOKEN_COOKIE_PREFIX}{}", local.port())
+}
+
+/// The value of the studio's cookie for `token` on `local`: a key derived from both. It opens
+/// only this studio's routes (`/mcp` takes the bearer header alone), and a page of another port
+/// of the host, which the browser sends it to as well, learns nothing of the token.
+pub fn cookie_value(token: &str, local: SocketAddr) -> String {
+    let mut hasher =
+        blake3::Hasher::new_derive_key("promptd 2026 studio cookie from token and port");
+    hasher.update(&local.port().to_be_bytes());
+    hasher.update(token.as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
 
 const APP_JS: &str = include_str!("assets/app.js");
 const STUDIO_CSS: &str = include_str!("assets/studio.css");
@@ -189,7 +209,7 @@ async fn render(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> R
                 "query parameter `prompt` is required\n",
             );
         };
-        let Some(prompt) = snapshot.registry.get(name) else {
+        let Some(prompt) = state.options.prompt(&snapshot, name) else {
             return plain(
                 StatusCode::NOT_FOUND,
                 &crate::library::not_found_message(name),
@@ -254,28 +274,33 @@ fn fault(what: &str) -> Response {
     plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("500: {what}\n"))
 }
 
-/// The token of a request: its bearer header, else its cookie.
-fn supplied_token(headers: &HeaderMap) -> Option<String> {
-    if let Some(t) = headers
+/// The bearer token of a request.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(crate::auth::bearer_token)
-    {
-        return Some(t.to_string());
-    }
+}
+
+/// The value of the cookie `name` of a request.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == TOKEN_COOKIE)
-        .and_then(|(_, v)| {
-            percent_encoding::percent_decode_str(v)
-                .decode_utf8()
-                .ok()
-                .map(|v| v.into_owned())
-        })
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Whether a request carries the token: in its bearer header, or as this studio's cookie.
+fn carries_token(headers: &HeaderMap, token: &str, local: SocketAddr) -> bool {
+    if let Some(given) = bearer(headers) {
+        return crate::auth::same_token(given, token);
+    }
+    cookie(headers, &cookie_name(local))
+        .is_some_and(|v| crate::auth::same_token(v, &cookie_value(token, local)))
 }
 
 /// With a token: the request must carry it; `/?token=TOKEN` sets the cookie and sends the
@@ -289,7 +314,7 @@ async fn authenticate(
         return next.run(request).await;
     };
     let ok = |t: &str| crate::auth::same_token(t, token);
-    if supplied_token(request.headers()).is_some_and(|t| ok(&t)) {
+    if carries_token(request.headers(), token, guard.local) {
         return next.run(request).await;
     }
     let query = request.uri().query().unwrap_or_default();
@@ -307,8 +332,9 @@ async fn authenticate(
             format!("{PAGE_PATH}?{rest}")
         };
         let cookie = format!(
-            "{TOKEN_COOKIE}={}; Path=/; HttpOnly; SameSite=Strict",
-            percent_encoding::utf8_percent_encode(token, percent_encoding::NON_ALPHANUMERIC)
+            "{}={}; Path=/; HttpOnly; SameSite=Strict",
+            cookie_name(guard.local),
+            cookie_value(token, guard.local)
         );
         let mut response = StatusCode::SEE_OTHER.into_response();
         let headers = response.headers_mut();
@@ -480,17 +506,30 @@ mod tests {
     }
 
     #[test]
-    fn the_token_comes_from_the_header_or_the_cookie() {
+    fn the_token_comes_from_the_header_or_this_ports_cookie() {
+        let here: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let other: SocketAddr = "127.0.0.1:8081".parse().unwrap();
+        let value = cookie_value("s/x", here);
+        assert_ne!(value, cookie_value("s/x", other), "one value per port");
+        assert!(!value.contains("s/x"));
         let mut h = HeaderMap::new();
         h.insert(
             header::COOKIE,
-            HeaderValue::from_static("a=1; promptd_token=s%2Fx"),
+            HeaderValue::from_str(&format!("a=1; {}={value}", cookie_name(here))).unwrap(),
         );
-        assert_eq!(supplied_token(&h).as_deref(), Some("s/x"));
+        assert!(carries_token(&h, "s/x", here));
+        assert!(!carries_token(&h, "s/x", other), "another port's cookie");
+        assert!(!carries_token(&h, "other", here));
+        // The token itself in the cookie is not accepted: only the derived value is.
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("{}=s%2Fx", cookie_name(here))).unwrap(),
+        );
+        assert!(!carries_token(&h, "s/x", here));
         h.insert(
             header::AUTHORIZATION,
             HeaderValue::from_static("Bearer abc"),
         );
-        assert_eq!(supplied_token(&h).as_deref(), Some("abc"));
+        assert!(carries_token(&h, "abc", here));
     }
 }
