@@ -214,6 +214,72 @@ fn every_chunk_of_a_split_private_key_is_a_finding() {
     }
 }
 
+/// The findings' rule ids of one text.
+fn rules_of(guard: &Guard, text: &str) -> Vec<String> {
+    let report = guard.scan(&[ScanInput::new("t", text)]).unwrap();
+    report.findings.iter().map(|f| f.rule_id.clone()).collect()
+}
+
+#[test]
+fn one_or_two_bare_body_lines_of_a_key_are_a_finding() {
+    let guard = Guard::builtin().unwrap();
+    let mut g = guard::Fake::new(0xF4A9_3E7);
+    for seed in 0..20 {
+        let body = g.token(&format!("%b{}", 64 * 2 + 24));
+        let (l1, rest) = body.split_at(64);
+        let (l2, tail) = rest.split_at(64);
+        let kind = format!("{}{}", "PRIVATE", " KEY");
+        for chunk in [
+            format!("{l1}\n"),
+            format!("{l1}"),
+            format!("{l1}\n{l2}\n"),
+            format!("{l1}\n{l2}\n{tail}==\n"),
+            format!("    key = read()\n{l1}\n{l2}\n"),
+            format!("    key = read()\n{l1}\n{tail}==\n-----END {kind}-----\n"),
+            format!("{l1}\n{l2}\n# the rest of the file\n"),
+            format!("{l1}\\n{l2}\\n\", "),
+        ] {
+            assert!(
+                !rules_of(&guard, &chunk).is_empty(),
+                "seed {seed}: passed the guard:\n{chunk}"
+            );
+            let report = guard.scan(&[ScanInput::new("t", chunk.as_str())]).unwrap();
+            let redacted = guard.redact(&chunk, &report.findings);
+            assert!(!redacted.contains(l1), "seed {seed}: a key line survived: {redacted}");
+        }
+    }
+}
+
+#[test]
+fn fragments_of_certificates_and_public_keys_are_not_keys() {
+    let guard = Guard::builtin().unwrap();
+    let mut g = guard::Fake::new(0xCE27_0001);
+    for _ in 0..20 {
+        let body = g.token(&format!("%b{}", 64 * 5 + 24));
+        let lines: Vec<&str> = body
+            .as_bytes()
+            .chunks(64)
+            .map(|c| std::str::from_utf8(c).unwrap())
+            .collect();
+        let (l1, l2, tail) = (lines[0], lines[1], lines[5]);
+        for text in [
+            // A chunk cut inside a certificate: its start, its middle, its end.
+            format!("-----BEGIN CERTIFICATE-----\n{l1}\n{l2}\n"),
+            format!("{l1}\n{l2}\n-----END CERTIFICATE-----\n"),
+            format!("{l1}\n{tail}==\n-----END CERTIFICATE-----\n"),
+            format!("-----BEGIN PUBLIC KEY-----\n{l1}\n{tail}==\n-----END PUBLIC KEY-----\n"),
+            // A long run ending the text: a certificate's body, under its BEGIN line.
+            format!("-----BEGIN CERTIFICATE-----\n{}\n", lines[..5].join("\n")),
+            // One line of base64 inside code, and digests.
+            format!("x = 1\n{l1}\ny = 2\n"),
+            "sha256 = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n".into(),
+        ] {
+            let found = rules_of(&guard, &text);
+            assert!(found.is_empty(), "flagged {found:?}:\n{text}");
+        }
+    }
+}
+
 #[test]
 fn a_retrieved_chunk_with_only_the_end_of_a_key_blocks_enhance() {
     let tail = split_key().pop().unwrap();
