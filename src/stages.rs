@@ -134,7 +134,11 @@ impl Caller {
         given: Option<PathBuf>,
         policy: &WorkspacePolicy,
     ) -> Result<(PathBuf, Vec<String>), StageError> {
-        let mut warnings: Vec<String> = policy.ignored_roots().map(str::to_owned).into_iter().collect();
+        let mut warnings: Vec<String> = policy
+            .ignored_roots()
+            .map(str::to_owned)
+            .into_iter()
+            .collect();
         if let Some(dir) = given {
             return Ok((dir, warnings));
         }
@@ -525,9 +529,7 @@ impl Stages {
             }),
             llm: self.llm(&snap),
         };
-        Ok(enhancer
-            .enhance(&validated, warnings)
-            .await?)
+        Ok(enhancer.enhance(&validated, warnings).await?)
     }
 
     /// Composes the prompt for `input` in its workspace (`dir`, else the caller's default):

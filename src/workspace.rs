@@ -282,7 +282,10 @@ fn refusal(path: &Path) -> Option<String> {
         return Some(if hidden == path {
             "a hidden folder of a home directory".into()
         } else {
-            format!("inside {}, a hidden folder of a home directory", hidden.display())
+            format!(
+                "inside {}, a hidden folder of a home directory",
+                hidden.display()
+            )
         });
     }
     SHARED_FOLDERS
@@ -454,7 +457,10 @@ mod tests {
         assert!(policy.ignored_roots().unwrap().contains("--auth-token"));
         for dir in [&root, &permitted.join("proj")] {
             let e = Workspace::open(dir, &policy).unwrap_err();
-            assert!(matches!(e, WorkspaceError::NotAllowedOverHttp { .. }), "{e}");
+            assert!(
+                matches!(e, WorkspaceError::NotAllowedOverHttp { .. }),
+                "{e}"
+            );
             assert!(e.to_string().contains("workspace.httpRoots"), "{e}");
         }
         Workspace::open(&server, &policy).unwrap();
@@ -478,9 +484,16 @@ mod tests {
 
     #[test]
     fn hidden_folders_of_home_directories_are_refused_unless_configured() {
-        for dir in ["/root/.ssh", "/root/.config/promptd", "/home/alice/.gnupg/x"] {
+        for dir in [
+            "/root/.ssh",
+            "/root/.config/promptd",
+            "/home/alice/.gnupg/x",
+        ] {
             let reason = refusal(Path::new(dir)).unwrap_or_default();
-            assert!(reason.contains("hidden folder of a home directory"), "{dir}: {reason}");
+            assert!(
+                reason.contains("hidden folder of a home directory"),
+                "{dir}: {reason}"
+            );
         }
         for dir in ["/home/alice/proj/.github", "/root/proj", "/srv/.hidden"] {
             assert_eq!(refusal(Path::new(dir)), None, "{dir}");

@@ -303,7 +303,11 @@ async fn an_http_client_without_the_token_cannot_widen_its_workspace_with_roots(
                 "dir",
                 json!({"query": "retries", "dir": proj, "docs": ["notes.md"]}),
             ),
-            ("compose_prompt", "dir", json!({"query": "retry backoff", "dir": proj})),
+            (
+                "compose_prompt",
+                "dir",
+                json!({"query": "retry backoff", "dir": proj}),
+            ),
             (
                 "enhance_prompt",
                 "workingDirectory",
@@ -323,7 +327,10 @@ async fn an_http_client_without_the_token_cannot_widen_its_workspace_with_roots(
         }
         // Without a folder the call works in the server's directory, saying why the client's
         // roots were ignored (a stateless request has no session to ask for roots).
-        let out = structured(s.call("compose_prompt", json!({"query": "retry backoff"})).await);
+        let out = structured(
+            s.call("compose_prompt", json!({"query": "retry backoff"}))
+                .await,
+        );
         let text = out.to_string();
         assert!(!text.contains("ALICE-PRIVATE"), "{args:?}: {text}");
         assert!(text.contains("fetch_with_retry"), "{args:?}: {text}");
@@ -334,7 +341,10 @@ async fn an_http_client_without_the_token_cannot_widen_its_workspace_with_roots(
                 "{warnings}"
             );
         }
-        assert!(!proj.join(".rag").exists(), "{args:?}: an index was written");
+        assert!(
+            !proj.join(".rag").exists(),
+            "{args:?}: an index was written"
+        );
         still_serves(&s, ws.path()).await;
         s.close().await;
     }
@@ -356,7 +366,12 @@ async fn an_authenticated_http_client_uses_roots_inside_the_configured_folders()
     // The first honoured root is the default workspace: the root outside `httpRoots` is not.
     let args = json!({"query": "retries", "docs": ["notes.md"]});
     let out = structured(s.call("compose_prompt", args).await);
-    assert!(out["text"].as_str().unwrap().contains("ALICE-PRIVATE-NOTES"));
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("ALICE-PRIVATE-NOTES")
+    );
     let warnings = out["warnings"].to_string();
     assert!(
         warnings.contains(&stray.display().to_string()) && warnings.contains("workspace.httpRoots"),
@@ -368,8 +383,14 @@ async fn an_authenticated_http_client_uses_roots_inside_the_configured_folders()
     );
     assert_eq!(code, -32602, "{message}");
     // Retrieval there writes the index into the configured folder.
-    let out = structured(s.call("compose_prompt", json!({"query": "retry backoff"})).await);
-    assert!(out["text"].as_str().unwrap().contains("ALICE-PRIVATE-CODE"), "{out}");
+    let out = structured(
+        s.call("compose_prompt", json!({"query": "retry backoff"}))
+            .await,
+    );
+    assert!(
+        out["text"].as_str().unwrap().contains("ALICE-PRIVATE-CODE"),
+        "{out}"
+    );
     assert!(proj.join(".rag").is_dir());
     assert!(!stray.join(".rag").exists());
     s.close().await;
@@ -384,8 +405,8 @@ async fn hidden_folders_of_a_home_directory_are_refused_for_every_caller() {
     std::fs::write(ssh.join("notes.md"), "ALICE-PRIVATE-KEY\n").unwrap();
     let home_var = home.path().to_str().unwrap();
     // A stdio client declaring the folder as its root.
-    let s = mcp::stdio_with_roots(ws.path(), &[], &[("HOME", home_var)], vec![file_root(&ssh)])
-        .await;
+    let s =
+        mcp::stdio_with_roots(ws.path(), &[], &[("HOME", home_var)], vec![file_root(&ssh)]).await;
     for args in [
         json!({"query": "keys", "dir": ssh, "docs": ["notes.md"]}),
         json!({"query": "keys", "docs": ["notes.md"]}),
@@ -403,20 +424,46 @@ async fn hidden_folders_of_a_home_directory_are_refused_for_every_caller() {
     let other = tempfile::tempdir().unwrap();
     let proj = private_project(other.path());
     s.close().await;
-    let s = mcp::stdio_with_roots(ws.path(), &[], &[("HOME", home_var)], vec![file_root(&proj)])
-        .await;
-    let out = structured(s.call("compose_prompt", json!({"query": "q", "docs": ["notes.md"]})).await);
-    assert!(out["text"].as_str().unwrap().contains("ALICE-PRIVATE-NOTES"));
+    let s = mcp::stdio_with_roots(
+        ws.path(),
+        &[],
+        &[("HOME", home_var)],
+        vec![file_root(&proj)],
+    )
+    .await;
+    let out = structured(
+        s.call(
+            "compose_prompt",
+            json!({"query": "q", "docs": ["notes.md"]}),
+        )
+        .await,
+    );
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("ALICE-PRIVATE-NOTES")
+    );
     s.close().await;
     // The CLI user too.
     let mut cmd = promptd();
-    cmd.current_dir(ws.path())
-        .env("HOME", home_var)
-        .args(["context", "--dir", ssh.to_str().unwrap(), "keys"]);
+    cmd.current_dir(ws.path()).env("HOME", home_var).args([
+        "context",
+        "--dir",
+        ssh.to_str().unwrap(),
+        "keys",
+    ]);
     let run = run_bounded(cmd, b"", Duration::from_secs(60));
     assert_ne!(run.code(), Some(0), "{}", run.stdout);
-    assert!(run.stderr.contains("hidden folder of a home directory"), "{}", run.stderr);
-    assert!(!ssh.join(".rag").exists(), "an index was written into ~/.ssh");
+    assert!(
+        run.stderr.contains("hidden folder of a home directory"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !ssh.join(".rag").exists(),
+        "an index was written into ~/.ssh"
+    );
 }
 
 #[tokio::test]
@@ -546,7 +593,11 @@ async fn deleted_segment_files_are_rebuilt_by_the_cli() {
     );
     let context = cli(root, &["context", "--dir", dir, "fetch with retry"]);
     assert_eq!(context.code(), Some(0), "{}", context.stderr);
-    assert!(context.stdout.contains("fetch_with_retry"), "{}", context.stdout);
+    assert!(
+        context.stdout.contains("fetch_with_retry"),
+        "{}",
+        context.stdout
+    );
     assert!(!context.stderr.contains("rebuilding"), "{}", context.stderr);
     // `promptd context` finds another kind gone, rebuilds and answers.
     for file in segment_files(root, "store") {
@@ -555,7 +606,11 @@ async fn deleted_segment_files_are_rebuilt_by_the_cli() {
     for _ in 0..2 {
         let context = cli(root, &["context", "--dir", dir, "fetch with retry"]);
         assert_eq!(context.code(), Some(0), "{}", context.stderr);
-        assert!(context.stdout.contains("fetch_with_retry"), "{}", context.stdout);
+        assert!(
+            context.stdout.contains("fetch_with_retry"),
+            "{}",
+            context.stdout
+        );
     }
     let again = cli(root, &["index", "--dir", dir]);
     assert_eq!(again.code(), Some(0), "{}", again.stderr);
@@ -664,8 +719,14 @@ fn a_megabyte_whitespace_run_is_counted_without_a_panic() {
         .to_string(),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
         call(1, json!({"query": spaced, "dir": root})),
-        call(2, json!({"query": spaced, "dir": root, "docs": ["notes.md"]})),
-        call(3, json!({"query": "retry backoff", "dir": root, "docs": ["spaced.md"]})),
+        call(
+            2,
+            json!({"query": spaced, "dir": root, "docs": ["notes.md"]}),
+        ),
+        call(
+            3,
+            json!({"query": "retry backoff", "dir": root, "docs": ["spaced.md"]}),
+        ),
     ];
     let started = Instant::now();
     let mut child = promptd()
@@ -703,7 +764,9 @@ fn a_megabyte_whitespace_run_is_counted_without_a_panic() {
     for id in 1..=3 {
         let reply = replies.iter().find(|r| r["id"] == id).unwrap();
         let out = &reply["result"]["structuredContent"];
-        let text = out["text"].as_str().unwrap_or_else(|| panic!("{id}: {reply}"));
+        let text = out["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id}: {reply}"));
         assert!(text.contains("backoff"), "{id}");
         let user = out["tokensPerBlock"]["user"].as_u64().unwrap();
         assert!(user >= 2, "{id}: {}", out["tokensPerBlock"]);
@@ -729,9 +792,14 @@ fn a_megabyte_whitespace_run_is_counted_without_a_panic() {
     let out: Value = serde_json::from_str(&run.stdout).unwrap();
     let ledger = &out["ledger"];
     assert_eq!(
-        ledger["docsIncluded"].as_array().unwrap().len() + ledger["docsDropped"].as_array().unwrap().len(),
+        ledger["docsIncluded"].as_array().unwrap().len()
+            + ledger["docsDropped"].as_array().unwrap().len(),
         1,
         "{ledger}"
     );
-    assert!(run.peak_rss_mib < RSS_BOUND_MIB, "{:.1} MiB", run.peak_rss_mib);
+    assert!(
+        run.peak_rss_mib < RSS_BOUND_MIB,
+        "{:.1} MiB",
+        run.peak_rss_mib
+    );
 }

@@ -2,7 +2,8 @@
 //! and one call table whose entries convert MCP arguments into a catalog request, hand it to the
 //! library (`wit-get-prompts`) or the stages (`enhance_prompt`, `compose_prompt`), and convert the
 //! answer into a tool result. The client's roots and how its request came (stdio, or HTTP with
-//! or without the server's token) become the [`Caller`] the stages check workspaces against. Adding a tool means a catalog entry and one [`ToolEntry`] in [`TOOLS`].
+//! or without the server's token) become the [`Caller`] the stages check workspaces against.
+//! Adding a tool means a catalog entry and one [`ToolEntry`] in [`TOOLS`].
 
 use std::future::Future;
 use std::os::unix::ffi::OsStringExt;
@@ -21,11 +22,11 @@ use crate::library::Visibility;
 use crate::limits::Limits;
 use crate::panics::panic_message;
 use crate::stages::{Caller, StageError, Stages};
-use crate::workspace::ClientOrigin;
 use crate::tools::{
     COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
     GetPromptsResponse, ToolSpec,
 };
+use crate::workspace::ClientOrigin;
 
 use super::jsonrpc::{WrittenParts, WrittenResults};
 

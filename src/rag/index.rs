@@ -976,13 +976,17 @@ type FileStamp = (u64, u64);
 
 /// The files of `index`'s committed segments that are missing or whose CRC32 footer does not
 /// match their content, sorted. Every segment file carries one: damage from outside (a disk
-/// error, a stray write, a deleted file) shows here, before a search or a commit trips over it. Segment files are written once and never
-/// modified, so a file is checked only when its size or mtime differs from when it last passed
-/// (recorded in [`RagDir::index_verified`]): opening an unchanged index of a large repository
-/// reads none of its hundreds of megabytes.
+/// error, a stray write, a deleted file) shows here, before a search or a commit trips over it.
+/// Segment files are written once and never modified, so a file is checked only when its size
+/// or mtime differs from when it last passed (recorded in [`RagDir::index_verified`]): opening
+/// an unchanged index of a large repository reads none of its hundreds of megabytes.
 fn damaged_files(rag_dir: &RagDir, index: &Index) -> Result<Vec<String>, String> {
     let metas = index.load_metas().map_err(|e| e.to_string())?;
-    let segments: HashSet<String> = metas.segments.iter().map(|m| m.id().uuid_string()).collect();
+    let segments: HashSet<String> = metas
+        .segments
+        .iter()
+        .map(|m| m.id().uuid_string())
+        .collect();
     let dir = rag_dir.index_dir();
     let mut damaged: Vec<String> = metas
         .segments
