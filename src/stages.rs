@@ -32,9 +32,13 @@ use crate::guard::{Guard, GuardError, GuardSettings, ScanInput, SecretFinding};
 use crate::library::{PromptLibrary, Snapshot};
 use crate::llm::{ChatClient, LlmConfig};
 use crate::panics::panic_message;
-use crate::rag::{RagConfig, RagError, Retrieval, RetrievalQuery, Retriever};
+use crate::rag::{
+    IndexProgress, IndexSummary, RagConfig, RagError, Retrieval, RetrievalQuery, Retriever,
+};
 use crate::tools::{ComposeInput, EnhanceRequest};
-use crate::workspace::{Workspace, WorkspaceError, WorkspacePolicy, WorkspaceSettings};
+use crate::workspace::{
+    ClientOrigin, Workspace, WorkspaceError, WorkspacePolicy, WorkspaceSettings,
+};
 
 /// Why a stage call failed.
 #[derive(Debug, thiserror::Error)]
@@ -90,17 +94,21 @@ fn section<T: serde::de::DeserializeOwned + Default>(
 }
 
 /// Who calls a stage: which folders it may use as a workspace, and where its workspace is when
-/// the request names none.
+/// the request names none. The workspace policy ([`WorkspacePolicy`]) decides which folders
+/// each caller may use, and so where retrieval may write its index (`<workspace>/.rag/`).
 #[derive(Debug, Clone)]
 pub enum Caller {
     /// The local user (the CLI): any folder that is not refused; no folder given means `cwd`.
     Trusted { cwd: PathBuf },
-    /// An MCP client: only folders inside its declared roots, the server's directory or a
-    /// configured folder; no folder given means its first root, else the server's directory
-    /// (with a warning).
+    /// An MCP client: only folders inside the declared roots its `origin` lets count (a stdio
+    /// client's all; an HTTP client's only with the server's token and inside
+    /// `workspace.httpRoots`), the server's directory or a configured folder. No folder given
+    /// means its first honoured root, else the server's directory (with a warning). Roots that
+    /// do not count are named in a warning.
     Client {
         roots: Vec<PathBuf>,
         server_dir: Option<PathBuf>,
+        origin: ClientOrigin,
     },
 }
 
@@ -109,37 +117,46 @@ impl Caller {
     pub fn policy(&self, settings: &WorkspaceSettings) -> WorkspacePolicy {
         match self {
             Caller::Trusted { .. } => WorkspacePolicy::trusted(settings),
-            Caller::Client { roots, server_dir } => {
-                WorkspacePolicy::client(settings, roots, server_dir.as_deref())
-            }
+            Caller::Client {
+                roots,
+                server_dir,
+                origin,
+            } => WorkspacePolicy::client(settings, roots, server_dir.as_deref(), *origin),
         }
     }
 
-    /// The folder a call works in: `given` (the request's `field`), else the caller's default,
-    /// with a warning when that is a guess.
+    /// The folder a call works in: `given` (the request's `field`), else the caller's default
+    /// under `policy` (its [`Caller::policy`]); with the warnings to pass on: roots the policy
+    /// ignores, and a default that is a guess.
     pub fn dir(
         &self,
         field: &'static str,
         given: Option<PathBuf>,
-    ) -> Result<(PathBuf, Option<String>), StageError> {
+        policy: &WorkspacePolicy,
+    ) -> Result<(PathBuf, Vec<String>), StageError> {
+        let mut warnings: Vec<String> = policy
+            .ignored_roots()
+            .map(str::to_owned)
+            .into_iter()
+            .collect();
         if let Some(dir) = given {
-            return Ok((dir, None));
+            return Ok((dir, warnings));
         }
         match self {
-            Caller::Trusted { cwd } => Ok((cwd.clone(), None)),
-            Caller::Client { roots, server_dir } => match (roots.first(), server_dir) {
-                (Some(root), _) => Ok((root.clone(), None)),
+            Caller::Trusted { cwd } => Ok((cwd.clone(), warnings)),
+            Caller::Client { server_dir, .. } => match (policy.roots().first(), server_dir) {
+                (Some(root), _) => Ok((root.clone(), warnings)),
                 (None, Some(cwd)) => {
-                    let warning = format!(
-                        "no {field} given and the client offers no roots: using the server's \
-                         directory {}",
+                    warnings.push(format!(
+                        "no {field} given and the client offers no roots the server honours: \
+                         using the server's directory {}",
                         cwd.display()
-                    );
-                    Ok((cwd.clone(), Some(warning)))
+                    ));
+                    Ok((cwd.clone(), warnings))
                 }
                 (None, None) => Err(StageError::InvalidField {
                     field,
-                    message: "missing, and the client offers no roots".into(),
+                    message: "missing, and the client offers no roots the server honours".into(),
                 }),
             },
         }
@@ -245,9 +262,43 @@ impl RepositoryRetrievers {
             active_file: active_file.map(Path::to_path_buf),
             top_k: None,
         };
+        self.retrieve(workspace, config, &q)
+    }
+
+    /// Answers `query` in `workspace` under `config`: the one retrieval path of the CLI
+    /// (`promptd context`) and the stages. An index that fails while answering is rebuilt and
+    /// the query answered again; a panic marks the retriever damaged and goes on unwinding.
+    pub fn retrieve(
+        &self,
+        workspace: &Workspace,
+        config: &RagConfig,
+        query: &RetrievalQuery,
+    ) -> Result<Retrieval, RagError> {
+        self.repairing(workspace, config, |r| r.retrieve(query))
+    }
+
+    /// Brings the index of `workspace` up to date under `config` (`promptd index`), rebuilding
+    /// it when it fails as retrieval does.
+    pub fn index(
+        &self,
+        workspace: &Workspace,
+        config: &RagConfig,
+        progress: &(dyn Fn(IndexProgress) + Sync),
+    ) -> Result<IndexSummary, RagError> {
+        self.repairing(workspace, config, |r| r.index(progress))
+    }
+
+    /// Runs `work` on the retriever of `workspace`; when it fails with an index error, on a
+    /// retriever over a rebuilt index (whose warning joins its answer).
+    fn repairing<T>(
+        &self,
+        workspace: &Workspace,
+        config: &RagConfig,
+        work: impl Fn(&Retriever) -> Result<T, RagError>,
+    ) -> Result<T, RagError> {
         let repo = workspace.root().to_path_buf();
         let answer = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            self.get(workspace, config).map(|r| r.retrieve(&q))
+            self.get(workspace, config).map(|r| work(&r))
         }));
         match answer {
             Ok(Err(open_failed)) => Err(open_failed),
@@ -259,7 +310,7 @@ impl RepositoryRetrievers {
                     &e.to_string(),
                 )?);
                 self.slots().insert(repo, Slot::Open(rebuilt.clone()));
-                rebuilt.retrieve(&q)
+                work(&rebuilt)
             }
             Ok(Ok(Err(e))) => Err(e),
             Err(panic) => {
@@ -435,28 +486,28 @@ impl Stages {
     }
 
     /// The folder a call asks to work in: the request's `field` (`given`), else the caller's
-    /// default (with a warning when that is a guess); and the policy it is checked against,
-    /// the caller's under `snap`'s `workspace` section.
+    /// default; the policy it is checked against, the caller's under `snap`'s `workspace`
+    /// section; and the caller's warnings (ignored roots, a guessed folder).
     fn requested_dir(
         &self,
         snap: &Snapshot,
         caller: &Caller,
         field: &'static str,
         given: Option<PathBuf>,
-    ) -> Result<(PathBuf, WorkspacePolicy, Option<String>), StageError> {
+    ) -> Result<(PathBuf, WorkspacePolicy, Vec<String>), StageError> {
         let settings =
             WorkspaceSettings::from_config(&snap.config).map_err(|message| StageError::Config {
                 section: crate::workspace::SECTION,
                 message,
             })?;
         let policy = caller.policy(&settings);
-        let (dir, warning) = caller.dir(field, given)?;
-        Ok((dir, policy, warning))
+        let (dir, warnings) = caller.dir(field, given, &policy)?;
+        Ok((dir, policy, warnings))
     }
 
     /// Rewrites `req.prompt` into an execution-ready prompt grounded in its repository
-    /// (`workingDirectory`, else the caller's default). A caller's warning (a guessed folder)
-    /// comes first among the result's warnings.
+    /// (`workingDirectory`, else the caller's default). The caller's warnings (ignored roots, a
+    /// guessed folder) come first among the result's warnings.
     pub async fn enhance(
         &self,
         mut req: EnhanceRequest,
@@ -464,7 +515,7 @@ impl Stages {
     ) -> Result<EnhanceResult, StageError> {
         let snap = self.library.snapshot();
         let given = req.working_directory.take();
-        let (dir, policy, warning) =
+        let (dir, policy, warnings) =
             self.requested_dir(&snap, caller, "workingDirectory", given)?;
         req.working_directory = Some(dir);
         let validated = validate_enhance(&req, &policy)?;
@@ -478,9 +529,7 @@ impl Stages {
             }),
             llm: self.llm(&snap),
         };
-        Ok(enhancer
-            .enhance(&validated, warning.into_iter().collect())
-            .await?)
+        Ok(enhancer.enhance(&validated, warnings).await?)
     }
 
     /// Composes the prompt for `input` in its workspace (`dir`, else the caller's default):
@@ -495,7 +544,7 @@ impl Stages {
         caller: &Caller,
     ) -> Result<ComposedPrompt, StageError> {
         let snapshot = self.library.snapshot();
-        let (dir, policy, warning) =
+        let (dir, policy, mut warnings) =
             self.requested_dir(&snapshot, caller, "dir", input.dir.clone())?;
         let workspace = Workspace::open(&dir, &policy).map_err(|error| StageError::Workspace {
             field: "dir",
@@ -505,7 +554,6 @@ impl Stages {
             .config
             .section_as("compose")
             .map_err(ComposeError::Settings)?;
-        let mut warnings: Vec<String> = warning.into_iter().collect();
         let docs: Vec<DocChunk> = if input.docs.is_empty() {
             let config = self.rag_config(&snapshot)?;
             match self.retrievers.docs(&workspace, &config, &input.query) {

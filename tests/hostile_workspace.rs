@@ -255,6 +255,217 @@ async fn a_configured_folder_admits_a_workspace_the_client_did_not_declare() {
     s.close().await;
 }
 
+/// A folder of another user's project: notes with a marker no answer may carry, and code.
+fn private_project(parent: &Path) -> PathBuf {
+    let proj = parent.join("alice-proj");
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    std::fs::write(
+        proj.join("notes.md"),
+        "# Private\n\nALICE-PRIVATE-NOTES retries and backoff.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proj.join("src/retry.rs"),
+        "/// ALICE-PRIVATE-CODE\npub fn retry_with_backoff() -> u32 { 3 }\n",
+    )
+    .unwrap();
+    proj
+}
+
+/// An HTTP client (`token` as its bearer token) offering `roots` to `serve --http ARGS` in
+/// `dir`.
+async fn http_session_with_roots(
+    dir: &Path,
+    args: &[&str],
+    token: Option<&str>,
+    roots: Vec<rmcp::model::Root>,
+) -> Session {
+    let (child, url, stderr) = mcp::http_server(dir, args).await;
+    let (client, changed) = mcp::http_client_with_roots(&url, token, roots).await;
+    Session {
+        client,
+        changed,
+        stderr,
+        child: Some(child),
+    }
+}
+
+#[tokio::test]
+async fn an_http_client_without_the_token_cannot_widen_its_workspace_with_roots() {
+    let ws = workspace(lexical_config());
+    let other = tempfile::tempdir().unwrap();
+    let proj = private_project(other.path());
+    for args in [&[][..], &["--stateless"][..]] {
+        let s = http_session_with_roots(ws.path(), args, None, vec![file_root(&proj)]).await;
+        let calls = [
+            (
+                "compose_prompt",
+                "dir",
+                json!({"query": "retries", "dir": proj, "docs": ["notes.md"]}),
+            ),
+            (
+                "compose_prompt",
+                "dir",
+                json!({"query": "retry backoff", "dir": proj}),
+            ),
+            (
+                "enhance_prompt",
+                "workingDirectory",
+                json!({"prompt": "add backoff", "workingDirectory": proj}),
+            ),
+        ];
+        for (tool, field, call) in calls {
+            let (code, message) = call_error(s.call(tool, call).await);
+            assert_eq!(code, -32602, "{args:?} {tool}: {message}");
+            assert!(
+                message.contains(&format!("`{field}`"))
+                    && message.contains("--auth-token")
+                    && message.contains("workspace.httpRoots"),
+                "{args:?} {tool}: {message}"
+            );
+            assert!(!message.contains("ALICE-PRIVATE"), "{message}");
+        }
+        // Without a folder the call works in the server's directory, saying why the client's
+        // roots were ignored (a stateless request has no session to ask for roots).
+        let out = structured(
+            s.call("compose_prompt", json!({"query": "retry backoff"}))
+                .await,
+        );
+        let text = out.to_string();
+        assert!(!text.contains("ALICE-PRIVATE"), "{args:?}: {text}");
+        assert!(text.contains("fetch_with_retry"), "{args:?}: {text}");
+        if args.is_empty() {
+            let warnings = out["warnings"].to_string();
+            assert!(
+                warnings.contains("roots") && warnings.contains("are ignored"),
+                "{warnings}"
+            );
+        }
+        assert!(
+            !proj.join(".rag").exists(),
+            "{args:?}: an index was written"
+        );
+        still_serves(&s, ws.path()).await;
+        s.close().await;
+    }
+}
+
+#[tokio::test]
+async fn an_authenticated_http_client_uses_roots_inside_the_configured_folders() {
+    let other = tempfile::tempdir().unwrap();
+    let proj = private_project(other.path());
+    let elsewhere = tempfile::tempdir().unwrap();
+    let stray = private_project(elsewhere.path());
+    let mut config = lexical_config();
+    config["workspace"] = json!({"httpRoots": [other.path()]});
+    let ws = workspace(config);
+    let token = "a-long-random-token-for-this-test";
+    let args = ["--auth-token", token];
+    let roots = vec![file_root(&stray), file_root(&proj)];
+    let s = http_session_with_roots(ws.path(), &args, Some(token), roots).await;
+    // The first honoured root is the default workspace: the root outside `httpRoots` is not.
+    let args = json!({"query": "retries", "docs": ["notes.md"]});
+    let out = structured(s.call("compose_prompt", args).await);
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("ALICE-PRIVATE-NOTES")
+    );
+    let warnings = out["warnings"].to_string();
+    assert!(
+        warnings.contains(&stray.display().to_string()) && warnings.contains("workspace.httpRoots"),
+        "{warnings}"
+    );
+    let (code, message) = call_error(
+        s.call("compose_prompt", json!({"query": "q", "dir": stray}))
+            .await,
+    );
+    assert_eq!(code, -32602, "{message}");
+    // Retrieval there writes the index into the configured folder.
+    let out = structured(
+        s.call("compose_prompt", json!({"query": "retry backoff"}))
+            .await,
+    );
+    assert!(
+        out["text"].as_str().unwrap().contains("ALICE-PRIVATE-CODE"),
+        "{out}"
+    );
+    assert!(proj.join(".rag").is_dir());
+    assert!(!stray.join(".rag").exists());
+    s.close().await;
+}
+
+#[tokio::test]
+async fn hidden_folders_of_a_home_directory_are_refused_for_every_caller() {
+    let ws = workspace(lexical_config());
+    let home = tempfile::tempdir().unwrap();
+    let ssh = home.path().join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("notes.md"), "ALICE-PRIVATE-KEY\n").unwrap();
+    let home_var = home.path().to_str().unwrap();
+    // A stdio client declaring the folder as its root.
+    let s =
+        mcp::stdio_with_roots(ws.path(), &[], &[("HOME", home_var)], vec![file_root(&ssh)]).await;
+    for args in [
+        json!({"query": "keys", "dir": ssh, "docs": ["notes.md"]}),
+        json!({"query": "keys", "docs": ["notes.md"]}),
+    ] {
+        let (code, message) = call_error(s.call("compose_prompt", args).await);
+        assert_eq!(code, -32602, "{message}");
+        assert!(
+            message.contains("hidden folder of a home directory")
+                && message.contains("workspace.allowedFolders"),
+            "{message}"
+        );
+        assert!(!message.contains("ALICE-PRIVATE"), "{message}");
+    }
+    // Another stdio root is honoured as before.
+    let other = tempfile::tempdir().unwrap();
+    let proj = private_project(other.path());
+    s.close().await;
+    let s = mcp::stdio_with_roots(
+        ws.path(),
+        &[],
+        &[("HOME", home_var)],
+        vec![file_root(&proj)],
+    )
+    .await;
+    let out = structured(
+        s.call(
+            "compose_prompt",
+            json!({"query": "q", "docs": ["notes.md"]}),
+        )
+        .await,
+    );
+    assert!(
+        out["text"]
+            .as_str()
+            .unwrap()
+            .contains("ALICE-PRIVATE-NOTES")
+    );
+    s.close().await;
+    // The CLI user too.
+    let mut cmd = promptd();
+    cmd.current_dir(ws.path()).env("HOME", home_var).args([
+        "context",
+        "--dir",
+        ssh.to_str().unwrap(),
+        "keys",
+    ]);
+    let run = run_bounded(cmd, b"", Duration::from_secs(60));
+    assert_ne!(run.code(), Some(0), "{}", run.stdout);
+    assert!(
+        run.stderr.contains("hidden folder of a home directory"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !ssh.join(".rag").exists(),
+        "an index was written into ~/.ssh"
+    );
+}
+
 #[tokio::test]
 async fn one_index_takes_at_most_the_configured_files() {
     let mut config = lexical_config();
@@ -358,6 +569,55 @@ async fn a_damaged_index_is_rebuilt_on_the_next_run() {
     s.close().await;
 }
 
+#[tokio::test]
+async fn deleted_segment_files_are_rebuilt_by_the_cli() {
+    let ws = workspace(lexical_config());
+    let root = ws.path();
+    let dir = root.to_str().unwrap();
+    let first = cli(root, &["index", "--dir", dir]);
+    assert_eq!(first.code(), Some(0), "{}", first.stderr);
+    // `promptd index` finds the files gone, rebuilds and says so.
+    let pos = segment_files(root, "pos");
+    assert!(!pos.is_empty());
+    for file in &pos {
+        std::fs::remove_file(file).unwrap();
+    }
+    let index = cli(root, &["index", "--dir", dir]);
+    assert_eq!(index.code(), Some(0), "{}", index.stderr);
+    assert!(
+        index.stdout.contains(".pos (missing)")
+            && index.stdout.contains("rebuilding")
+            && index.stdout.contains("(2 added"),
+        "{}",
+        index.stdout
+    );
+    let context = cli(root, &["context", "--dir", dir, "fetch with retry"]);
+    assert_eq!(context.code(), Some(0), "{}", context.stderr);
+    assert!(
+        context.stdout.contains("fetch_with_retry"),
+        "{}",
+        context.stdout
+    );
+    assert!(!context.stderr.contains("rebuilding"), "{}", context.stderr);
+    // `promptd context` finds another kind gone, rebuilds and answers.
+    for file in segment_files(root, "store") {
+        std::fs::remove_file(file).unwrap();
+    }
+    for _ in 0..2 {
+        let context = cli(root, &["context", "--dir", dir, "fetch with retry"]);
+        assert_eq!(context.code(), Some(0), "{}", context.stderr);
+        assert!(
+            context.stdout.contains("fetch_with_retry"),
+            "{}",
+            context.stdout
+        );
+    }
+    let again = cli(root, &["index", "--dir", dir]);
+    assert_eq!(again.code(), Some(0), "{}", again.stderr);
+    assert!(!again.stdout.contains("rebuilding"), "{}", again.stdout);
+    assert!(again.stdout.contains("2 unchanged"), "{}", again.stdout);
+}
+
 /// Rewrites the CRC32 in a tantivy file's footer so that it matches the (damaged) body: damage
 /// that checksums cannot show.
 fn fix_footer_checksum(file: &Path) {
@@ -436,4 +696,110 @@ async fn an_llm_answer_over_the_cap_returns_the_original_prompt() {
     let out = structured(s.call("enhance_prompt", args).await);
     assert_eq!(out["status"], "enhanced", "{out}");
     s.close().await;
+}
+
+#[test]
+fn a_megabyte_whitespace_run_is_counted_without_a_panic() {
+    let mut config = lexical_config();
+    config["limits"]["maxDocBytes"] = json!(4 << 20);
+    let ws = workspace(config);
+    let root = ws.path();
+    let spaced = format!("retry{}backoff", " ".repeat(1 << 20));
+    std::fs::write(root.join("spaced.md"), format!("{spaced}\n")).unwrap();
+    // Over MCP (stdio): the run in the query, with retrieved docs and with a given doc.
+    let call = |id: u64, args: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "compose_prompt", "arguments": args}})
+        .to_string()
+    };
+    let requests = [
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+        call(1, json!({"query": spaced, "dir": root})),
+        call(
+            2,
+            json!({"query": spaced, "dir": root, "docs": ["notes.md"]}),
+        ),
+        call(
+            3,
+            json!({"query": "retry backoff", "dir": root, "docs": ["spaced.md"]}),
+        ),
+    ];
+    let started = Instant::now();
+    let mut child = promptd()
+        .current_dir(root)
+        .arg("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdin = child.stdin.take().unwrap();
+    for request in &requests {
+        use std::io::Write;
+        writeln!(stdin, "{request}").unwrap();
+    }
+    let mut replies: Vec<Value> = Vec::new();
+    while replies.iter().filter(|r| r["id"] != 0).count() < 3 {
+        let line = rx
+            .recv_timeout(Duration::from_secs(60))
+            .unwrap_or_else(|_| panic!("no answer in time; so far {replies:?}"));
+        replies.push(serde_json::from_str(&line).unwrap());
+    }
+    let peak = peak_rss_of(child.id()).unwrap();
+    drop(stdin);
+    let (_, _, timed_out) = crate::support::process::wait_bounded(&mut child, mcp::STEP);
+    assert!(!timed_out, "the server did not exit");
+    for id in 1..=3 {
+        let reply = replies.iter().find(|r| r["id"] == id).unwrap();
+        let out = &reply["result"]["structuredContent"];
+        let text = out["text"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{id}: {reply}"));
+        assert!(text.contains("backoff"), "{id}");
+        let user = out["tokensPerBlock"]["user"].as_u64().unwrap();
+        assert!(user >= 2, "{id}: {}", out["tokensPerBlock"]);
+    }
+    eprintln!(
+        "megabyte whitespace over MCP: {:?}, peak RSS {peak:.1} MiB",
+        started.elapsed()
+    );
+    assert!(started.elapsed() < Duration::from_secs(90));
+    assert!(peak < RSS_BOUND_MIB, "{peak:.1} MiB");
+    // The CLI: an argument cannot hold a megabyte, so the doc carries the run.
+    let mut cmd = promptd();
+    cmd.current_dir(root).args([
+        "compose",
+        "--query",
+        "retry backoff",
+        "--doc",
+        "spaced.md",
+        "--json",
+    ]);
+    let run = run_bounded(cmd, b"", Duration::from_secs(60));
+    assert_eq!(run.code(), Some(0), "{}", run.stderr);
+    let out: Value = serde_json::from_str(&run.stdout).unwrap();
+    let ledger = &out["ledger"];
+    assert_eq!(
+        ledger["docsIncluded"].as_array().unwrap().len()
+            + ledger["docsDropped"].as_array().unwrap().len(),
+        1,
+        "{ledger}"
+    );
+    assert!(
+        run.peak_rss_mib < RSS_BOUND_MIB,
+        "{:.1} MiB",
+        run.peak_rss_mib
+    );
 }

@@ -1,7 +1,8 @@
 //! CLI for retrieval: `promptd index` builds or refreshes a repository's index (progress bar on
 //! a terminal, then a summary) and `promptd context "QUERY"` prints the formatted context or
 //! its JSON form. Both open the repository as a workspace under the configured policy and run
-//! the retriever one-shot ([`RagConfig::one_shot`]).
+//! the retriever one-shot ([`RagConfig::one_shot`]) through the stages' retrievers
+//! ([`RepositoryRetrievers`]), so an index that fails is rebuilt as it is under the server.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -11,7 +12,8 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::rag::{IndexPhase, IndexProgress, RagConfig, RagError, RetrievalQuery, Retriever};
+use crate::rag::{IndexPhase, IndexProgress, RagConfig, RagError, RetrievalQuery};
+use crate::stages::RepositoryRetrievers;
 use crate::workspace::{Workspace, WorkspacePolicy};
 
 /// What the retrieval subcommands take from the config.
@@ -24,10 +26,9 @@ pub struct RagSettings {
 }
 
 impl RagSettings {
-    /// The one-shot retriever of `dir`, a workspace under [`RagSettings::policy`].
-    fn open(&self, dir: &std::path::Path, config: RagConfig) -> Result<Retriever, RagError> {
-        let workspace = Workspace::open(dir, &self.policy).map_err(RagError::Workspace)?;
-        Retriever::open_workspace(&workspace, config.one_shot())
+    /// `dir` as a workspace under [`RagSettings::policy`].
+    fn workspace(&self, dir: &std::path::Path) -> Result<Workspace, RagError> {
+        Workspace::open(dir, &self.policy).map_err(RagError::Workspace)
     }
 }
 
@@ -137,9 +138,10 @@ pub fn run_index(
         embeddings: settings.config.embeddings && !args.no_embed,
         ..settings.config.clone()
     };
-    let retriever = settings.open(&args.dir, config)?;
+    let workspace = settings.workspace(&args.dir)?;
+    let retrievers = RepositoryRetrievers::default();
     let (bar, sink) = progress_sink(std::io::stderr().is_terminal());
-    let summary = retriever.index(&sink)?;
+    let summary = retrievers.index(&workspace, &config.one_shot(), &sink)?;
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
@@ -218,7 +220,9 @@ pub fn run_context(
     settings: &RagSettings,
     out: &mut dyn Write,
 ) -> Result<i32, CliRagError> {
-    let retriever = settings.open(&args.dir, args.apply(settings.config.clone()))?;
+    let workspace = settings.workspace(&args.dir)?;
+    let config = args.apply(settings.config.clone()).one_shot();
+    let retrievers = RepositoryRetrievers::default();
     // A path given on the command line is relative to the current directory when it exists
     // there, else to the repository.
     let active_file = args.active_file.as_ref().map(|p| {
@@ -233,7 +237,7 @@ pub fn run_context(
         active_file,
         top_k: args.top_k,
     };
-    let result = retriever.retrieve(&query)?;
+    let result = retrievers.retrieve(&workspace, &config, &query)?;
     if args.json {
         let f = result.stats.filter;
         let doc = JsonContext {
@@ -267,6 +271,6 @@ pub fn run_context(
     // The process ends after this answer: the OS reclaims the index state (on a large
     // repository, freeing it one allocation at a time took tens of milliseconds) and releases
     // its file locks. Nothing is pending: a one-shot refresh has committed before answering.
-    std::mem::forget(retriever);
+    std::mem::forget(retrievers);
     Ok(0)
 }

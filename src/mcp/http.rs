@@ -841,14 +841,34 @@ fn plain(status: StatusCode, text: String) -> Response {
         .into_response()
 }
 
-async fn require_bearer(State(token): State<Arc<str>>, request: Request, next: Next) -> Response {
+/// Marks a request that carried the server's bearer token (in its extensions, which rmcp hands
+/// the handler with the request's HTTP parts): the stages honour an HTTP client's roots only
+/// then.
+#[derive(Debug, Clone, Copy)]
+pub struct Authenticated;
+
+/// Whether the HTTP request behind a handler's `extensions` carried the server's token.
+pub fn authenticated(extensions: &rmcp::model::Extensions) -> bool {
+    extensions
+        .get::<axum::http::request::Parts>()
+        .is_some_and(|parts| parts.extensions.get::<Authenticated>().is_some())
+}
+
+async fn require_bearer(
+    State(token): State<Arc<str>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let supplied = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(crate::auth::bearer_token);
     match supplied {
-        Some(s) if crate::auth::same_token(s, &token) => next.run(request).await,
+        Some(s) if crate::auth::same_token(s, &token) => {
+            request.extensions_mut().insert(Authenticated);
+            next.run(request).await
+        }
         _ => (
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],

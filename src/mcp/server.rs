@@ -23,6 +23,7 @@ use crate::library::{PromptLibrary, Visibility};
 use crate::metrics::Method;
 use crate::registry::PromptTemplate;
 use crate::stages::Stages;
+use crate::workspace::ClientOrigin;
 
 /// Default `prompts/list` page size.
 pub const DEFAULT_PAGE_SIZE: usize = 100;
@@ -53,6 +54,9 @@ pub struct PromptServer {
     options: HandlerOptions,
     /// The stdio transport's results written as JSON (`None` over HTTP).
     written: Option<WrittenResults>,
+    /// Serving the process that started it, over stdio (else over HTTP, where whether a
+    /// request authenticated is read from the request).
+    stdio: bool,
 }
 
 impl PromptServer {
@@ -66,6 +70,15 @@ impl PromptServer {
             clients,
             options,
             written: None,
+            stdio: false,
+        }
+    }
+
+    /// This server answering the process that started it, over stdio: its roots are honoured.
+    pub fn over_stdio(self) -> PromptServer {
+        PromptServer {
+            stdio: true,
+            ..self
         }
     }
 
@@ -254,9 +267,17 @@ impl ServerHandler for PromptServer {
             ));
             return counted(Method::tools_call, started, unknown);
         };
+        let origin = if self.stdio {
+            ClientOrigin::Stdio
+        } else {
+            ClientOrigin::Http {
+                authenticated: super::http::authenticated(&context.extensions),
+            }
+        };
         let ctx = ToolContext {
             stages: self.stages.clone(),
             peer: Some(context.peer.clone()),
+            origin,
             visibility: self.visibility(),
             written: self.written.clone(),
         };

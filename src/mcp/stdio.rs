@@ -38,7 +38,9 @@ pub async fn serve(server: PromptServer, busy_poll: Duration) -> Result<(), Serv
     let limits = server.library().snapshot().limits.clone();
     let (stdin, stdout) = streams(busy_poll);
     let transport = jsonrpc::LineTransport::new(stdin, stdout, &limits);
-    let server = server.with_written(transport.written().clone());
+    let server = server
+        .with_written(transport.written().clone())
+        .over_stdio();
     let running = loop {
         match server.clone().serve(transport.clone()).await {
             Ok(r) => break r,

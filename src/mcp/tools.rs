@@ -1,8 +1,9 @@
 //! The MCP face of the tool catalog ([`crate::tools`]): every catalog entry as an `rmcp::Tool`,
 //! and one call table whose entries convert MCP arguments into a catalog request, hand it to the
 //! library (`wit-get-prompts`) or the stages (`enhance_prompt`, `compose_prompt`), and convert the
-//! answer into a tool result. The client's roots become the [`Caller`] the stages check
-//! workspaces against. Adding a tool means a catalog entry and one [`ToolEntry`] in [`TOOLS`].
+//! answer into a tool result. The client's roots and how its request came (stdio, or HTTP with
+//! or without the server's token) become the [`Caller`] the stages check workspaces against.
+//! Adding a tool means a catalog entry and one [`ToolEntry`] in [`TOOLS`].
 
 use std::future::Future;
 use std::os::unix::ffi::OsStringExt;
@@ -25,6 +26,7 @@ use crate::tools::{
     COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
     GetPromptsResponse, ToolSpec,
 };
+use crate::workspace::ClientOrigin;
 
 use super::jsonrpc::{WrittenParts, WrittenResults};
 
@@ -35,6 +37,8 @@ pub struct ToolContext {
     pub stages: Arc<Stages>,
     /// The calling client (for its roots); `None` outside a session.
     pub peer: Option<Peer<RoleServer>>,
+    /// How the request came: over stdio, or over HTTP with or without the server's token.
+    pub origin: ClientOrigin,
     /// Which prompts the client is served.
     pub visibility: Visibility,
     /// Where a result written as JSON goes (stdio, whose transport sends it as it is).
@@ -280,7 +284,7 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }
 
-/// The calling client as the stages see it: its roots, and the server's directory.
+/// The calling client as the stages see it: its roots, how it came, and the server's directory.
 async fn caller(ctx: &ToolContext) -> Caller {
     let roots = match &ctx.peer {
         Some(peer) => client_roots(peer).await,
@@ -289,6 +293,7 @@ async fn caller(ctx: &ToolContext) -> Caller {
     Caller::Client {
         roots,
         server_dir: std::env::current_dir().ok(),
+        origin: ctx.origin,
     }
 }
 

@@ -974,28 +974,33 @@ impl CodeIndex {
 /// Size and mtime (ns) of a file, as recorded when its checksum passed.
 type FileStamp = (u64, u64);
 
-/// The files of `index`'s committed segments whose CRC32 footer does not match their content,
-/// sorted. Every segment file carries one: damage from outside (a disk error, a stray write)
-/// shows here, before a search trips over it. Segment files are written once and never
-/// modified, so a file is checked only when its size or mtime differs from when it last passed
-/// (recorded in [`RagDir::index_verified`]): opening an unchanged index of a large repository
-/// reads none of its hundreds of megabytes.
+/// The files of `index`'s committed segments that are missing or whose CRC32 footer does not
+/// match their content, sorted. Every segment file carries one: damage from outside (a disk
+/// error, a stray write, a deleted file) shows here, before a search or a commit trips over it.
+/// Segment files are written once and never modified, so a file is checked only when its size
+/// or mtime differs from when it last passed (recorded in [`RagDir::index_verified`]): opening
+/// an unchanged index of a large repository reads none of its hundreds of megabytes.
 fn damaged_files(rag_dir: &RagDir, index: &Index) -> Result<Vec<String>, String> {
-    let segments: HashSet<String> = index
-        .load_metas()
-        .map_err(|e| e.to_string())?
+    let metas = index.load_metas().map_err(|e| e.to_string())?;
+    let segments: HashSet<String> = metas
         .segments
         .iter()
         .map(|m| m.id().uuid_string())
+        .collect();
+    let dir = rag_dir.index_dir();
+    let mut damaged: Vec<String> = metas
+        .segments
+        .iter()
+        .flat_map(segment_files)
+        .filter(|file| !dir.join(file).exists())
+        .map(|file| format!("{} (missing)", file.display()))
         .collect();
     let record = rag_dir.index_verified();
     let passed: BTreeMap<String, FileStamp> = std::fs::read(&record)
         .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default();
-    let dir = rag_dir.index_dir();
     let mut now = BTreeMap::new();
-    let mut damaged = Vec::new();
     for path in index.directory().list_managed_files() {
         let Some(name) = path.to_str() else { continue };
         if !name
@@ -1030,6 +1035,27 @@ fn damaged_files(rag_dir: &RagDir, index: &Index) -> Result<Vec<String>, String>
     }
     damaged.sort();
     Ok(damaged)
+}
+
+/// The files a committed segment cannot be read without: every component tantivy writes for
+/// this schema, and its deletes when it has some.
+fn segment_files(segment: &tantivy::index::SegmentMeta) -> Vec<std::path::PathBuf> {
+    use tantivy::index::SegmentComponent;
+    let mut components = vec![
+        SegmentComponent::Postings,
+        SegmentComponent::Positions,
+        SegmentComponent::Terms,
+        SegmentComponent::Store,
+        SegmentComponent::FastFields,
+        SegmentComponent::FieldNorms,
+    ];
+    if segment.delete_opstamp().is_some() {
+        components.push(SegmentComponent::Delete);
+    }
+    components
+        .into_iter()
+        .map(|c| segment.relative_path(c))
+        .collect()
 }
 
 fn mtime_ns(meta: &std::fs::Metadata) -> u64 {

@@ -257,6 +257,18 @@ pub async fn http_client(
     RunningService<RoleClient, TestClient>,
     mpsc::UnboundedReceiver<()>,
 ) {
+    http_client_with_roots(url, token, Vec::new()).await
+}
+
+/// [`http_client`] for a client that offers `roots`.
+pub async fn http_client_with_roots(
+    url: &str,
+    token: Option<&str>,
+    roots: Vec<Root>,
+) -> (
+    RunningService<RoleClient, TestClient>,
+    mpsc::UnboundedReceiver<()>,
+) {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -268,11 +280,7 @@ pub async fn http_client(
     let (tx, rx) = mpsc::unbounded_channel();
     let client = within(
         "initialize over HTTP",
-        TestClient {
-            changed: tx,
-            roots: Vec::new(),
-        }
-        .serve(transport),
+        TestClient { changed: tx, roots }.serve(transport),
     )
     .await
     .expect("initialize over HTTP");
