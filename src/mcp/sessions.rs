@@ -518,8 +518,8 @@ mod tests {
     #[tokio::test]
     async fn admitting_closes_the_session_that_gave_way() {
         let s = Arc::new(BoundedSessions::new(limits(1, 1)));
-        let (id, _transport) = s.create_session().await.unwrap();
         let r = s.admit("10.0.0.1".parse().unwrap()).await.unwrap();
+        let (id, _transport) = s.create_session().await.unwrap();
         r.commit(&id);
         let r = s.admit("10.0.0.2".parse().unwrap()).await.unwrap();
         assert!(evicted(&r).is_none(), "taken and closed");
