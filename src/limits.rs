@@ -119,25 +119,60 @@ impl Limits {
         let ranges: [(&str, u64, u64, u64); 21] = [
             ("maxPromptFileBytes", self.max_prompt_file_bytes, 1, GIB),
             ("maxRenderBytes", n(self.max_render_bytes), 1, GIB),
-            ("maxRenderTotalBytes", n(self.max_render_total_bytes), 1, 16 * GIB),
+            (
+                "maxRenderTotalBytes",
+                n(self.max_render_total_bytes),
+                1,
+                16 * GIB,
+            ),
             ("maxRequestBytes", n(self.max_request_bytes), 1, GIB),
             ("maxBatch", n(self.max_batch), 1, 100_000),
             ("maxResponseBytes", n(self.max_response_bytes), 1, 4 * GIB),
             ("maxTextCopyBytes", n(self.max_text_copy_bytes), 0, GIB),
             ("maxSessions", n(self.max_sessions), 1, 1_000_000),
-            ("maxSessionsPerPeer", n(self.max_sessions_per_peer), 1, 1_000_000),
+            (
+                "maxSessionsPerPeer",
+                n(self.max_sessions_per_peer),
+                1,
+                1_000_000,
+            ),
             ("sessionIdleSecs", self.session_idle_secs, 1, 7 * DAY_SECS),
-            ("sessionIdlePressureSecs", self.session_idle_pressure_secs, 1, 7 * DAY_SECS),
-            ("headerReadTimeoutSecs", self.header_read_timeout_secs, 1, 3_600),
+            (
+                "sessionIdlePressureSecs",
+                self.session_idle_pressure_secs,
+                1,
+                7 * DAY_SECS,
+            ),
+            (
+                "headerReadTimeoutSecs",
+                self.header_read_timeout_secs,
+                1,
+                3_600,
+            ),
             ("connectionIdleSecs", self.connection_idle_secs, 1, DAY_SECS),
             ("minAuthTokenChars", n(self.min_auth_token_chars), 1, 4_096),
             ("maxDocBytes", self.max_doc_bytes, 1, GIB),
             ("maxIndexFiles", n(self.max_index_files), 1, 100_000_000),
             ("maxIndexBytes", self.max_index_bytes, 1, 1024 * GIB),
-            ("maxLlmResponseBytes", n(self.max_llm_response_bytes), 1, GIB),
+            (
+                "maxLlmResponseBytes",
+                n(self.max_llm_response_bytes),
+                1,
+                GIB,
+            ),
             ("maxEventStreams", n(self.max_event_streams), 1, 1_000_000),
-            ("maxEventStreamsPerPeer", n(self.max_event_streams_per_peer), 1, 1_000_000),
-            ("eventStreamLifetimeSecs", self.event_stream_lifetime_secs, 1, DAY_SECS),
+            (
+                "maxEventStreamsPerPeer",
+                n(self.max_event_streams_per_peer),
+                1,
+                1_000_000,
+            ),
+            (
+                "eventStreamLifetimeSecs",
+                self.event_stream_lifetime_secs,
+                1,
+                DAY_SECS,
+            ),
         ];
         for (key, value, min, max) in ranges {
             if !(min..=max).contains(&value) {
@@ -298,6 +333,11 @@ mod tests {
             max_event_streams: 0,
             ..Limits::default()
         };
-        assert!(no_streams.check().unwrap_err().contains("limits.maxEventStreams:"));
+        assert!(
+            no_streams
+                .check()
+                .unwrap_err()
+                .contains("limits.maxEventStreams:")
+        );
     }
 }

@@ -544,7 +544,10 @@ async fn http_one_local_peer_cannot_hold_every_session() {
         ("Mcp-Session-Id", opened[0].as_str()),
         ("MCP-Protocol-Version", "2025-06-18"),
     ];
-    assert_eq!(exchange(to, None, &post(to, &headers, &body)).await.status, 404);
+    assert_eq!(
+        exchange(to, None, &post(to, &headers, &body)).await.status,
+        404
+    );
     serves_in(to, opened.last().unwrap()).await;
     serves_in(to, &kept).await;
     // A byte order mark before the message changes nothing: rmcp skips it, and so does the
@@ -615,8 +618,7 @@ async fn http_metrics_refuse_a_foreign_host() {
         (format!("127.0.0.1:{port}"), 200),
         (format!("localhost:{port}"), 200),
     ] {
-        let request =
-            format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let request = format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
         let reply = exchange(to, None, request.as_bytes()).await;
         assert_eq!(reply.status, status, "{host}: {reply:?}");
         if status == 403 {
@@ -626,16 +628,19 @@ async fn http_metrics_refuse_a_foreign_host() {
     }
     // The same host is refused by `/mcp`.
     let request = post(to, &[], &initialize_body(1));
-    let foreign = String::from_utf8(request)
-        .unwrap()
-        .replace(&format!("Host: {to}"), &format!("Host: evil.example:{port}"));
+    let foreign = String::from_utf8(request).unwrap().replace(
+        &format!("Host: {to}"),
+        &format!("Host: evil.example:{port}"),
+    );
     assert_eq!(exchange(to, None, foreign.as_bytes()).await.status, 403);
 }
 
 /// A GET of the studio's event stream (`close`: the connection ends with the stream).
 fn studio_events(to: SocketAddr, close: bool) -> String {
     let connection = if close { "Connection: close\r\n" } else { "" };
-    format!("GET /studio/events HTTP/1.1\r\nHost: {to}\r\nAccept: text/event-stream\r\n{connection}\r\n")
+    format!(
+        "GET /studio/events HTTP/1.1\r\nHost: {to}\r\nAccept: text/event-stream\r\n{connection}\r\n"
+    )
 }
 
 /// A GET of `session`'s event stream on `/mcp`.
@@ -668,18 +673,30 @@ async fn open_stream(
             .await
             .expect("answer headers in time")
             .unwrap();
-        assert!(n > 0, "closed before the headers: {:?}", String::from_utf8_lossy(&head));
+        assert!(
+            n > 0,
+            "closed before the headers: {:?}",
+            String::from_utf8_lossy(&head)
+        );
         head.extend_from_slice(&buf[..n]);
     }
     let reply = parse_reply(&head);
     if reply.status == 200 {
-        return (200, String::from_utf8_lossy(&head).into_owned(), Some(stream));
+        return (
+            200,
+            String::from_utf8_lossy(&head).into_owned(),
+            Some(stream),
+        );
     }
     tokio::time::timeout(STEP, stream.read_to_end(&mut head))
         .await
         .expect("a refusal ends in time")
         .unwrap();
-    (reply.status, String::from_utf8_lossy(&head).into_owned(), None)
+    (
+        reply.status,
+        String::from_utf8_lossy(&head).into_owned(),
+        None,
+    )
 }
 
 /// Opens `n` event streams, every other one the studio's and one of a session's (a new session
@@ -800,7 +817,10 @@ async fn http_event_streams_leave_descriptors_under_a_low_hard_fd_limit() {
     ];
     assert_eq!(statuses, expected.into_iter().collect(), "{refusal:?}");
     assert!(
-        refusal.as_ref().unwrap().contains("limits.maxEventStreams,"),
+        refusal
+            .as_ref()
+            .unwrap()
+            .contains("limits.maxEventStreams,"),
         "{refusal:?}"
     );
     assert_eq!(health(to).await, 200);
@@ -834,8 +854,14 @@ async fn http_event_streams_leave_descriptors_under_a_low_hard_fd_limit() {
     // where a line per retry every 50 ms made dozens.
     let lines = server.stderr_lines("accept");
     eprintln!("accept failures logged: {lines:#?}");
-    let starts = lines.iter().filter(|l| l.contains("accepting connections fails")).count();
-    let ends = lines.iter().filter(|l| l.contains("failed accepts in")).count();
+    let starts = lines
+        .iter()
+        .filter(|l| l.contains("accepting connections fails"))
+        .count();
+    let ends = lines
+        .iter()
+        .filter(|l| l.contains("failed accepts in"))
+        .count();
     assert!(
         (1..=3).contains(&starts) && ends == starts && lines.len() == starts + ends,
         "{lines:#?}"
@@ -867,7 +893,11 @@ async fn http_event_streams_end_after_their_lifetime() {
             "{request}: {lived:?}"
         );
         // It ended as a stream ends: the closing chunk.
-        assert!(rest.ends_with(b"0\r\n\r\n"), "{:?}", String::from_utf8_lossy(&rest));
+        assert!(
+            rest.ends_with(b"0\r\n\r\n"),
+            "{:?}",
+            String::from_utf8_lossy(&rest)
+        );
     }
     serves_in(to, &session).await;
 }

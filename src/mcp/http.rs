@@ -350,8 +350,7 @@ pub async fn serve(
     let sessions = Arc::new(BoundedSessions::new(SessionLimits::from_limits(&limits)));
     sessions.spawn_reaper(ct.child_token());
     let streams = Arc::new(EventStreams::new(StreamLimits::from_limits(
-        &limits,
-        open_files,
+        &limits, open_files,
     )));
     tracing::debug!(limits = ?streams.limits(), "event streams");
     let options = RouterOptions {

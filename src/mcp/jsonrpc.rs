@@ -1137,7 +1137,11 @@ mod tests {
             panic!("not refused");
         };
         assert_eq!((r.error.code.0, r.id), (-32700, Value::Null));
-        assert!(r.error.message.contains("UTF-8 at byte 45"), "{}", r.error.message);
+        assert!(
+            r.error.message.contains("UTF-8 at byte 45"),
+            "{}",
+            r.error.message
+        );
     }
 
     #[test]

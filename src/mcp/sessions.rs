@@ -501,7 +501,11 @@ mod tests {
         drop(r);
         live(&s, "c1", "10.0.0.9", 0);
         let r = s.reserve("10.0.0.3".parse().unwrap()).unwrap();
-        assert_eq!(evicted(&r), Some("b1"), "two peers hold two: the older session goes");
+        assert_eq!(
+            evicted(&r),
+            Some("b1"),
+            "two peers hold two: the older session goes"
+        );
     }
 
     #[test]
