@@ -3,19 +3,20 @@
 //!
 //! Layers, outermost first: the bearer-token check (when a token is set); the request guard
 //! ([`guard`]: the body read whole within `limits.maxRequestBytes`, 413 over it and 400 for
-//! broken framing; new sessions admitted by [`BoundedSessions`], 503 or 429 with `Retry-After`
-//! over the caps; DELETE of an unknown session 404, of a live one 204; the message without a
-//! byte order mark to rmcp, and what rmcp cannot parse answered with its JSON-RPC error
-//! ([`super::jsonrpc::conform_http`]); an answer that is one message sent as JSON, not as an
-//! event stream); then rmcp, which checks
-//! `Host` (loopback names and the bound address, unless bound publicly) and `Origin` (403 for any
-//! origin not in `serve.allowedOrigins`; requests without `Origin` pass). Each connection must
-//! send its request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection
-//! is closed after it too) and is dropped when no byte moves for `limits.connectionIdleSecs`.
-//! A `GET /mcp` event stream, like the studio's, opens only under the stream limits
-//! ([`super::streams`]). `/metrics` has the same `Host` check as `/mcp` ([`host_allowed`]).
-//! At start the soft open-file limit is raised to the hard one; an accept that fails (out of
-//! descriptors) is retried after a growing pause, logged once per run of failures.
+//! broken framing; new sessions admitted by [`BoundedSessions`], a least recently used session
+//! giving way over a cap (503 or 429 with `Retry-After` only when none can); a GET's event
+//! stream under the stream limits; DELETE of an unknown session 404, of a live one 204; the
+//! message without a byte order mark to rmcp, and what rmcp cannot parse answered with its
+//! JSON-RPC error ([`super::jsonrpc::conform_http`]); an answer that is one message sent as
+//! JSON, not as an event stream); then rmcp, which checks `Host` (loopback names and the bound
+//! address, unless bound publicly) and `Origin` (403 for any origin not in
+//! `serve.allowedOrigins`; requests without `Origin` pass). Each connection must send its
+//! request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection is
+//! closed after it too) and is dropped when no byte moves for `limits.connectionIdleSecs`.
+//! Event streams (`GET /mcp`, the studio's) are bounded by [`super::streams`]. `/metrics` has
+//! the same `Host` check as `/mcp` (`host_allowed`). At start the soft open-file limit is
+//! raised to the hard one; an accept that fails (out of descriptors) is retried after a
+//! growing pause, logged once per run of failures.
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;

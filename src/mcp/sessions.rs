@@ -3,7 +3,7 @@
 //!
 //! A new session is admitted only through a [`Reservation`] taken before the `initialize`
 //! request reaches rmcp: at most `limits.maxSessions` live (or reserved) sessions in all, and
-//! `limits.maxSessionsPerPeer` per peer ([`peer_key`]: an IPv4 address, an IPv6 /64 network,
+//! `limits.maxSessionsPerPeer` per peer (`peer_key`: an IPv4 address, an IPv6 /64 network,
 //! which one host usually holds whole, and every loopback address as one peer, since any local
 //! user can send from any of them). A newcomer is not refused while a live session can give
 //! way: a peer at its cap loses its own least recently used session, and when the table is full
@@ -178,9 +178,9 @@ impl BoundedSessions {
     }
 
     /// Holds a place for one new session of `peer`, making room when a cap is reached (see the
-    /// module's docs): the session that gives way is out of the table, and [`admit`]
-    /// (Self::admit) closes it. Refused only when no live session can give way (every place is
-    /// a reservation in flight).
+    /// module's docs): the session that gives way is out of the table, and
+    /// [`admit`](Self::admit) closes it. Refused only when no live session can give way (every
+    /// place is a reservation in flight).
     pub fn reserve(self: &Arc<Self>, peer: IpAddr) -> Result<Reservation, Refusal> {
         let peer = peer_key(peer);
         let mut t = self.table();
