@@ -563,15 +563,20 @@ async fn http_one_local_peer_cannot_hold_every_session() {
 
 /// The open sessions `/metrics` counts.
 async fn open_sessions(to: SocketAddr) -> u64 {
+    metric(to, "promptd_http_sessions").await
+}
+
+/// The value of the gauge `name` in `/metrics`.
+async fn metric(to: SocketAddr, name: &str) -> u64 {
     let request = format!("GET /metrics HTTP/1.1\r\nHost: {to}\r\nConnection: close\r\n\r\n");
     let reply = exchange(to, None, request.as_bytes()).await;
     assert_eq!(reply.status, 200, "{reply:?}");
     reply
         .body
         .lines()
-        .find_map(|l| l.strip_prefix("promptd_http_sessions "))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
         .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or_else(|| panic!("no sessions gauge in {}", reply.body)) as u64
+        .unwrap_or_else(|| panic!("no {name} in {}", reply.body)) as u64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -586,9 +591,10 @@ async fn http_idle_sessions_expire_sooner_under_pressure() {
         sessions.push(open_session(to, &[]).await);
     }
     assert_eq!(open_sessions(to).await, 4);
-    // Full is above three quarters of the cap: sessions idle for 1 s are closed.
+    // Full is above three quarters of the cap: sessions idle for 1 s are closed (those the
+    // reaper finds idle in one pass; then the pressure is gone), the oldest first.
     let deadline = Instant::now() + STEP;
-    while open_sessions(to).await > 0 {
+    while open_sessions(to).await == 4 {
         assert!(Instant::now() < deadline, "idle sessions never expired");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -776,6 +782,7 @@ async fn http_event_streams_are_capped_per_peer_under_a_low_soft_fd_limit() {
     );
     assert_eq!(health(to).await, 200);
     still_serves(to).await;
+    assert_eq!(metric(to, "promptd_http_event_streams").await, 64);
     // A stream's place comes back when its client goes.
     drop(held);
     let deadline = Instant::now() + 2 * STEP;

@@ -193,13 +193,13 @@ pub fn router(
     )));
     let guard_state = Arc::new(GuardState {
         sessions: sessions.clone(),
-        streams,
+        streams: streams.clone(),
         max_request_bytes: options.limits.max_request_bytes,
         retry_after: options.limits.session_idle_pressure_secs.max(1),
     });
     let metrics = axum::Router::new()
         .route(METRICS_PATH, get(metrics))
-        .with_state(sessions)
+        .with_state((sessions, streams.clone()))
         .layer(middleware::from_fn_with_state(options.local, check_host));
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
@@ -299,9 +299,12 @@ async fn ready(State(library): State<Arc<crate::library::PromptLibrary>>) -> Res
     }
 }
 
-async fn metrics(State(sessions): State<Arc<BoundedSessions>>) -> Response {
+async fn metrics(
+    State((sessions, streams)): State<(Arc<BoundedSessions>, Arc<EventStreams>)>,
+) -> Response {
     let metrics = crate::metrics::global();
     metrics.sessions(sessions.len());
+    metrics.event_streams(streams.open());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
