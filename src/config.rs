@@ -181,8 +181,11 @@ impl ProjectConfig {
     }
 
     /// The resource limits: the `limits` section over the defaults.
+    /// Each limit is range-checked ([`Limits::check`]).
     pub fn limits(&self) -> Result<Limits, String> {
-        self.section_as(crate::limits::SECTION)
+        let limits: Limits = self.section_as(crate::limits::SECTION)?;
+        limits.check()?;
+        Ok(limits)
     }
 
     /// Deserializes a module's section, falling back to its defaults when absent.

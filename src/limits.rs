@@ -66,6 +66,15 @@ pub struct Limits {
     pub max_index_bytes: u64,
     /// Largest LLM response body read, in bytes.
     pub max_llm_response_bytes: usize,
+    /// Most server-sent event streams open at once (`GET /mcp` and `/studio/events`
+    /// together). The server also keeps it at or below half its open-file limit, so that
+    /// streams never take every descriptor.
+    pub max_event_streams: usize,
+    /// Most event streams open at once for one peer address.
+    pub max_event_streams_per_peer: usize,
+    /// An event stream is ended by the server after this many seconds (its client reconnects,
+    /// as server-sent events do).
+    pub event_stream_lifetime_secs: u64,
 }
 
 impl Default for Limits {
@@ -89,7 +98,90 @@ impl Default for Limits {
             max_index_files: 200_000,
             max_index_bytes: 2 * 1024 * 1024 * 1024,
             max_llm_response_bytes: 4 * 1024 * 1024,
+            max_event_streams: 512,
+            max_event_streams_per_peer: 64,
+            event_stream_lifetime_secs: 3600,
         }
+    }
+}
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+const GIB: u64 = 1024 * MIB;
+const DAY_SECS: u64 = 24 * 60 * 60;
+
+impl Limits {
+    /// Checks every limit against the range it may take; the error names the first key out of
+    /// range and the range (a zero timeout, or one so large that a deadline overflows, never
+    /// reaches the server).
+    pub fn check(&self) -> Result<(), String> {
+        let n = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
+        let ranges: [(&str, u64, u64, u64); 21] = [
+            ("maxPromptFileBytes", self.max_prompt_file_bytes, 1, GIB),
+            ("maxRenderBytes", n(self.max_render_bytes), 1, GIB),
+            (
+                "maxRenderTotalBytes",
+                n(self.max_render_total_bytes),
+                1,
+                16 * GIB,
+            ),
+            ("maxRequestBytes", n(self.max_request_bytes), 1, GIB),
+            ("maxBatch", n(self.max_batch), 1, 100_000),
+            ("maxResponseBytes", n(self.max_response_bytes), 1, 4 * GIB),
+            ("maxTextCopyBytes", n(self.max_text_copy_bytes), 0, GIB),
+            ("maxSessions", n(self.max_sessions), 1, 1_000_000),
+            (
+                "maxSessionsPerPeer",
+                n(self.max_sessions_per_peer),
+                1,
+                1_000_000,
+            ),
+            ("sessionIdleSecs", self.session_idle_secs, 1, 7 * DAY_SECS),
+            (
+                "sessionIdlePressureSecs",
+                self.session_idle_pressure_secs,
+                1,
+                7 * DAY_SECS,
+            ),
+            (
+                "headerReadTimeoutSecs",
+                self.header_read_timeout_secs,
+                1,
+                3_600,
+            ),
+            ("connectionIdleSecs", self.connection_idle_secs, 1, DAY_SECS),
+            ("minAuthTokenChars", n(self.min_auth_token_chars), 1, 4_096),
+            ("maxDocBytes", self.max_doc_bytes, 1, GIB),
+            ("maxIndexFiles", n(self.max_index_files), 1, 100_000_000),
+            ("maxIndexBytes", self.max_index_bytes, 1, 1024 * GIB),
+            (
+                "maxLlmResponseBytes",
+                n(self.max_llm_response_bytes),
+                1,
+                GIB,
+            ),
+            ("maxEventStreams", n(self.max_event_streams), 1, 1_000_000),
+            (
+                "maxEventStreamsPerPeer",
+                n(self.max_event_streams_per_peer),
+                1,
+                1_000_000,
+            ),
+            (
+                "eventStreamLifetimeSecs",
+                self.event_stream_lifetime_secs,
+                1,
+                DAY_SECS,
+            ),
+        ];
+        for (key, value, min, max) in ranges {
+            if !(min..=max).contains(&value) {
+                return Err(format!(
+                    "{SECTION}.{key}: {value} is out of range {min}..={max}"
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -215,5 +307,37 @@ mod tests {
             "fine"
         );
         assert!(read_text_capped(&bad, 3, MAX_PROMPT_FILE_BYTES).is_err());
+    }
+
+    #[test]
+    fn every_limit_is_range_checked_by_its_key() {
+        assert_eq!(Limits::default().check(), Ok(()));
+        let zero = Limits {
+            connection_idle_secs: 0,
+            ..Limits::default()
+        };
+        assert_eq!(
+            zero.check().unwrap_err(),
+            "limits.connectionIdleSecs: 0 is out of range 1..=86400"
+        );
+        let huge = Limits {
+            header_read_timeout_secs: u64::MAX - 1,
+            ..Limits::default()
+        };
+        let err = huge.check().unwrap_err();
+        assert!(
+            err.starts_with("limits.headerReadTimeoutSecs: 18446744073709551614 is out of range"),
+            "{err}"
+        );
+        let no_streams = Limits {
+            max_event_streams: 0,
+            ..Limits::default()
+        };
+        assert!(
+            no_streams
+                .check()
+                .unwrap_err()
+                .contains("limits.maxEventStreams:")
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! Operational metrics of the process, in the OpenMetrics text format Prometheus scrapes: MCP
 //! requests by method and outcome and their latency, hot reloads by outcome, render errors, the
-//! prompts served and the registry version, and open HTTP sessions. One set per process
-//! ([`global`]); recording a request is a counter increment and a histogram observation on
-//! series resolved at start (no label hashing), so every request is counted.
+//! prompts served and the registry version, and open HTTP sessions and event streams. One set
+//! per process ([`global`]); recording a request is a counter increment and a histogram
+//! observation on series resolved at start (no label hashing), so every request is counted.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -90,6 +90,7 @@ pub struct Metrics {
     prompts: Gauge,
     registry_version: Family<VersionLabels, Gauge>,
     sessions: Gauge,
+    event_streams: Gauge,
 }
 
 /// The process's metrics, registered on first use.
@@ -147,6 +148,12 @@ impl Metrics {
             "Open MCP sessions over streamable HTTP",
             sessions.clone(),
         );
+        let event_streams = Gauge::default();
+        registry.register(
+            "http_event_streams",
+            "Open server-sent event streams (GET /mcp and /studio/events)",
+            event_streams.clone(),
+        );
         // Each series is cloned out of its family in a call or statement of its own: the
         // family's read guard must be gone before the next `get_or_create` takes its write lock.
         let series = |method, outcome| {
@@ -173,6 +180,7 @@ impl Metrics {
             prompts,
             registry_version,
             sessions,
+            event_streams,
         }
     }
 
@@ -208,6 +216,12 @@ impl Metrics {
     /// Records the number of open HTTP sessions.
     pub fn sessions(&self, open: usize) {
         self.sessions.set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
+    /// Records the number of open event streams.
+    pub fn event_streams(&self, open: usize) {
+        self.event_streams
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 
     /// The metrics in the OpenMetrics text format ([`CONTENT_TYPE`]).

@@ -43,11 +43,50 @@ fn workdir(config: &Value) -> tempfile::TempDir {
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// Every line it wrote to stderr so far.
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Server {
     fn start(cwd: &Path, prompts: &Path, bind: &str, extra: &[&str]) -> Server {
+        Self::start_with_open_files(cwd, prompts, bind, extra, None)
+    }
+
+    /// Like [`start`](Self::start), the process's open-file limit set to `(soft, hard)` before
+    /// it runs (`hard` unchanged when `None`).
+    fn start_with_open_files(
+        cwd: &Path,
+        prompts: &Path,
+        bind: &str,
+        extra: &[&str],
+        open_files: Option<(u64, Option<u64>)>,
+    ) -> Server {
         let mut cmd = promptd();
+        if let Some((soft, hard)) = open_files {
+            use std::os::unix::process::CommandExt;
+            let mut current = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            assert_eq!(
+                unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut current) },
+                0
+            );
+            let limit = libc::rlimit {
+                rlim_cur: soft,
+                rlim_max: hard.unwrap_or(current.rlim_max),
+            };
+            // Only a system call between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
         cmd.args(["serve", "--no-watch", "--http", bind, "--prompts"])
             .arg(prompts)
             .args(extra)
@@ -58,11 +97,14 @@ impl Server {
         let mut child = cmd.spawn().expect("spawn promptd serve --http");
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = mpsc::channel();
+        let lines = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = lines.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                 if let Some(url) = line.split("serving MCP at http://").nth(1) {
                     let _ = tx.send(url.trim_end_matches("/mcp").to_string());
                 }
+                kept.lock().unwrap().push(line);
             }
         });
         let addr = rx
@@ -70,7 +112,17 @@ impl Server {
             .expect("the server prints its address")
             .parse()
             .unwrap();
-        Server { child, addr }
+        Server {
+            child,
+            addr,
+            stderr: lines,
+        }
+    }
+
+    /// The lines of stderr so far that contain `what`.
+    fn stderr_lines(&self, what: &str) -> Vec<String> {
+        let lines = self.stderr.lock().unwrap();
+        lines.iter().filter(|l| l.contains(what)).cloned().collect()
     }
 
     fn peak_rss_mib(&self) -> f64 {
@@ -452,100 +504,79 @@ fn stdio_batch_of_repeated_names_is_fast_and_small() {
     assert!(peak < 250.0, "peak RSS {peak:.0} MiB");
 }
 
+/// Every local user can send from any loopback address: 17 of them opening 64 sessions each
+/// are one peer, which fills the table; each newcomer is admitted in the place of the least
+/// recently used session, and a session kept in use stays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_sessions_are_capped_per_peer_and_in_all() {
+async fn http_one_local_peer_cannot_hold_every_session() {
     let prompts = prompt_dir();
     let cwd = workdir(&json!({"limits": {
-        "maxSessions": 50, "maxSessionsPerPeer": 40, "sessionIdlePressureSecs": 300}}));
+        "maxSessions": 30, "maxSessionsPerPeer": 64, "sessionIdlePressureSecs": 300}}));
     let server = Server::start(cwd.path(), prompts.path(), "127.0.0.1:0", &[]);
     let to = server.addr;
     let rss_before = server.peak_rss_mib();
-    let peer_a: IpAddr = "127.0.0.1".parse().unwrap();
-    let peer_b: IpAddr = "127.0.0.3".parse().unwrap();
+    let kept = open_session(to, &[]).await;
     let started = Instant::now();
-    let mut statuses = std::collections::BTreeMap::<(u8, u16), usize>::new();
-    let mut per_peer_refusal = None;
-    let mut total_refusal = None;
-    let mut first_session = None;
-    for i in 0..3000u64 {
-        let (tag, from) = if i < 1500 { (0, peer_a) } else { (1, peer_b) };
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    let mut opened = Vec::new();
+    for i in 0..17 * 64u64 {
+        let from = IpAddr::from([127, 0, 0, 2 + (i % 17) as u8]);
         let reply = exchange(to, Some(from), &post(to, &[], &initialize_body(i))).await;
-        *statuses.entry((tag, reply.status)).or_default() += 1;
-        match reply.status {
-            429 if per_peer_refusal.is_none() => per_peer_refusal = Some((i, reply)),
-            503 if total_refusal.is_none() => total_refusal = Some((i, reply)),
-            200 if first_session.is_none() => {
-                first_session = reply.header("mcp-session-id").map(str::to_string);
-            }
-            _ => {}
+        *statuses.entry(reply.status).or_default() += 1;
+        if let Some(id) = reply.header("mcp-session-id") {
+            opened.push(id.to_string());
+        }
+        if i % 10 == 0 {
+            serves_in(to, &kept).await;
         }
     }
     let elapsed = started.elapsed();
     let rss_after = server.peak_rss_mib();
     eprintln!(
-        "3,000 initializes: {elapsed:?}, statuses {statuses:?}, peak RSS {rss_before:.0} -> \
-         {rss_after:.0} MiB"
+        "1,088 initializes from 17 loopback addresses: {elapsed:?}, statuses {statuses:?}, \
+         peak RSS {rss_before:.0} -> {rss_after:.0} MiB"
     );
-    assert_eq!(statuses.get(&(0, 200)), Some(&40), "{statuses:?}");
-    assert_eq!(statuses.get(&(0, 429)), Some(&1460), "{statuses:?}");
-    assert_eq!(statuses.get(&(1, 200)), Some(&10), "{statuses:?}");
-    assert_eq!(statuses.get(&(1, 503)), Some(&1490), "{statuses:?}");
-    // A byte order mark before the message changes nothing: rmcp skips it, and so does the
-    // admission, so such an initialize is refused like any other.
-    let with_bom = format!("\u{feff}{}", initialize_body(3000));
-    let reply = exchange(to, Some(peer_b), &post(to, &[], &with_bom)).await;
-    assert_eq!(reply.status, 503, "{reply:?}");
-
-    let (id, reply) = per_peer_refusal.unwrap();
-    assert!(reply.header("retry-after").is_some(), "{reply:?}");
-    let m = reply.message();
-    assert_eq!(m["id"], id);
-    assert_eq!(m["error"]["code"], -32000);
-    assert!(
-        m["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("limits.maxSessionsPerPeer"),
-        "{m}"
-    );
-    let (id, reply) = total_refusal.unwrap();
-    assert!(reply.header("retry-after").is_some(), "{reply:?}");
-    let m = reply.message();
-    assert_eq!(m["id"], id);
-    assert!(
-        m["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("limits.maxSessions)"),
-        "{m}"
-    );
-    assert!(rss_after < 200.0, "peak RSS {rss_after:.0} MiB");
-
-    // A new peer is refused while the server is full; a session opened before is served.
-    let c: IpAddr = "127.0.0.4".parse().unwrap();
-    assert_eq!(still_serves_from(to, c).await, Err(503));
-    let session = first_session.unwrap();
+    assert_eq!(statuses.get(&200), Some(&1088), "{statuses:?}");
+    assert_eq!(open_sessions(to).await, 30);
+    // The oldest gave way (404: the client starts anew), the newest and the one in use stay.
+    let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
     let headers = [
-        ("Mcp-Session-Id", session.as_str()),
+        ("Mcp-Session-Id", opened[0].as_str()),
         ("MCP-Protocol-Version", "2025-06-18"),
     ];
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
     assert_eq!(
-        exchange(to, None, &post(to, &headers, &note)).await.status,
-        202
+        exchange(to, None, &post(to, &headers, &body)).await.status,
+        404
     );
-    let tools = request(to, &session, "tools/list", json!({})).await;
-    assert!(tools["result"]["tools"].is_array(), "{tools}");
+    serves_in(to, opened.last().unwrap()).await;
+    serves_in(to, &kept).await;
+    // A byte order mark before the message changes nothing: rmcp skips it, and so does the
+    // admission, so the table stays within its cap.
+    let with_bom = format!("\u{feff}{}", initialize_body(3000));
+    let reply = exchange(to, None, &post(to, &[], &with_bom)).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    assert_eq!(open_sessions(to).await, 30);
+    // A newcomer from anywhere is served.
+    still_serves(to).await;
+    assert!(rss_after < 200.0, "peak RSS {rss_after:.0} MiB");
 }
 
-/// A new session from `from`: its status when refused.
-async fn still_serves_from(to: SocketAddr, from: IpAddr) -> Result<(), u16> {
-    let reply = exchange(to, Some(from), &post(to, &[], &initialize_body(1))).await;
-    if reply.status == 200 {
-        Ok(())
-    } else {
-        Err(reply.status)
-    }
+/// The open sessions `/metrics` counts.
+async fn open_sessions(to: SocketAddr) -> u64 {
+    metric(to, "promptd_http_sessions").await
+}
+
+/// The value of the gauge `name` in `/metrics`.
+async fn metric(to: SocketAddr, name: &str) -> u64 {
+    let request = format!("GET /metrics HTTP/1.1\r\nHost: {to}\r\nConnection: close\r\n\r\n");
+    let reply = exchange(to, None, request.as_bytes()).await;
+    assert_eq!(reply.status, 200, "{reply:?}");
+    reply
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no {name} in {}", reply.body)) as u64
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -559,11 +590,11 @@ async fn http_idle_sessions_expire_sooner_under_pressure() {
     for _ in 0..4 {
         sessions.push(open_session(to, &[]).await);
     }
-    let from: IpAddr = "127.0.0.1".parse().unwrap();
-    assert_eq!(still_serves_from(to, from).await, Err(503));
-    // Full is above three quarters of the cap: sessions idle for 1 s are closed.
+    assert_eq!(open_sessions(to).await, 4);
+    // Full is above three quarters of the cap: sessions idle for 1 s are closed (those the
+    // reaper finds idle in one pass; then the pressure is gone), the oldest first.
     let deadline = Instant::now() + STEP;
-    while still_serves_from(to, from).await.is_err() {
+    while open_sessions(to).await == 4 {
         assert!(Instant::now() < deadline, "idle sessions never expired");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
@@ -575,20 +606,361 @@ async fn http_idle_sessions_expire_sooner_under_pressure() {
     ];
     let reply = exchange(to, None, &post(to, &headers, &body)).await;
     assert_eq!(reply.status, 404, "{reply:?}");
-    // The reaper closes the other idle sessions on its own schedule (every 250 ms), so the slot
-    // of the next new client may take one more pass; that client is then served in full.
-    let deadline = Instant::now() + STEP;
-    let session = loop {
-        match try_open_session(to, &[]).await {
-            Ok(id) => break id,
-            Err(reply) => {
-                assert_eq!(reply.status, 503, "{reply:?}");
-                assert!(Instant::now() < deadline, "no slot came free: {reply:?}");
-                tokio::time::sleep(Duration::from_millis(300)).await;
+    still_serves(to).await;
+}
+
+/// `/metrics` checks `Host` as `/mcp` does: a name that is not the server's (DNS rebinding) is
+/// refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_metrics_refuse_a_foreign_host() {
+    let prompts = prompt_dir();
+    let cwd = workdir(&json!({}));
+    let server = Server::start(cwd.path(), prompts.path(), "127.0.0.1:0", &[]);
+    let to = server.addr;
+    let port = to.port();
+    for (host, status) in [
+        (format!("evil.example:{port}"), 403),
+        ("evil.example".to_string(), 403),
+        (format!("127.0.0.1:{port}"), 200),
+        (format!("localhost:{port}"), 200),
+    ] {
+        let request = format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+        let reply = exchange(to, None, request.as_bytes()).await;
+        assert_eq!(reply.status, status, "{host}: {reply:?}");
+        if status == 403 {
+            assert!(!reply.body.contains("promptd_"), "{reply:?}");
+            assert!(reply.body.contains("Host"), "{reply:?}");
+        }
+    }
+    // The same host is refused by `/mcp`.
+    let request = post(to, &[], &initialize_body(1));
+    let foreign = String::from_utf8(request).unwrap().replace(
+        &format!("Host: {to}"),
+        &format!("Host: evil.example:{port}"),
+    );
+    assert_eq!(exchange(to, None, foreign.as_bytes()).await.status, 403);
+}
+
+/// A GET of the studio's event stream (`close`: the connection ends with the stream).
+fn studio_events(to: SocketAddr, close: bool) -> String {
+    let connection = if close { "Connection: close\r\n" } else { "" };
+    format!(
+        "GET /studio/events HTTP/1.1\r\nHost: {to}\r\nAccept: text/event-stream\r\n{connection}\r\n"
+    )
+}
+
+/// A GET of `session`'s event stream on `/mcp`.
+fn mcp_events(to: SocketAddr, session: &str, close: bool) -> String {
+    let connection = if close { "Connection: close\r\n" } else { "" };
+    format!(
+        "GET /mcp HTTP/1.1\r\nHost: {to}\r\nAccept: text/event-stream\r\n\
+         Mcp-Session-Id: {session}\r\nMCP-Protocol-Version: 2025-06-18\r\n{connection}\r\n"
+    )
+}
+
+/// Sends `request` from `from`: the status and head, and the connection while its stream is
+/// open (a refused one is read to its end).
+async fn open_stream(
+    to: SocketAddr,
+    from: IpAddr,
+    request: &str,
+) -> (u16, String, Option<tokio::net::TcpStream>) {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind(SocketAddr::new(from, 0)).unwrap();
+    let mut stream = tokio::time::timeout(STEP, socket.connect(to))
+        .await
+        .expect("connect in time")
+        .expect("connect");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(STEP, stream.read(&mut buf))
+            .await
+            .expect("answer headers in time")
+            .unwrap();
+        assert!(
+            n > 0,
+            "closed before the headers: {:?}",
+            String::from_utf8_lossy(&head)
+        );
+        head.extend_from_slice(&buf[..n]);
+    }
+    let reply = parse_reply(&head);
+    if reply.status == 200 {
+        return (
+            200,
+            String::from_utf8_lossy(&head).into_owned(),
+            Some(stream),
+        );
+    }
+    tokio::time::timeout(STEP, stream.read_to_end(&mut head))
+        .await
+        .expect("a refusal ends in time")
+        .unwrap();
+    (
+        reply.status,
+        String::from_utf8_lossy(&head).into_owned(),
+        None,
+    )
+}
+
+/// Opens `n` event streams, every other one the studio's and one of a session's (a new session
+/// for every 16: rmcp ends the oldest of a session's streams past 33), from as many loopback
+/// addresses: the streams held open, the statuses by kind, and the first refusal.
+async fn open_streams(
+    to: SocketAddr,
+    n: usize,
+) -> (
+    Vec<tokio::net::TcpStream>,
+    std::collections::BTreeMap<(&'static str, u16), usize>,
+    Option<String>,
+) {
+    let mut held = Vec::new();
+    let mut statuses = std::collections::BTreeMap::new();
+    let mut refusal = None;
+    let mut sessions = Vec::new();
+    for i in 0..n {
+        let from = IpAddr::from([127, 0, 1 + (i / 250) as u8, 1 + (i % 250) as u8]);
+        let (kind, request) = if i % 2 == 0 {
+            ("studio", studio_events(to, false))
+        } else {
+            if (i / 2) % 16 == 0 {
+                sessions.push(open_session(to, &[]).await);
+            }
+            ("mcp", mcp_events(to, sessions.last().unwrap(), false))
+        };
+        let (status, text, stream) = open_stream(to, from, &request).await;
+        *statuses.entry((kind, status)).or_default() += 1;
+        match stream {
+            Some(s) => held.push(s),
+            None => {
+                refusal.get_or_insert(text);
             }
         }
-    };
+    }
+    (held, statuses, refusal)
+}
+
+/// `GET /health`'s status.
+async fn health(to: SocketAddr) -> u16 {
+    let request = format!("GET /health HTTP/1.1\r\nHost: {to}\r\nConnection: close\r\n\r\n");
+    exchange(to, None, request.as_bytes()).await.status
+}
+
+/// 300 event streams of both kinds against a server started with 256 open files (the usual
+/// soft limit is 1,024): every loopback address is one peer, which gets
+/// `maxEventStreamsPerPeer` of them and 429 beyond; `/health` and a new session are still
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_event_streams_are_capped_per_peer_under_a_low_soft_fd_limit() {
+    let prompts = prompt_dir();
+    let cwd = workdir(&json!({}));
+    let server = Server::start_with_open_files(
+        cwd.path(),
+        prompts.path(),
+        "127.0.0.1:0",
+        &[],
+        Some((256, None)),
+    );
+    let to = server.addr;
+    let started = Instant::now();
+    let (held, statuses, refusal) = open_streams(to, 300).await;
+    eprintln!("300 event streams: {:?}, {statuses:?}", started.elapsed());
+    let expected = [
+        (("mcp", 200), 32),
+        (("mcp", 429), 118),
+        (("studio", 200), 32),
+        (("studio", 429), 118),
+    ];
+    assert_eq!(statuses, expected.into_iter().collect(), "{refusal:?}");
+    let refusal = refusal.unwrap();
+    assert!(
+        refusal.contains("limits.maxEventStreamsPerPeer")
+            && refusal.to_ascii_lowercase().contains("retry-after"),
+        "{refusal}"
+    );
+    assert_eq!(health(to).await, 200);
+    still_serves(to).await;
+    assert_eq!(metric(to, "promptd_http_event_streams").await, 64);
+    // A stream's place comes back when its client goes.
+    drop(held);
+    let deadline = Instant::now() + 2 * STEP;
+    loop {
+        let from = IpAddr::from([127, 0, 0, 1]);
+        match open_stream(to, from, &studio_events(to, false)).await {
+            (200, _, _) => break,
+            (status, text, _) => {
+                assert_eq!(status, 429, "{text}");
+                assert!(Instant::now() < deadline, "no place came back");
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+        }
+    }
+}
+
+/// With a hard limit of 256 open files, streams take at most half of them (503 beyond), so the
+/// server goes on answering; a flood of idle connections that exhausts the rest makes accepts
+/// fail, which the server logs once for the whole run of failures, and it serves again once the
+/// flood ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_event_streams_leave_descriptors_under_a_low_hard_fd_limit() {
+    let prompts = prompt_dir();
+    let cwd = workdir(&json!({"limits": {"maxEventStreamsPerPeer": 1000}}));
+    let server = Server::start_with_open_files(
+        cwd.path(),
+        prompts.path(),
+        "127.0.0.1:0",
+        &[],
+        Some((256, Some(256))),
+    );
+    let to = server.addr;
+    let (held, statuses, refusal) = open_streams(to, 300).await;
+    let expected = [
+        (("mcp", 200), 64),
+        (("mcp", 503), 86),
+        (("studio", 200), 64),
+        (("studio", 503), 86),
+    ];
+    assert_eq!(statuses, expected.into_iter().collect(), "{refusal:?}");
+    assert!(
+        refusal
+            .as_ref()
+            .unwrap()
+            .contains("limits.maxEventStreams,"),
+        "{refusal:?}"
+    );
+    assert_eq!(health(to).await, 200);
+    still_serves(to).await;
+    assert!(server.stderr_lines("accept").is_empty());
+
+    // Idle connections past the descriptors left: accepts fail for a while.
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        let connect = tokio::net::TcpStream::connect(to);
+        idle.push(tokio::time::timeout(STEP, connect).await.unwrap().unwrap());
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    drop(idle);
+    let deadline = Instant::now() + STEP;
+    loop {
+        let request = format!("GET /health HTTP/1.1\r\nHost: {to}\r\nConnection: close\r\n\r\n");
+        let connect = tokio::net::TcpStream::connect(to);
+        let mut stream = tokio::time::timeout(STEP, connect).await.unwrap().unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut buf = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut buf)).await;
+        if matches!(read, Ok(Ok(_))) && parse_reply(&buf).status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "/health never answered again");
+    }
+    still_serves(to).await;
+    // Each run of failed accepts (the flood may make more than one as the server frees and
+    // retakes descriptors) is logged as it starts and as it ends with its count: a few lines,
+    // where a line per retry every 50 ms made dozens.
+    let lines = server.stderr_lines("accept");
+    eprintln!("accept failures logged: {lines:#?}");
+    let starts = lines
+        .iter()
+        .filter(|l| l.contains("accepting connections fails"))
+        .count();
+    let ends = lines
+        .iter()
+        .filter(|l| l.contains("failed accepts in"))
+        .count();
+    assert!(
+        (1..=3).contains(&starts) && ends == starts && lines.len() == starts + ends,
+        "{lines:#?}"
+    );
+    drop(held);
+}
+
+/// An event stream is ended by the server after `limits.eventStreamLifetimeSecs`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_event_streams_end_after_their_lifetime() {
+    let prompts = prompt_dir();
+    let cwd = workdir(&json!({"limits": {"eventStreamLifetimeSecs": 1}}));
+    let server = Server::start(cwd.path(), prompts.path(), "127.0.0.1:0", &[]);
+    let to = server.addr;
+    let session = open_session(to, &[]).await;
+    let from = IpAddr::from([127, 0, 0, 1]);
+    for request in [studio_events(to, true), mcp_events(to, &session, true)] {
+        let started = Instant::now();
+        let (status, head, stream) = open_stream(to, from, &request).await;
+        assert_eq!(status, 200, "{head}");
+        let mut rest = Vec::new();
+        tokio::time::timeout(STEP, stream.unwrap().read_to_end(&mut rest))
+            .await
+            .expect("the stream ends")
+            .unwrap();
+        let lived = started.elapsed();
+        assert!(
+            lived >= Duration::from_millis(900) && lived < Duration::from_secs(10),
+            "{request}: {lived:?}"
+        );
+        // It ended as a stream ends: the closing chunk.
+        assert!(
+            rest.ends_with(b"0\r\n\r\n"),
+            "{:?}",
+            String::from_utf8_lossy(&rest)
+        );
+    }
     serves_in(to, &session).await;
+}
+
+/// A limit out of its range stops `serve` and `check` with the key and the range; a reload
+/// that brings one keeps the last good limits.
+#[test]
+fn limits_out_of_range_are_refused_with_their_key() {
+    let prompts = prompt_dir();
+    for (limits, message) in [
+        (
+            json!({"connectionIdleSecs": 0}),
+            "limits.connectionIdleSecs: 0 is out of range 1..=86400",
+        ),
+        (
+            json!({"headerReadTimeoutSecs": u64::MAX}),
+            "limits.headerReadTimeoutSecs: 18446744073709551615 is out of range 1..=3600",
+        ),
+    ] {
+        let cwd = workdir(&json!({ "limits": limits }));
+        let mut serve = promptd();
+        serve
+            .args(["serve", "--no-watch", "--http", "127.0.0.1:0", "--prompts"])
+            .arg(prompts.path())
+            .current_dir(cwd.path());
+        let run = crate::support::process::run_bounded(serve, b"", STEP);
+        assert!(run.exited() && run.code() != Some(0), "{run:?}");
+        assert!(run.stderr.contains(message), "{}", run.stderr);
+        let mut check = promptd();
+        check
+            .args(["check", "--prompts"])
+            .arg(prompts.path())
+            .current_dir(cwd.path());
+        let run = crate::support::process::run_bounded(check, b"", STEP);
+        assert!(run.exited() && run.code() != Some(0), "{run:?}");
+        assert!(run.stderr.contains(message), "{}", run.stderr);
+    }
+
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = config_dir.path().join("config.json");
+    std::fs::write(&config, r#"{"limits": {"connectionIdleSecs": 30}}"#).unwrap();
+    let lib = crate::support::library(
+        &[prompts.path().to_path_buf()],
+        false,
+        Some(&config),
+        "2026-01-15T12:00:00Z",
+    );
+    std::fs::write(&config, r#"{"limits": {"connectionIdleSecs": 0}}"#).unwrap();
+    let outcome = lib.reload();
+    assert!(
+        outcome.problems.iter().any(|p| p.contains("config.json")
+            && p.contains("limits.connectionIdleSecs: 0 is out of range 1..=86400")),
+        "{:?}",
+        outcome.problems
+    );
+    assert_eq!(lib.snapshot().limits.connection_idle_secs, 30);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

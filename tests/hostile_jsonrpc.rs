@@ -69,6 +69,13 @@ fn cases() -> Vec<(&'static str, Vec<u8>, i64, Value)> {
             Value::Null,
         ),
         ("empty batch", b"[]".to_vec(), -32600, Value::Null),
+        (
+            "invalid UTF-8 inside a string",
+            b"{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"prompts/get\",\"params\":{\"name\":\"\xff\xfe\"}}"
+                .to_vec(),
+            -32700,
+            Value::Null,
+        ),
         ("not an object", b"42".to_vec(), -32600, Value::Null),
     ]
 }

@@ -3,15 +3,20 @@
 //!
 //! Layers, outermost first: the bearer-token check (when a token is set); the request guard
 //! ([`guard`]: the body read whole within `limits.maxRequestBytes`, 413 over it and 400 for
-//! broken framing; new sessions admitted by [`BoundedSessions`], 503 or 429 with `Retry-After`
-//! over the caps; DELETE of an unknown session 404, of a live one 204; the message without a
-//! byte order mark to rmcp, and what rmcp cannot parse answered with its JSON-RPC error
-//! ([`super::jsonrpc::conform_http`]); an answer that is one message sent as JSON, not as an
-//! event stream); then rmcp, which checks
-//! `Host` (loopback names and the bound address, unless bound publicly) and `Origin` (403 for any
-//! origin not in `serve.allowedOrigins`; requests without `Origin` pass). Each connection must
-//! send its request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection
-//! is closed after it too) and is dropped when no byte moves for `limits.connectionIdleSecs`.
+//! broken framing; new sessions admitted by [`BoundedSessions`], a least recently used session
+//! giving way over a cap (503 or 429 with `Retry-After` only when none can); a GET's event
+//! stream under the stream limits; DELETE of an unknown session 404, of a live one 204; the
+//! message without a byte order mark to rmcp, and what rmcp cannot parse answered with its
+//! JSON-RPC error ([`super::jsonrpc::conform_http`]); an answer that is one message sent as
+//! JSON, not as an event stream); then rmcp, which checks `Host` (loopback names and the bound
+//! address, unless bound publicly) and `Origin` (403 for any origin not in
+//! `serve.allowedOrigins`; requests without `Origin` pass). Each connection must send its
+//! request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection is
+//! closed after it too) and is dropped when no byte moves for `limits.connectionIdleSecs`.
+//! Event streams (`GET /mcp`, the studio's) are bounded by [`super::streams`]. `/metrics` has
+//! the same `Host` check as `/mcp` (`host_allowed`). At start the soft open-file limit is
+//! raised to the hard one; an accept that fails (out of descriptors) is retried after a
+//! growing pause, logged once per run of failures.
 
 use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroUsize;
@@ -35,6 +40,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::{BoundedSessions, Refusal, SessionLimits};
+use super::streams::{EventStreams, StreamLimits};
 use super::threads::ConnectionThreads;
 use super::{PromptServer, ServeError};
 use crate::limits::Limits;
@@ -138,6 +144,7 @@ pub fn router(
     server: PromptServer,
     options: &RouterOptions,
     sessions: Arc<BoundedSessions>,
+    streams: Arc<EventStreams>,
     ct: CancellationToken,
 ) -> axum::Router {
     let mut config = StreamableHttpServerConfig::default()
@@ -179,6 +186,7 @@ pub fn router(
                 local: options.local,
                 allowed_origins: options.config.allowed_origins.clone(),
             },
+            streams.clone(),
         )
     });
     let service = Shared(Arc::new(StreamableHttpService::new(
@@ -188,12 +196,14 @@ pub fn router(
     )));
     let guard_state = Arc::new(GuardState {
         sessions: sessions.clone(),
+        streams: streams.clone(),
         max_request_bytes: options.limits.max_request_bytes,
         retry_after: options.limits.session_idle_pressure_secs.max(1),
     });
     let metrics = axum::Router::new()
         .route(METRICS_PATH, get(metrics))
-        .with_state(sessions);
+        .with_state((sessions, streams.clone()))
+        .layer(middleware::from_fn_with_state(options.local, check_host));
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
         .layer(middleware::from_fn_with_state(guard_state, guard))
@@ -237,6 +247,49 @@ impl tower_service::Service<Request> for Shared {
     }
 }
 
+/// A `Host` header's host name, without brackets, port or case.
+pub(crate) fn host_of(authority: &str) -> Option<String> {
+    let a = axum::http::uri::Authority::try_from(authority.trim()).ok()?;
+    Some(
+        a.host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase(),
+    )
+}
+
+/// Whether `host` names a server bound at `local`: on a loopback bind a loopback name or the
+/// address bound (so that no DNS rebinding reaches it); on any other bind every name (clients
+/// reach it under names it cannot know, and the token protects it).
+pub(crate) fn host_allowed(local: SocketAddr, host: &str) -> bool {
+    if !local.ip().is_loopback() {
+        return true;
+    }
+    let bound = local.ip().to_string();
+    ["localhost", "127.0.0.1", "::1", bound.as_str()].contains(&host)
+}
+
+/// The `Host` check of routes rmcp does not serve (`/metrics`): 400 without a readable `Host`,
+/// 403 for one that does not name the server ([`host_allowed`]).
+async fn check_host(State(local): State<SocketAddr>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .and_then(host_of);
+    match host {
+        None => plain(
+            StatusCode::BAD_REQUEST,
+            "400 Bad Request: missing or malformed Host header\n".into(),
+        ),
+        Some(host) if !host_allowed(local, &host) => plain(
+            StatusCode::FORBIDDEN,
+            "403 Forbidden: Host not allowed\n".into(),
+        ),
+        Some(_) => next.run(request).await,
+    }
+}
+
 async fn health() -> Response {
     plain(StatusCode::OK, "ok\n".into())
 }
@@ -249,9 +302,12 @@ async fn ready(State(library): State<Arc<crate::library::PromptLibrary>>) -> Res
     }
 }
 
-async fn metrics(State(sessions): State<Arc<BoundedSessions>>) -> Response {
+async fn metrics(
+    State((sessions, streams)): State<(Arc<BoundedSessions>, Arc<EventStreams>)>,
+) -> Response {
     let metrics = crate::metrics::global();
     metrics.sessions(sessions.len());
+    metrics.event_streams(streams.open());
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)],
@@ -290,6 +346,8 @@ pub async fn serve(
     let limits = snapshot.limits.clone();
     let config = HttpConfig::from_config(&snapshot.config).map_err(ServeError::Config)?;
     check_bind(addr, token.as_deref(), limits.min_auth_token_chars)?;
+    // Every connection holds a descriptor: the usual soft limit is far below a server's needs.
+    let open_files = super::streams::raise_open_file_limit();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;
@@ -298,6 +356,10 @@ pub async fn serve(
         .map_err(|source| ServeError::Bind { addr, source })?;
     let sessions = Arc::new(BoundedSessions::new(SessionLimits::from_limits(&limits)));
     sessions.spawn_reaper(ct.child_token());
+    let streams = Arc::new(EventStreams::new(StreamLimits::from_limits(
+        &limits, open_files,
+    )));
+    tracing::debug!(limits = ?streams.limits(), "event streams");
     let options = RouterOptions {
         token: token.clone(),
         local,
@@ -306,7 +368,7 @@ pub async fn serve(
         stateless,
         studio: studio.is_some(),
     };
-    let app = router(server, &options, sessions, ct.child_token());
+    let app = router(server, &options, sessions, streams, ct.child_token());
     eprintln!("promptd: serving MCP at http://{local}{MCP_PATH}");
     if let Some(launch) = studio {
         let mut url = format!("http://{local}/");
@@ -351,19 +413,25 @@ async fn accept_loop(
     http.timer(TokioTimer::new())
         .header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
     let idle = Duration::from_secs(limits.connection_idle_secs);
+    let mut failures = AcceptFailures::default();
     loop {
         let (stream, remote) = tokio::select! {
             () = ct.cancelled() => return,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
                 Err(e) => {
-                    // Out of descriptors and the like: wait instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // Out of descriptors and the like: wait, longer each time, instead of
+                    // spinning.
+                    let pause = failures.failed(&e);
+                    tokio::select! {
+                        () = ct.cancelled() => return,
+                        () = tokio::time::sleep(pause) => {}
+                    }
                     continue;
                 }
             },
         };
+        failures.recovered();
         // Answers are written in pieces (event-stream frames): without NODELAY, Nagle's
         // algorithm holds the last piece until the client's delayed ACK, about 40 ms.
         if let Err(e) = stream.set_nodelay(true) {
@@ -417,6 +485,64 @@ async fn accept_loop(
                 }
             }
         });
+    }
+}
+
+/// A run of failed accepts (out of descriptors, most often): logged once as it starts, once a
+/// minute while it lasts, and once with its count as it ends; retried after a pause that
+/// doubles up to [`AcceptFailures::MAX_PAUSE`].
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    count: u64,
+    pause: Duration,
+    started: Option<Instant>,
+    reported: Option<Instant>,
+}
+
+impl AcceptFailures {
+    const FIRST_PAUSE: Duration = Duration::from_millis(10);
+    const MAX_PAUSE: Duration = Duration::from_secs(1);
+    const REPORT_EVERY: Duration = Duration::from_secs(60);
+
+    /// Counts a failure; returns how long to wait before the next accept.
+    fn failed(&mut self, e: &std::io::Error) -> Duration {
+        let now = Instant::now();
+        self.count += 1;
+        match (self.started, self.reported) {
+            (Some(started), Some(reported)) => {
+                self.pause = (self.pause * 2).min(Self::MAX_PAUSE);
+                if now.duration_since(reported) >= Self::REPORT_EVERY {
+                    tracing::warn!(
+                        "accepting connections still fails: {e} ({} failed accepts in {:?})",
+                        self.count,
+                        now.duration_since(started)
+                    );
+                    self.reported = Some(now);
+                }
+            }
+            _ => {
+                tracing::warn!(
+                    "accepting connections fails: {e}; retrying with a growing pause until one \
+                     succeeds"
+                );
+                self.started = Some(now);
+                self.reported = Some(now);
+                self.pause = Self::FIRST_PAUSE;
+            }
+        }
+        self.pause
+    }
+
+    /// An accept succeeded: ends a run of failures.
+    fn recovered(&mut self) {
+        if let Some(started) = self.started.take() {
+            tracing::warn!(
+                "accepting connections again after {} failed accepts in {:?}",
+                self.count,
+                started.elapsed()
+            );
+            *self = AcceptFailures::default();
+        }
     }
 }
 
@@ -516,6 +642,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
 #[derive(Debug)]
 struct GuardState {
     sessions: Arc<BoundedSessions>,
+    streams: Arc<EventStreams>,
     max_request_bytes: usize,
     /// `Retry-After` of a refused session, in seconds.
     retry_after: u64,
@@ -539,13 +666,17 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
     if request.method() == Method::DELETE {
         return delete_session(&state, session.as_deref(), request, next).await;
     }
-    if request.method() != Method::POST {
-        return next.run(request).await;
-    }
     let peer = request
         .extensions()
         .get::<ConnectInfo<SocketAddr>>()
         .map(|c| c.0.ip());
+    if request.method() == Method::GET {
+        // A session's event stream.
+        return state.streams.serve(peer, next.run(request)).await;
+    }
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
     let json = super::jsonrpc::is_json(request.headers());
     let (parts, body) = request.into_parts();
     let bytes = match read_body(body, state.max_request_bytes).await {
@@ -559,7 +690,7 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
         && envelope.method.as_deref() == Some("initialize")
     {
         let peer = peer.unwrap_or(IpAddr::from([0, 0, 0, 0]));
-        match state.sessions.reserve(peer) {
+        match state.sessions.admit(peer).await {
             Ok(r) => reservation = Some(r),
             Err(refusal) => return refused(&refusal, envelope.id, state.retry_after),
         }

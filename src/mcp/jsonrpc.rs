@@ -273,6 +273,20 @@ pub fn check(raw: &[u8]) -> Verdict {
             ErrorData::parse_error(format!("Parse error: {e}"), None),
         ));
     }
+    // The skipper does not decode strings: bytes that are not UTF-8 inside one pass it, and
+    // JSON text is UTF-8.
+    if let Err(e) = std::str::from_utf8(raw) {
+        return Verdict::Refuse(Refusal::new(
+            Value::Null,
+            ErrorData::parse_error(
+                format!(
+                    "Parse error: invalid UTF-8 at byte {} of the message",
+                    e.valid_up_to()
+                ),
+                None,
+            ),
+        ));
+    }
     match raw.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => {}
         Some(b'[') => {
@@ -1114,6 +1128,20 @@ mod tests {
             assert_eq!(r.error.code.0, -32700, "{raw}");
             assert_eq!(r.id, Value::Null, "{raw}");
         }
+    }
+
+    #[test]
+    fn invalid_utf8_inside_a_string_is_a_parse_error() {
+        let raw = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\xff\xfe\"}";
+        let Verdict::Refuse(r) = check(raw) else {
+            panic!("not refused");
+        };
+        assert_eq!((r.error.code.0, r.id), (-32700, Value::Null));
+        assert!(
+            r.error.message.contains("UTF-8 at byte 45"),
+            "{}",
+            r.error.message
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod schema;
 pub mod server;
 pub mod sessions;
 pub mod stdio;
+pub mod streams;
 pub mod threads;
 pub mod tools;
 

@@ -3,10 +3,15 @@
 //!
 //! A new session is admitted only through a [`Reservation`] taken before the `initialize`
 //! request reaches rmcp: at most `limits.maxSessions` live (or reserved) sessions in all, and
-//! `limits.maxSessionsPerPeer` per peer (an IPv4 address, or an IPv6 /64 network, which one
-//! host usually holds whole). A session unused for `limits.sessionIdleSecs` is closed, after
-//! `limits.sessionIdlePressureSecs` once more than three quarters of the cap is in use; its
-//! client gets 404 and starts a new session, as the MCP spec says it must.
+//! `limits.maxSessionsPerPeer` per peer (`peer_key`: an IPv4 address, an IPv6 /64 network,
+//! which one host usually holds whole, and every loopback address as one peer, since any local
+//! user can send from any of them). A newcomer is not refused while a live session can give
+//! way: a peer at its cap loses its own least recently used session, and when the table is full
+//! the peer holding the most sessions loses its least recently used one, so that no peer can
+//! hold the table against the others. A session unused for `limits.sessionIdleSecs` is closed,
+//! after `limits.sessionIdlePressureSecs` once more than three quarters of the cap is in use.
+//! The client of a closed session gets 404 and starts a new session, as the MCP spec says it
+//! must.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -62,17 +67,23 @@ pub enum Refusal {
     PerPeer { peer: IpAddr, limit: usize },
 }
 
-/// The key sessions are counted under: an IPv4 address, or the /64 network of an IPv6 one.
-fn peer_key(ip: IpAddr) -> IpAddr {
+/// The key sessions (and event streams) are counted under: an IPv4 address, the /64 network
+/// of an IPv6 one, and one key for every loopback address (`127.0.0.0/8`, `::1`, and
+/// `::ffff:127.x.y.z`).
+pub(crate) fn peer_key(ip: IpAddr) -> IpAddr {
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        IpAddr::V4(_) => ip,
+    };
+    if ip.is_loopback() {
+        return IpAddr::from([127, 0, 0, 1]);
+    }
     match ip {
         IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => IpAddr::V4(v4),
-            None => {
-                let bits = u128::from(v6) & !((1u128 << 64) - 1);
-                IpAddr::V6(bits.into())
-            }
-        },
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(bits.into())
+        }
     }
 }
 
@@ -93,6 +104,43 @@ struct Table {
 impl Table {
     fn in_use(&self) -> usize {
         self.live.len() + self.reserved
+    }
+
+    /// The least recently used live session of `peer`.
+    fn lru_of(&self, peer: IpAddr) -> Option<SessionId> {
+        self.live
+            .iter()
+            .filter(|(_, s)| s.peer == Some(peer))
+            .min_by_key(|(_, s)| s.last_used)
+            .map(|(id, _)| id.clone())
+    }
+
+    /// The least recently used live session of the peer holding the most live sessions (of
+    /// two peers holding as many, the one whose session is older).
+    fn lru_of_largest(&self) -> Option<SessionId> {
+        let mut peers: HashMap<IpAddr, (usize, Instant, &SessionId)> = HashMap::new();
+        for (id, s) in &self.live {
+            let Some(peer) = s.peer else { continue };
+            let e = peers.entry(peer).or_insert((0, s.last_used, id));
+            e.0 += 1;
+            if s.last_used < e.1 {
+                (e.1, e.2) = (s.last_used, id);
+            }
+        }
+        peers
+            .into_values()
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+            .map(|(_, _, id)| id.clone())
+    }
+
+    /// Takes `id` out of the table (its peer's count with it).
+    fn remove(&mut self, id: &SessionId) {
+        if let Some(Live {
+            peer: Some(peer), ..
+        }) = self.live.remove(id)
+        {
+            self.release_peer(peer);
+        }
     }
 
     fn release_peer(&mut self, peer: IpAddr) {
@@ -129,29 +177,55 @@ impl BoundedSessions {
         self.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Holds a place for one new session of `peer`, or says why not.
+    /// Holds a place for one new session of `peer`, making room when a cap is reached (see the
+    /// module's docs): the session that gives way is out of the table, and
+    /// [`admit`](Self::admit) closes it. Refused only when no live session can give way (every
+    /// place is a reservation in flight).
     pub fn reserve(self: &Arc<Self>, peer: IpAddr) -> Result<Reservation, Refusal> {
         let peer = peer_key(peer);
         let mut t = self.table();
-        if t.in_use() >= self.limits.max_sessions {
-            return Err(Refusal::Total {
-                limit: self.limits.max_sessions,
-            });
+        let at_peer_cap = t.per_peer.get(&peer).copied().unwrap_or(0) >= self.limits.max_per_peer;
+        let full = t.in_use() >= self.limits.max_sessions;
+        let mut evicted = None;
+        if at_peer_cap || full {
+            let victim = if at_peer_cap {
+                t.lru_of(peer)
+            } else {
+                t.lru_of_largest()
+            };
+            let Some(victim) = victim else {
+                return Err(if at_peer_cap {
+                    Refusal::PerPeer {
+                        peer,
+                        limit: self.limits.max_per_peer,
+                    }
+                } else {
+                    Refusal::Total {
+                        limit: self.limits.max_sessions,
+                    }
+                });
+            };
+            t.remove(&victim);
+            evicted = Some(victim);
         }
-        let n = t.per_peer.entry(peer).or_default();
-        if *n >= self.limits.max_per_peer {
-            return Err(Refusal::PerPeer {
-                peer,
-                limit: self.limits.max_per_peer,
-            });
-        }
-        *n += 1;
+        *t.per_peer.entry(peer).or_default() += 1;
         t.reserved += 1;
         Ok(Reservation {
             sessions: self.clone(),
             peer,
+            evicted,
             done: false,
         })
+    }
+
+    /// [`reserve`](Self::reserve), then closes the session that gave way, if any.
+    pub async fn admit(self: &Arc<Self>, peer: IpAddr) -> Result<Reservation, Refusal> {
+        let mut reservation = self.reserve(peer)?;
+        if let Some(id) = reservation.evicted.take() {
+            tracing::debug!(session = %id, "closing the least recently used HTTP session to admit a new one");
+            let _ = self.inner.close_session(&id).await;
+        }
+        Ok(reservation)
     }
 
     /// Whether `id` is a live session.
@@ -176,13 +250,7 @@ impl BoundedSessions {
     }
 
     fn forget(&self, id: &SessionId) {
-        let mut t = self.table();
-        if let Some(Live {
-            peer: Some(peer), ..
-        }) = t.live.remove(id)
-        {
-            t.release_peer(peer);
-        }
+        self.table().remove(id);
     }
 
     /// Sessions unused longer than the idle bound that applies now.
@@ -228,6 +296,8 @@ impl BoundedSessions {
 pub struct Reservation {
     sessions: Arc<BoundedSessions>,
     peer: IpAddr,
+    /// The session that gave way for this one, still to be closed.
+    evicted: Option<SessionId>,
     done: bool,
 }
 
@@ -377,6 +447,88 @@ mod tests {
             peer_key("::ffff:10.0.0.1".parse().unwrap()),
             "10.0.0.1".parse::<IpAddr>().unwrap()
         );
+    }
+
+    /// A live session `id` of `peer`, last used `age_secs` ago.
+    fn live(s: &BoundedSessions, id: &str, peer: &str, age_secs: u64) {
+        let peer = peer_key(peer.parse().unwrap());
+        let mut t = s.table();
+        t.live.insert(
+            id.into(),
+            Live {
+                peer: Some(peer),
+                last_used: Instant::now() - Duration::from_secs(age_secs),
+            },
+        );
+        *t.per_peer.entry(peer).or_default() += 1;
+    }
+
+    fn evicted(r: &Reservation) -> Option<&str> {
+        r.evicted.as_deref()
+    }
+
+    #[test]
+    fn every_loopback_address_is_one_peer() {
+        let lo = peer_key("127.0.0.1".parse().unwrap());
+        for other in ["127.0.0.2", "127.255.1.9", "::1", "::ffff:127.3.4.5"] {
+            assert_eq!(peer_key(other.parse().unwrap()), lo, "{other}");
+        }
+        assert_ne!(peer_key("10.0.0.1".parse().unwrap()), lo);
+        let s = Arc::new(BoundedSessions::new(limits(100, 2)));
+        let _r1 = s.reserve("127.0.0.2".parse().unwrap()).unwrap();
+        let _r2 = s.reserve("127.0.0.3".parse().unwrap()).unwrap();
+        assert!(matches!(
+            s.reserve("127.0.0.4".parse().unwrap()),
+            Err(Refusal::PerPeer { .. })
+        ));
+    }
+
+    #[test]
+    fn a_full_table_gives_way_with_the_largest_peers_oldest_session() {
+        let s = Arc::new(BoundedSessions::new(limits(5, 4)));
+        live(&s, "a1", "127.0.0.2", 50);
+        live(&s, "a2", "127.0.0.3", 90);
+        live(&s, "a3", "127.0.0.4", 10);
+        live(&s, "b1", "10.0.0.2", 500);
+        live(&s, "b2", "10.0.0.2", 400);
+        // Full: a newcomer evicts the least recently used session of the loopback peer, which
+        // holds three (not b1, older but of a peer holding two).
+        let r = s.reserve("10.0.0.9".parse().unwrap()).unwrap();
+        assert_eq!(evicted(&r), Some("a2"));
+        assert!(!s.is_live("a2"));
+        assert_eq!(s.len(), 4);
+        // Held places are not evicted: committed, the newcomer's session counts as its own.
+        drop(r);
+        live(&s, "c1", "10.0.0.9", 0);
+        let r = s.reserve("10.0.0.3".parse().unwrap()).unwrap();
+        assert_eq!(
+            evicted(&r),
+            Some("b1"),
+            "two peers hold two: the older session goes"
+        );
+    }
+
+    #[test]
+    fn a_peer_at_its_cap_gives_way_with_its_own_oldest_session() {
+        let s = Arc::new(BoundedSessions::new(limits(100, 2)));
+        live(&s, "old", "127.0.0.2", 100);
+        live(&s, "new", "127.0.0.3", 1);
+        live(&s, "other", "10.0.0.1", 1000);
+        let r = s.reserve("127.0.0.1".parse().unwrap()).unwrap();
+        assert_eq!(evicted(&r), Some("old"));
+        assert!(s.is_live("other") && s.is_live("new"));
+    }
+
+    #[tokio::test]
+    async fn admitting_closes_the_session_that_gave_way() {
+        let s = Arc::new(BoundedSessions::new(limits(1, 1)));
+        let r = s.admit("10.0.0.1".parse().unwrap()).await.unwrap();
+        let (id, _transport) = s.create_session().await.unwrap();
+        r.commit(&id);
+        let r = s.admit("10.0.0.2".parse().unwrap()).await.unwrap();
+        assert!(evicted(&r).is_none(), "taken and closed");
+        assert!(!s.is_live(&id));
+        assert!(!s.inner.has_session(&id).await.unwrap());
     }
 
     #[test]

@@ -33,6 +33,7 @@ use tokio_stream::wrappers::WatchStream;
 
 use super::{Catalog, Output, PromptView, StudioOptions};
 use crate::library::PromptLibrary;
+use crate::mcp::http::host_of;
 
 /// Where the page lives.
 pub const PAGE_PATH: &str = "/";
@@ -97,13 +98,20 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
     env
 });
 
-/// The studio's routes with their guards.
-pub fn router(state: StudioState, guard: WebGuard) -> axum::Router {
+/// The studio's routes with their guards; the event stream takes its place from `streams`.
+pub fn router(
+    state: StudioState,
+    guard: WebGuard,
+    streams: Arc<crate::mcp::streams::EventStreams>,
+) -> axum::Router {
     let guard = Arc::new(guard);
     axum::Router::new()
         .route(PAGE_PATH, get(page))
         .route(RENDER_PATH, get(render))
-        .route(EVENTS_PATH, get(events))
+        .route(
+            EVENTS_PATH,
+            get(events).layer(middleware::from_fn_with_state(streams, bounded_stream)),
+        )
         .route("/studio/app.js", get(app_js))
         .route("/studio/studio.css", get(studio_css))
         .with_state(Arc::new(state))
@@ -224,6 +232,19 @@ async fn render(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> R
 
 /// How often an idle event stream sends a comment (below any idle-connection timeout).
 const EVENTS_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// An event stream within the server's stream limits ([`crate::mcp::streams`]).
+async fn bounded_stream(
+    State(streams): State<Arc<crate::mcp::streams::EventStreams>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    streams.serve(peer, next.run(request)).await
+}
 
 async fn events(State(state): State<Arc<StudioState>>) -> Response {
     let mut swaps = state.library.subscribe_swaps();
@@ -354,24 +375,8 @@ async fn authenticate(
     response
 }
 
-/// A host name without brackets, port or case.
-fn host_of(authority: &str) -> Option<String> {
-    let a = axum::http::uri::Authority::try_from(authority.trim()).ok()?;
-    Some(
-        a.host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase(),
-    )
-}
-
 fn host_allowed(guard: &WebGuard, host: &str) -> bool {
-    if !guard.local.ip().is_loopback() {
-        // Reached under names we cannot know; the token protects it.
-        return true;
-    }
-    let bound = guard.local.ip().to_string();
-    ["localhost", "127.0.0.1", "::1", bound.as_str()].contains(&host)
+    crate::mcp::http::host_allowed(guard.local, host)
 }
 
 fn origin_allowed(guard: &WebGuard, origin: &str, host_header: &str) -> bool {
