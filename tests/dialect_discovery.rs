@@ -288,9 +288,19 @@ fn a_symlinked_dialect_folder_keeps_the_dialect_of_its_location() {
     let repo = tempfile::tempdir().unwrap();
     let shared = tempfile::tempdir().unwrap();
     let folders = [
-        (".claude/commands", "run.md", "Run $ARGUMENTS now\n", "claude"),
+        (
+            ".claude/commands",
+            "run.md",
+            "Run $ARGUMENTS now\n",
+            "claude",
+        ),
         (".github/prompts", "fix.md", "Fix ${input:what}\n", "vscode"),
-        (".gemini/commands", "plan.toml", "prompt = \"Plan {{args}}\"\n", "gemini"),
+        (
+            ".gemini/commands",
+            "plan.toml",
+            "prompt = \"Plan {{args}}\"\n",
+            "gemini",
+        ),
         (".cursor/commands", "tidy.md", "Tidy up\n", "cursor"),
         (".codex/prompts", "ship.md", "Ship $ARGUMENTS\n", "codex"),
     ];
@@ -336,7 +346,10 @@ fn a_symlinked_dialect_folder_keeps_the_dialect_of_its_location() {
     assert_eq!(names, ["arguments"], "{run:?}");
     let mut args = Map::new();
     args.insert("arguments".into(), json!("the tests"));
-    assert_eq!(lib.render("run", &args).unwrap().text, "Run the tests now\n");
+    assert_eq!(
+        lib.render("run", &args).unwrap().text,
+        "Run the tests now\n"
+    );
     let link = repo.path().join(".claude/commands");
     let mut cmd = crate::support::process::promptd();
     cmd.args(["--no-builtin-prompts", "--prompts"])

@@ -56,9 +56,11 @@ impl Case {
     fn new(odd: Odd) -> Case {
         let repo = tempfile::tempdir().unwrap();
         let nested = matches!(odd, Odd::NotUtf8Folder | Odd::PathTooLong);
-        let folder = repo
-            .path()
-            .join(if nested { ".claude/commands" } else { "prompts" });
+        let folder = repo.path().join(if nested {
+            ".claude/commands"
+        } else {
+            "prompts"
+        });
         std::fs::create_dir_all(&folder).unwrap();
         let ok_text = if nested { "Fine\n" } else { "ok\n" };
         std::fs::write(folder.join("ok.md"), ok_text).unwrap();
@@ -152,8 +154,8 @@ fn an_odd_entry_is_reported_and_its_siblings_are_listed_and_served() {
         let case = Case::new(odd);
         let repo = case.repo.path();
         let list = run(repo, &["list", "--json", "--no-builtin-prompts"]);
-        let v: serde_json::Value = serde_json::from_str(&list.stdout)
-            .unwrap_or_else(|e| panic!("{odd:?}: {e}: {list:?}"));
+        let v: serde_json::Value =
+            serde_json::from_str(&list.stdout).unwrap_or_else(|e| panic!("{odd:?}: {e}: {list:?}"));
         let names: Vec<&str> = v["data"]["prompts"]
             .as_array()
             .unwrap()

@@ -615,6 +615,9 @@ async fn a_render_made_too_large_by_the_callers_arguments_is_the_callers_error()
         .expect("a tool result");
     let envelope = envelope_of(&out);
     let error = envelope["errors"][0].as_str().unwrap();
-    assert!(error.starts_with("Failed to load prompt content"), "{error}");
+    assert!(
+        error.starts_with("Failed to load prompt content"),
+        "{error}"
+    );
     s.close().await;
 }

@@ -362,8 +362,8 @@ impl Registry {
                 let Some(tpl) = &outcome.served else {
                     continue;
                 };
-                let claimed = claimed
-                    .get_or_insert_with(|| loaded.iter().map(|t| t.name.clone()).collect());
+                let claimed =
+                    claimed.get_or_insert_with(|| loaded.iter().map(|t| t.name.clone()).collect());
                 if !claimed.insert(tpl.name.clone()) {
                     continue;
                 }

@@ -602,6 +602,22 @@ impl PromptSource for BuiltinSource {
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
+    #[test]
+    fn a_file_whose_name_is_not_utf8_is_skipped_and_named_with_its_bytes_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ok.md"), "ok\n").unwrap();
+        let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.md"));
+        std::fs::write(&odd, "odd\n").unwrap();
+        let (files, skipped) = DirSource::new(dir.path()).list_reported().unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(names, ["ok.md"]);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(skipped[0].path.ends_with("/caf\\xe9.md"), "{skipped:?}");
+        assert_eq!(skipped[0].reason, "name is not UTF-8");
+    }
+
     #[test]
     fn relative_checks() {
         assert!(check_relative("a/b.md", "r").is_ok());
