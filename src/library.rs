@@ -1487,6 +1487,13 @@ mod tests {
                 Limits::default().max_prompt_file_bytes,
                 touched,
             );
+            // A deleted file stays served for the whole run (its grace never ends), so that the
+            // two loads of a step, a moment apart, decide alike.
+            let registry = if previous.is_none() {
+                registry.with_removed_grace(std::time::Duration::from_secs(3600))
+            } else {
+                registry
+            };
             let snap = Snapshot::after(registry, config.clone(), previous);
             snap.warm_from(previous);
             snap

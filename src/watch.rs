@@ -151,14 +151,22 @@ pub fn watch_targets(library: &PromptLibrary) -> Vec<PathBuf> {
     out.into_iter().filter(|p| p.is_dir()).collect()
 }
 
-/// Every folder below `dir`, symlinked folders not followed.
+/// Every folder below `dir` that its listing reads: symlinked folders are not followed, and
+/// folders whose name is not UTF-8 or that cannot be read (a path too long) are left out, as
+/// the listing leaves them out (their removal is an event of the folder above).
 fn subfolders(dir: &Path, out: &mut BTreeSet<PathBuf>) {
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let hidden = entry.file_name().to_string_lossy().starts_with('.');
-            if !hidden && entry.file_type().is_ok_and(|t| t.is_dir()) {
-                out.insert(entry.path());
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        if d != dir {
+            out.insert(d);
+        }
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let listed = name.to_str().is_some_and(|n| !n.starts_with('.'));
+            if listed && entry.file_type().is_ok_and(|t| t.is_dir()) {
                 pending.push(entry.path());
             }
         }

@@ -280,3 +280,96 @@ async fn hot_reload_sees_a_new_file_in_a_new_nested_folder() {
     }
     s.close().await;
 }
+
+/// Each dialect folder as a symbolic link to a shared folder elsewhere (a dotfiles setup),
+/// found by discovery and given with `--prompts`: the link's location decides the dialect.
+#[test]
+fn a_symlinked_dialect_folder_keeps_the_dialect_of_its_location() {
+    let repo = tempfile::tempdir().unwrap();
+    let shared = tempfile::tempdir().unwrap();
+    let folders = [
+        (
+            ".claude/commands",
+            "run.md",
+            "Run $ARGUMENTS now\n",
+            "claude",
+        ),
+        (".github/prompts", "fix.md", "Fix ${input:what}\n", "vscode"),
+        (
+            ".gemini/commands",
+            "plan.toml",
+            "prompt = \"Plan {{args}}\"\n",
+            "gemini",
+        ),
+        (".cursor/commands", "tidy.md", "Tidy up\n", "cursor"),
+        (".codex/prompts", "ship.md", "Ship $ARGUMENTS\n", "codex"),
+    ];
+    for (folder, file, text, _) in folders {
+        let target = shared.path().join(folder.replace(['.', '/'], "_"));
+        std::fs::create_dir_all(&target).unwrap();
+        std::fs::write(target.join(file), text).unwrap();
+        let link = repo.path().join(folder);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+    }
+    let discovered = dialects(&open(repo.path(), |o| o.no_builtin_prompts = true));
+    for (name, dialect) in [
+        ("run", "claude"),
+        ("fix", "vscode"),
+        ("plan", "gemini"),
+        ("tidy", "cursor"),
+    ] {
+        assert_eq!(
+            discovered.get(name).map(String::as_str),
+            Some(dialect),
+            "{name}: {discovered:?}"
+        );
+    }
+    let elsewhere = tempfile::tempdir().unwrap();
+    for (folder, file, _, dialect) in folders {
+        let lib = open(elsewhere.path(), |o| {
+            o.prompt_dirs = vec![repo.path().join(folder)];
+            o.no_builtin_prompts = true;
+        });
+        let name = file.split('.').next().unwrap();
+        assert_eq!(
+            dialects(&lib).get(name).map(String::as_str),
+            Some(dialect),
+            "--prompts {folder}"
+        );
+    }
+
+    // `$ARGUMENTS` is an argument, and a render substitutes it, through the CLI too.
+    let lib = open(repo.path(), |o| o.no_builtin_prompts = true);
+    let run = lib.snapshot().registry.get("run").unwrap().clone();
+    let names: Vec<&str> = run.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["arguments"], "{run:?}");
+    let mut args = Map::new();
+    args.insert("arguments".into(), json!("the tests"));
+    assert_eq!(
+        lib.render("run", &args).unwrap().text,
+        "Run the tests now\n"
+    );
+    let link = repo.path().join(".claude/commands");
+    let mut cmd = crate::support::process::promptd();
+    cmd.args(["--no-builtin-prompts", "--prompts"])
+        .arg(&link)
+        .args(["get", "run", "--arg", "arguments=the tests"])
+        .current_dir(elsewhere.path());
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "Run the tests now\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Files are still read only from inside the folder the link resolves to.
+    let outside = elsewhere.path().join("outside.md");
+    std::fs::write(&outside, "outside\n").unwrap();
+    std::os::unix::fs::symlink(&outside, link.join("escape.md")).unwrap();
+    let lib = open(repo.path(), |o| o.no_builtin_prompts = true);
+    assert!(
+        lib.snapshot().registry.get("escape").is_none(),
+        "a link out of the folder is not served"
+    );
+}

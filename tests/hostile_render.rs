@@ -513,3 +513,111 @@ fn render_limits_come_from_the_config_and_follow_its_reloads() {
     );
     assert_eq!(render(&lib, "p").unwrap().len(), 2000);
 }
+
+/// `prompts/get` of `name` with `args`: the text, or the JSON-RPC error's code and message.
+async fn get_with(
+    s: &mcp::Session,
+    name: &str,
+    args: serde_json::Value,
+) -> Result<String, (i32, String)> {
+    let params =
+        GetPromptRequestParams::new(name).with_arguments(args.as_object().unwrap().clone());
+    match within("prompts/get", s.client.get_prompt(params)).await {
+        Ok(r) => Ok(r.messages[0].content.as_text().unwrap().text.clone()),
+        Err(rmcp::ServiceError::McpError(e)) => Err((e.code.0, e.message.to_string())),
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
+/// A `wit-get-prompts` result's envelope: its structured content, else its JSON text.
+fn envelope_of(out: &rmcp::model::CallToolResult) -> serde_json::Value {
+    out.structured_content.clone().unwrap_or_else(|| {
+        let text = &out.content[0].as_text().expect("text content").text;
+        serde_json::from_str(text).unwrap()
+    })
+}
+
+#[tokio::test]
+async fn a_render_made_too_large_by_the_callers_arguments_is_the_callers_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(
+        root.join(".ado-mcp-config.json"),
+        r#"{"limits": {"maxRenderBytes": 1000}}"#,
+    )
+    .unwrap();
+    let declared = "---\narguments:\n  - name: text\n";
+    std::fs::write(
+        root.join("echo.md"),
+        format!("{declared}---\nYou said: {{{{ text }}}}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("plain.md"),
+        format!("{declared}engine: plain\n---\nYou said: {{{{text}}}}\n"),
+    )
+    .unwrap();
+    // Too large on its own, whatever the caller gives.
+    std::fs::write(
+        root.join("big.md"),
+        format!("{declared}---\n{{{{ text }}}}{{{{ \"x\" * 2000 }}}}\n"),
+    )
+    .unwrap();
+    let s = mcp::stdio(
+        root,
+        &["--prompts", root.to_str().unwrap(), "--no-builtin-prompts"],
+    )
+    .await;
+    let large = json!({"text": "y".repeat(5000)});
+    for name in ["echo", "plain"] {
+        let (code, message) = get_with(&s, name, large.clone()).await.unwrap_err();
+        assert_eq!(code, -32602, "{name}: {message}");
+        assert!(
+            message.contains("argument `text`")
+                && message.contains("limits.maxRenderBytes` (1000 bytes)"),
+            "{name}: {message}"
+        );
+        let out = s
+            .call(
+                "wit-get-prompts",
+                json!({"promptName": name, "args": large.clone()}),
+            )
+            .await
+            .expect("a tool result");
+        assert_eq!(out.is_error, Some(true), "{name}: {out:?}");
+        let envelope = envelope_of(&out);
+        assert_eq!(envelope["success"], false, "{envelope}");
+        let error = envelope["errors"][0].as_str().unwrap();
+        assert!(
+            error.contains("argument `text`")
+                && error.contains("limits.maxRenderBytes")
+                && !error.contains("Failed to load"),
+            "{name}: {error}"
+        );
+        assert_eq!(
+            get_with(&s, name, json!({"text": "hi"})).await.unwrap(),
+            "You said: hi\n"
+        );
+    }
+    // The prompt is too large with any argument: the server's fault.
+    let (code, message) = get_with(&s, "big", json!({"text": "a"})).await.unwrap_err();
+    assert_eq!(code, -32603, "{message}");
+    assert!(
+        message.contains("big") && message.contains("limits.maxRenderBytes"),
+        "{message}"
+    );
+    let out = s
+        .call(
+            "wit-get-prompts",
+            json!({"promptName": "big", "args": {"text": "a"}}),
+        )
+        .await
+        .expect("a tool result");
+    let envelope = envelope_of(&out);
+    let error = envelope["errors"][0].as_str().unwrap();
+    assert!(
+        error.starts_with("Failed to load prompt content"),
+        "{error}"
+    );
+    s.close().await;
+}

@@ -28,6 +28,7 @@ mod guard_redact;
 mod guard_rules;
 mod hostile_contract;
 mod hostile_dialects;
+mod hostile_folders;
 mod hostile_guard;
 mod hostile_http;
 mod hostile_jsonrpc;

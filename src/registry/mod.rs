@@ -30,7 +30,7 @@ pub mod template;
 #[cfg(test)]
 mod dialect_tests;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,7 +40,8 @@ use serde::Serialize;
 
 pub use frontmatter::{split_frontmatter, yaml_to_json};
 pub use source::{
-    BuiltinSource, BuiltinSystemSource, DirSource, FileStamp, PromptSource, SourceError, SourceFile,
+    BuiltinSource, BuiltinSystemSource, DirSource, FileStamp, PromptSource, Skipped, SourceError,
+    SourceFile,
 };
 use template::parse_prompt_file_hashed;
 pub use template::{
@@ -111,6 +112,10 @@ pub const SETTLE: Duration = Duration::from_millis(25);
 const SETTLE_ROUNDS: usize = 4;
 /// How long a file with a last good version must stay empty before it is served empty.
 pub const EMPTY_GRACE: Duration = Duration::from_secs(1);
+/// How long the last good version of a file that disappeared stays served (an editor that
+/// saves by deleting the file and creating it again), unless a reload finds the file again
+/// first. A registry's own grace can be set ([`Registry::with_removed_grace`]).
+pub const REMOVED_GRACE: Duration = Duration::from_secs(1);
 
 /// What one read of a listed file gave.
 type ReadResult = Result<Option<String>, SourceError>;
@@ -136,6 +141,11 @@ struct FileState {
     /// What loading this version found (a broken edit, a read error): reported again by every
     /// load that takes the file unchanged.
     findings: Vec<Diagnostic>,
+    /// The index of the file's root.
+    root: usize,
+    /// When a load first found the file gone; its last good version stays served until
+    /// [`Registry::removed_grace`] has passed since.
+    gone_since: Option<std::time::Instant>,
 }
 
 /// An immutable snapshot of all prompts. Its maps are persistent (structure shared with the
@@ -158,6 +168,13 @@ pub struct Registry {
     /// The names whose served prompt differs from the `previous` registry's, when this one was
     /// updated from the watcher's paths alone (see [`Registry::changes`]).
     changes: Option<Changes>,
+    /// The files gone from their folders whose last good version is still served.
+    gone: imbl::OrdSet<String>,
+    /// The folders of the roots whose listing left entries out or failed: a change below one of
+    /// them is only decided by listing it again.
+    unlisted: Arc<Vec<std::path::PathBuf>>,
+    /// How long a file gone from its folder stays served ([`REMOVED_GRACE`] unless set).
+    removed_grace: Duration,
 }
 
 /// What an update from named paths changed: the names whose served template was added,
@@ -279,12 +296,31 @@ impl Registry {
         let mut shadowed = Vec::new();
         let mut contested = HashSet::new();
         let mut settling = false;
+        let mut gone = imbl::OrdSet::new();
+        let mut unlisted = Vec::new();
         let listed_at = std::time::SystemTime::now();
+        let now = std::time::Instant::now();
+        let removed_grace = previous.map_or(REMOVED_GRACE, |p| p.removed_grace);
         let reads = read_settled(&roots, previous, touched, max_file_bytes, listed_at);
-        for (root, listed) in roots.iter().zip(reads) {
+        let mut missing = previous.map_or_else(Vec::new, |p| p.missing(&roots, &reads));
+        for (r, (root, listed)) in roots.iter().zip(reads).enumerate() {
             let listed = match listed {
-                Ok(l) => l,
+                Ok((listed, skipped)) => {
+                    if !skipped.is_empty() {
+                        unlisted.extend(root.dir().map(std::path::Path::to_path_buf));
+                    }
+                    diagnostics.extend(skipped.into_iter().map(|s| Diagnostic {
+                        severity: Severity::Warning,
+                        path: s.path,
+                        line: 1,
+                        column: 1,
+                        code: "skipped",
+                        message: format!("skipped: {}", s.reason),
+                    }));
+                    listed
+                }
                 Err(e) => {
+                    unlisted.extend(root.dir().map(std::path::Path::to_path_buf));
                     diagnostics.push(Diagnostic {
                         severity: Severity::Error,
                         path: root.describe(),
@@ -293,7 +329,7 @@ impl Registry {
                         code: "root",
                         message: format!("cannot read prompt root: {e}"),
                     });
-                    continue;
+                    Vec::new()
                 }
             };
             // Files parse in parallel; their outcomes are taken in listing order.
@@ -305,9 +341,39 @@ impl Registry {
             for (file, outcome) in outcomes {
                 if let Some(tpl) = outcome.apply(
                     &file.display_path,
+                    r,
                     &mut files,
                     &mut diagnostics,
                     &mut settling,
+                    &mut gone,
+                ) {
+                    loaded.push(tpl);
+                }
+            }
+            // Files of this root gone since `previous`: their last good versions, through the
+            // grace, unless a listed file now serves their name.
+            let gone_here = missing
+                .iter_mut()
+                .filter(|(root, _, _)| *root == r)
+                .map(|(_, path, state)| (std::mem::take(path), state.take()));
+            let mut claimed: Option<HashSet<String>> = None;
+            for (path, state) in gone_here {
+                let outcome = removed(state.as_ref(), &path, now, removed_grace);
+                let Some(tpl) = &outcome.served else {
+                    continue;
+                };
+                let claimed =
+                    claimed.get_or_insert_with(|| loaded.iter().map(|t| t.name.clone()).collect());
+                if !claimed.insert(tpl.name.clone()) {
+                    continue;
+                }
+                if let Some(tpl) = outcome.apply(
+                    &path,
+                    r,
+                    &mut files,
+                    &mut diagnostics,
+                    &mut settling,
+                    &mut gone,
                 ) {
                     loaded.push(tpl);
                 }
@@ -335,7 +401,50 @@ impl Registry {
             max_file_bytes,
             settling,
             changes: None,
+            gone,
+            unlisted: Arc::new(unlisted),
+            removed_grace,
         }
+    }
+
+    /// This registry with files gone from their folders served for `grace` (instead of
+    /// [`REMOVED_GRACE`]); registries loaded from it keep the setting.
+    pub fn with_removed_grace(mut self, grace: Duration) -> Registry {
+        self.removed_grace = grace;
+        self
+    }
+
+    /// How long a file gone from its folder stays served (see [`REMOVED_GRACE`]).
+    pub fn removed_grace(&self) -> Duration {
+        self.removed_grace
+    }
+
+    /// The files this registry served (a last good version) from `roots` (the same roots, in
+    /// the same order) that `reads` no longer lists: root index, path, state.
+    #[allow(clippy::type_complexity)]
+    fn missing(
+        &self,
+        roots: &[Arc<dyn PromptSource>],
+        reads: &[Result<(Vec<(SourceFile, FileRead)>, Vec<Skipped>), SourceError>],
+    ) -> Vec<(usize, String, Option<FileState>)> {
+        let listed: HashSet<&str> = reads
+            .iter()
+            .flat_map(|r| r.iter().flat_map(|(files, _)| files))
+            .map(|(file, _)| file.display_path.as_str())
+            .collect();
+        self.files
+            .iter()
+            .filter(|(path, state)| {
+                state.good.is_some()
+                    && !listed.contains(path.as_str())
+                    && self
+                        .roots
+                        .get(state.root)
+                        .zip(roots.get(state.root))
+                        .is_some_and(|(a, b)| Arc::ptr_eq(a, b))
+            })
+            .map(|(path, state)| (state.root, path.clone(), Some(state.clone())))
+            .collect()
     }
 
     /// This registry updated from the paths a watcher named, reading and parsing only the files
@@ -349,8 +458,18 @@ impl Registry {
         max_file_bytes: u64,
     ) -> Option<Registry> {
         let listed_at = std::time::SystemTime::now();
+        if touched.paths().iter().any(|p| {
+            self.unlisted
+                .iter()
+                .any(|dir| std::path::Path::new(p).starts_with(dir))
+        }) {
+            return None;
+        }
         let mut targets: Vec<(usize, SourceFile, FileRead)> = Vec::new();
-        for path in touched.paths() {
+        // Files gone from their folders are looked at again: back, or still gone (served
+        // until their grace ends).
+        let paths: BTreeSet<&String> = touched.paths().iter().chain(self.gone.iter()).collect();
+        for path in paths {
             let known = self.files.contains_key(path);
             if !known && self.holds_files_below(path) {
                 return None;
@@ -406,6 +525,7 @@ impl Registry {
         let mut version = self.version;
         let mut found = Vec::new();
         let mut settling = false;
+        let mut gone = self.gone.clone();
         let mut names = Vec::new();
         let paths: HashSet<String> = targets
             .iter()
@@ -423,6 +543,7 @@ impl Registry {
                 return None;
             }
             files.remove(&file.display_path);
+            gone.remove(&file.display_path);
             let served = load_file(
                 self.roots[r].as_ref(),
                 &file,
@@ -431,7 +552,14 @@ impl Registry {
                 check,
                 listed_at,
             )
-            .apply(&file.display_path, &mut files, &mut found, &mut settling);
+            .apply(
+                &file.display_path,
+                r,
+                &mut files,
+                &mut found,
+                &mut settling,
+                &mut gone,
+            );
             if let Some(new) = &served
                 && (self.contested.contains(&new.name)
                     || (old.as_ref().map(|o| &o.name) != Some(&new.name)
@@ -487,6 +615,9 @@ impl Registry {
                 base: self.version,
                 names,
             }),
+            gone,
+            unlisted: self.unlisted.clone(),
+            removed_grace: self.removed_grace,
         })
     }
 
@@ -608,7 +739,7 @@ impl Registry {
         let prev = self
             .files
             .get(&file.display_path)
-            .filter(|prev| prev.good.is_some());
+            .filter(|prev| prev.good.is_some() && prev.gone_since.is_none());
         if prev.is_some() && touched.is_some_and(|t| !t.covers(&file.display_path)) {
             return Ok(());
         }
@@ -713,12 +844,13 @@ fn read_settled(
     touched: Option<&Touched>,
     max_file_bytes: u64,
     listed_at: std::time::SystemTime,
-) -> Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> {
-    let mut reads: Vec<Result<Vec<(SourceFile, FileRead)>, SourceError>> = roots
+) -> Vec<Result<(Vec<(SourceFile, FileRead)>, Vec<Skipped>), SourceError>> {
+    let mut reads: Vec<Result<(Vec<(SourceFile, FileRead)>, Vec<Skipped>), SourceError>> = roots
         .iter()
         .map(|root| {
+            let (files, skipped) = root.list_reported()?;
             // A large folder's files are stat'ed and read in parallel.
-            Ok(map_in_order(root.list()?, |file| {
+            let files = map_in_order(files, |file| {
                 let stamp = match previous {
                     Some(p) => match p.unchanged(root.as_ref(), &file, touched) {
                         Ok(()) => return (file, FileRead::UNCHANGED),
@@ -728,7 +860,8 @@ fn read_settled(
                 };
                 let result = root.read(&file.rel_path, max_file_bytes);
                 (file, FileRead::read(result, stamp))
-            }))
+            });
+            Ok((files, skipped))
         })
         .collect();
     let Some(previous) = previous else {
@@ -741,7 +874,7 @@ fn read_settled(
         reads
             .iter_mut()
             .zip(roots)
-            .filter_map(|(listed, root)| Some((root, listed.as_mut().ok()?)))
+            .filter_map(|(listed, root)| Some((root, &mut listed.as_mut().ok()?.0)))
             .flat_map(|(root, listed)| {
                 listed
                     .iter_mut()
@@ -765,6 +898,8 @@ fn settle<'a>(
         |file: &SourceFile, read: &ReadResult| match (previous.files.get(&file.display_path), read)
         {
             (Some(prev), Ok(Some(text))) => prev.hash != content_hash(text.as_bytes()),
+            // Still gone, as the previous load found it.
+            (Some(prev), Ok(None)) => prev.gone_since.is_none(),
             _ => true,
         };
     let mut unsettled: Vec<_> = reads
@@ -878,6 +1013,46 @@ struct Loaded {
     settling: bool,
 }
 
+/// What a load serves for a file gone from its folder, given its `previous` state: its last
+/// good version, reported and settling (to be looked at again) until `grace` has passed since
+/// a load first found it gone; then nothing.
+fn removed(
+    previous: Option<&FileState>,
+    path: &str,
+    now: std::time::Instant,
+    grace: Duration,
+) -> Loaded {
+    let Some((prev, good)) = previous.and_then(|p| Some((p, p.good.clone()?))) else {
+        return Loaded::nothing(false);
+    };
+    let since = prev.gone_since.unwrap_or(now);
+    if now.saturating_duration_since(since) >= grace {
+        return Loaded::nothing(false);
+    }
+    let finding = Diagnostic {
+        severity: Severity::Warning,
+        path: path.to_string(),
+        line: 1,
+        column: 1,
+        code: "settling",
+        message: format!(
+            "file is gone; its last version stays served for up to {} ms in case it is being \
+             saved again",
+            grace.as_millis()
+        ),
+    };
+    Loaded {
+        served: Some(good),
+        state: Some(FileState {
+            findings: vec![finding.clone()],
+            gone_since: Some(since),
+            ..prev.clone()
+        }),
+        reported: vec![finding],
+        settling: true,
+    }
+}
+
 impl Loaded {
     /// Nothing served, kept or reported; `settling` when the file is still being written.
     fn nothing(settling: bool) -> Loaded {
@@ -889,15 +1064,22 @@ impl Loaded {
         }
     }
 
-    /// Adds this file's state, reports and settling to a registry being built.
+    /// Adds this file's state (a file of the root at index `root`), reports and settling to a
+    /// registry being built; a file gone from its folder joins `gone`.
     fn apply(
         self,
         path: &str,
+        root: usize,
         files: &mut imbl::OrdMap<String, FileState>,
         diagnostics: &mut Vec<Diagnostic>,
         settling: &mut bool,
+        gone: &mut imbl::OrdSet<String>,
     ) -> Option<Arc<PromptTemplate>> {
-        if let Some(state) = self.state {
+        if let Some(mut state) = self.state {
+            state.root = root;
+            if state.gone_since.is_some() {
+                gone.insert(path.to_string());
+            }
             files.insert(path.to_string(), state);
         }
         diagnostics.extend(self.reported);
@@ -940,6 +1122,7 @@ fn load_file(
             served: good.clone(),
             state: prev.map(|prev| FileState {
                 findings: findings.clone(),
+                gone_since: None,
                 ..prev.clone()
             }),
             reported: findings,
@@ -948,7 +1131,10 @@ fn load_file(
     };
     let text = match read.result {
         Ok(Some(t)) => t,
-        Ok(None) => return Loaded::nothing(false),
+        Ok(None) => {
+            let grace = previous.map_or(REMOVED_GRACE, |p| p.removed_grace);
+            return removed(prev, &file.display_path, std::time::Instant::now(), grace);
+        }
         Err(e) => {
             return keep(
                 Some(Diagnostic {
@@ -999,6 +1185,7 @@ fn load_file(
             served: Some(good.clone()),
             state: Some(FileState {
                 stamp,
+                gone_since: None,
                 ..prev.clone()
             }),
             reported: prev.findings.clone(),
@@ -1060,6 +1247,8 @@ fn load_file(
             good: served,
             stamp,
             findings: findings.clone(),
+            root: 0,
+            gone_since: None,
         }),
         reported: findings,
         settling: false,

@@ -99,6 +99,48 @@ fn listed_file(
     )
 }
 
+/// A folder entry a listing left out although it may hold prompts: an entry whose name is not
+/// UTF-8, a folder that cannot be read (not a folder, a symbolic link loop, a path too long).
+/// Its siblings are listed as usual.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skipped {
+    /// The entry's path, bytes that are not UTF-8 written as `\xNN` ([`escaped`]).
+    pub path: String,
+    /// Why it was left out (`name is not UTF-8`).
+    pub reason: String,
+}
+
+/// A path for messages: as it is where it is UTF-8, each byte that is not written as `\xNN`.
+pub fn escaped(path: &Path) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for chunk in path.as_os_str().as_encoded_bytes().utf8_chunks() {
+        out.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            let _ = write!(out, "\\x{b:02x}");
+        }
+    }
+    out
+}
+
+/// Why a folder cannot be listed, for a [`Skipped`] entry.
+fn unreadable_folder(e: &std::io::Error) -> String {
+    #[cfg(unix)]
+    {
+        let errno = e.raw_os_error().map(rustix::io::Errno::from_raw_os_error);
+        if errno == Some(rustix::io::Errno::LOOP) {
+            return "symbolic link loop".into();
+        }
+        if errno == Some(rustix::io::Errno::NAMETOOLONG) {
+            return "path too long".into();
+        }
+    }
+    if e.kind() == std::io::ErrorKind::NotADirectory {
+        return "not a folder".into();
+    }
+    format!("cannot read folder: {e}")
+}
+
 /// Errors reading a source.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
@@ -122,6 +164,11 @@ pub trait PromptSource: Send + Sync + std::fmt::Debug {
     fn dir(&self) -> Option<&Path>;
     /// Every prompt file of the root, sorted by path.
     fn list(&self) -> Result<Vec<SourceFile>, SourceError>;
+    /// [`list`](Self::list), with the entries the listing left out ([`Skipped`]). An error is a
+    /// root that cannot be listed at all.
+    fn list_reported(&self) -> Result<(Vec<SourceFile>, Vec<Skipped>), SourceError> {
+        Ok((self.list()?, Vec::new()))
+    }
     /// Reads a file by root-relative path; `Ok(None)` when it does not exist. Paths that escape
     /// the root are rejected, and so are files larger than `max_bytes`, non-regular files and
     /// text that is not UTF-8.
@@ -194,11 +241,17 @@ pub struct DirSource {
 }
 
 impl DirSource {
-    /// A folder whose dialect its location decides ([`Dialect::of_folder`]).
+    /// A folder whose dialect its location decides ([`Dialect::of_folder`]): the location as
+    /// given (a `.claude/commands` that is a symbolic link to a shared folder is a Claude
+    /// folder), else the folder it resolves to. The root itself is the resolved folder, so
+    /// that no file read through it leaves it.
     pub fn new(root: impl Into<PathBuf>) -> DirSource {
-        let root = root.into();
-        let root = std::fs::canonicalize(&root).unwrap_or(root);
-        let dialect = Dialect::of_folder(&root);
+        let given = root.into();
+        let root = std::fs::canonicalize(&given).unwrap_or_else(|_| given.clone());
+        let dialect = std::path::absolute(&given)
+            .ok()
+            .and_then(|p| Dialect::of_folder(&p))
+            .or_else(|| Dialect::of_folder(&root));
         DirSource { root, dialect }
     }
 
@@ -210,51 +263,87 @@ impl DirSource {
         }
     }
 
-    /// Every prompt file, sorted by path, each with its stamp when `stamped`.
-    fn listing(&self, stamped: bool) -> Result<Vec<(SourceFile, Option<FileStamp>)>, SourceError> {
+    /// Every prompt file, sorted by path, each with its stamp when `stamped`, and the entries
+    /// left out.
+    #[allow(clippy::type_complexity)]
+    fn listing(
+        &self,
+        stamped: bool,
+    ) -> Result<(Vec<(SourceFile, Option<FileStamp>)>, Vec<Skipped>), SourceError> {
         let mut out = Vec::new();
+        let mut skipped = Vec::new();
         match self.dialect {
-            Some(d) if d.nested() => self.scan_nested(d, stamped, &mut out)?,
+            Some(d) if d.nested() => self.scan_nested(d, stamped, &mut out, &mut skipped)?,
             _ => {
-                self.scan("", PromptCategory::User, stamped, &mut out)?;
-                self.scan("system", PromptCategory::System, stamped, &mut out)?;
+                self.scan("", PromptCategory::User, stamped, &mut out, &mut skipped)?;
+                self.scan(
+                    "system",
+                    PromptCategory::System,
+                    stamped,
+                    &mut out,
+                    &mut skipped,
+                )?;
             }
         }
         out.sort_by(|a, b| a.0.rel_path.cmp(&b.0.rel_path));
-        Ok(out)
+        skipped.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok((out, skipped))
     }
 
     /// Every file of a dialect folder and its subfolders. Symlinked folders are not followed, so
-    /// the walk ends.
+    /// the walk ends. A subfolder that cannot be read, and an entry whose name is not UTF-8,
+    /// are left out and reported in `skipped`.
     fn scan_nested(
         &self,
         dialect: Dialect,
         stamped: bool,
         out: &mut Vec<(SourceFile, Option<FileStamp>)>,
+        skipped: &mut Vec<Skipped>,
     ) -> Result<(), SourceError> {
         let mut pending = vec![String::new()];
         while let Some(sub) = pending.pop() {
             let dir = self.root.join(&sub);
-            let entries = std::fs::read_dir(&dir).map_err(|source| SourceError::Io {
-                path: dir.display().to_string(),
-                source,
-            })?;
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if name.starts_with('.') {
+            let entries = match std::fs::read_dir(&dir) {
+                Ok(entries) => entries,
+                Err(source) if sub.is_empty() => {
+                    return Err(SourceError::Io {
+                        path: dir.display().to_string(),
+                        source,
+                    });
+                }
+                Err(e) => {
+                    skipped.push(Skipped {
+                        path: escaped(&dir),
+                        reason: unreadable_folder(&e),
+                    });
                     continue;
                 }
-                let rel = if sub.is_empty() {
-                    name.clone()
-                } else {
-                    format!("{sub}/{name}")
-                };
+            };
+            for entry in entries.flatten() {
+                let raw = entry.file_name();
+                if raw.as_encoded_bytes().starts_with(b".") {
+                    continue;
+                }
                 let Ok(kind) = entry.file_type() else {
                     continue;
                 };
+                let Some(name) = raw.to_str() else {
+                    if kind.is_dir() || dialect.accepts(&raw.to_string_lossy()) {
+                        skipped.push(Skipped {
+                            path: escaped(&entry.path()),
+                            reason: "name is not UTF-8".into(),
+                        });
+                    }
+                    continue;
+                };
+                let rel = if sub.is_empty() {
+                    name.to_string()
+                } else {
+                    format!("{sub}/{name}")
+                };
                 if kind.is_dir() {
                     pending.push(rel);
-                } else if dialect.accepts(&name)
+                } else if dialect.accepts(name)
                     && let Some(stamp) = listed_file(&entry, kind, stamped)
                 {
                     out.push((
@@ -271,12 +360,16 @@ impl DirSource {
         Ok(())
     }
 
+    /// The `*.md` files of the root (`sub` empty) or of its folder `sub`. A folder `sub` that
+    /// is missing holds nothing; one that cannot be read, and a file whose name is not UTF-8,
+    /// are left out and reported in `skipped`.
     fn scan(
         &self,
         sub: &str,
         category: PromptCategory,
         stamped: bool,
         out: &mut Vec<(SourceFile, Option<FileStamp>)>,
+        skipped: &mut Vec<Skipped>,
     ) -> Result<(), SourceError> {
         let dir = if sub.is_empty() {
             self.root.clone()
@@ -286,11 +379,18 @@ impl DirSource {
         let entries = match std::fs::read_dir(&dir) {
             Ok(e) => e,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !sub.is_empty() => return Ok(()),
-            Err(source) => {
+            Err(source) if sub.is_empty() => {
                 return Err(SourceError::Io {
                     path: dir.display().to_string(),
                     source,
                 });
+            }
+            Err(e) => {
+                skipped.push(Skipped {
+                    path: escaped(&dir),
+                    reason: unreadable_folder(&e),
+                });
+                return Ok(());
             }
         };
         for entry in entries.flatten() {
@@ -306,7 +406,13 @@ impl DirSource {
             let Some(stamp) = listed_file(&entry, kind, stamped) else {
                 continue;
             };
-            let file = entry.file_name().to_string_lossy().into_owned();
+            let Some(file) = entry.file_name().to_str().map(str::to_string) else {
+                skipped.push(Skipped {
+                    path: escaped(&path),
+                    reason: "name is not UTF-8".into(),
+                });
+                continue;
+            };
             let rel_path = if sub.is_empty() {
                 file
             } else {
@@ -335,15 +441,16 @@ impl PromptSource for DirSource {
     }
 
     fn list(&self) -> Result<Vec<SourceFile>, SourceError> {
-        Ok(self
-            .listing(false)?
-            .into_iter()
-            .map(|(file, _)| file)
-            .collect())
+        Ok(self.list_reported()?.0)
+    }
+
+    fn list_reported(&self) -> Result<(Vec<SourceFile>, Vec<Skipped>), SourceError> {
+        let (files, skipped) = self.listing(false)?;
+        Ok((files.into_iter().map(|(file, _)| file).collect(), skipped))
     }
 
     fn list_stamped(&self) -> Result<Vec<(SourceFile, Option<FileStamp>)>, SourceError> {
-        self.listing(true)
+        Ok(self.listing(true)?.0)
     }
 
     fn read(&self, rel_path: &str, max_bytes: u64) -> Result<Option<String>, SourceError> {
@@ -494,6 +601,22 @@ impl PromptSource for BuiltinSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn a_file_whose_name_is_not_utf8_is_skipped_and_named_with_its_bytes_escaped() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ok.md"), "ok\n").unwrap();
+        let odd = dir.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9.md"));
+        std::fs::write(&odd, "odd\n").unwrap();
+        let (files, skipped) = DirSource::new(dir.path()).list_reported().unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.rel_path.as_str()).collect();
+        assert_eq!(names, ["ok.md"]);
+        assert_eq!(skipped.len(), 1, "{skipped:?}");
+        assert!(skipped[0].path.ends_with("/caf\\xe9.md"), "{skipped:?}");
+        assert_eq!(skipped[0].reason, "name is not UTF-8");
+    }
 
     #[test]
     fn relative_checks() {

@@ -124,6 +124,34 @@ pub enum RenderError {
         limit: usize,
         message: String,
     },
+    /// A render over a size limit that fits with the caller's values left empty: the caller's
+    /// arguments made it too large.
+    #[error(
+        "prompt `{prompt}`: {} make{} the render exceed `{key}` ({limit} bytes): {message}",
+        quoted_arguments(arguments),
+        if arguments.len() == 1 { "s" } else { "" }
+    )]
+    ArgumentsTooLarge {
+        prompt: String,
+        arguments: Vec<String>,
+        key: &'static str,
+        limit: usize,
+        message: String,
+    },
+}
+
+/// `argument `a``, or `arguments `a`, `b``.
+fn quoted_arguments(names: &[String]) -> String {
+    let list = names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() == 1 {
+        format!("argument {list}")
+    } else {
+        format!("arguments {list}")
+    }
 }
 
 impl RenderError {
@@ -134,6 +162,7 @@ impl RenderError {
             RenderError::UnknownPrompt { .. }
                 | RenderError::MissingArguments { .. }
                 | RenderError::InvalidArgument { .. }
+                | RenderError::ArgumentsTooLarge { .. }
         )
     }
 }
@@ -581,8 +610,68 @@ impl Renderer {
     }
 
     /// Renders `prompt`; with `mark`, every substituted value in the text is wrapped in marks
-    /// and the names their indices refer to are returned beside it.
+    /// and the names their indices refer to are returned beside it. A render over a size limit
+    /// is the caller's fault ([`RenderError::ArgumentsTooLarge`]) when the prompt renders within
+    /// the limit with each of the caller's values replaced by an empty value of its JSON type
+    /// (or fails for another reason then); otherwise the prompt is too large on its own. Only
+    /// a render that failed is tried again.
     fn render_with(
+        &self,
+        prompt: &PromptTemplate,
+        args: &Map<String, Value>,
+        config: &ProjectConfig,
+        clock: &Clock,
+        mark: bool,
+    ) -> Result<(RenderedPrompt, Vec<String>), RenderError> {
+        let e = match self.render_once(prompt, args, config, clock, mark) {
+            Err(e @ RenderError::TooLarge { .. }) if !args.is_empty() => e,
+            done => return done,
+        };
+        let emptied: Map<String, Value> = args
+            .iter()
+            .map(|(k, v)| (k.clone(), empty_like(v)))
+            .collect();
+        if let Err(RenderError::TooLarge { .. }) =
+            self.render_once(prompt, &emptied, config, clock, false)
+        {
+            return Err(e);
+        }
+        let RenderError::TooLarge {
+            key,
+            limit,
+            message,
+            ..
+        } = e
+        else {
+            return Err(e);
+        };
+        // The caller's arguments the prompt reads: declared ones, and those its template uses.
+        let variables = self
+            .cache(prompt)
+            .map(|cache| self.analysis_in(cache, prompt).variables.clone())
+            .unwrap_or_default();
+        let mut arguments: Vec<String> = args
+            .iter()
+            .filter(|(k, v)| {
+                empty_like(v) != **v
+                    && (variables.contains(*k) || prompt.arguments.iter().any(|a| &a.name == *k))
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        if arguments.is_empty() {
+            arguments = args.keys().cloned().collect();
+        }
+        Err(RenderError::ArgumentsTooLarge {
+            prompt: prompt.name.clone(),
+            arguments,
+            key,
+            limit,
+            message,
+        })
+    }
+
+    /// One render of `prompt` (see [`render_with`](Self::render_with)).
+    fn render_once(
         &self,
         prompt: &PromptTemplate,
         args: &Map<String, Value>,
@@ -923,6 +1012,18 @@ impl Renderer {
             line,
             message: jinja_message(e),
         }
+    }
+}
+
+/// An empty value of `v`'s JSON type (`""`, `0`, `false`, `[]`, `{}`, `null`).
+fn empty_like(v: &Value) -> Value {
+    match v {
+        Value::String(_) => Value::String(String::new()),
+        Value::Number(_) => Value::from(0),
+        Value::Bool(_) => Value::Bool(false),
+        Value::Array(_) => Value::Array(Vec::new()),
+        Value::Object(_) => Value::Object(Map::new()),
+        Value::Null => Value::Null,
     }
 }
 
