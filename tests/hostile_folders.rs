@@ -6,7 +6,7 @@
 //! a file saved by delete + create is never an unknown prompt, and a file really deleted is
 //! gone after the grace period.
 
-use crate::support::mcp::{self, within};
+use crate::support::mcp::{self, get_text};
 use crate::support::process::{promptd, run_bounded};
 
 use std::path::{Path, PathBuf};
@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::registry::Touched;
-use rmcp::model::GetPromptRequestParams;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_RSS_MIB: f64 = 200.0;
@@ -220,23 +219,6 @@ fn a_reload_after_the_odd_entry_is_removed_drops_its_report() {
         let snapshot = lib.snapshot();
         assert!(snapshot.registry.get("ok").is_some(), "{odd:?}");
         assert!(snapshot.registry.get("new").is_some(), "{odd:?}");
-    }
-}
-
-async fn get_text(s: &mcp::Session, name: &str) -> Result<String, String> {
-    match within(
-        "prompts/get",
-        s.client.get_prompt(GetPromptRequestParams::new(name)),
-    )
-    .await
-    {
-        Ok(r) => Ok(r
-            .messages
-            .first()
-            .and_then(|m| m.content.as_text())
-            .map(|t| t.text.clone())
-            .unwrap_or_default()),
-        Err(e) => Err(e.to_string()),
     }
 }
 

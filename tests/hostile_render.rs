@@ -4,7 +4,7 @@
 //! the limit's config key), bounded time and memory, and that everything else is still served.
 
 use crate::support;
-use crate::support::mcp::{self, within};
+use crate::support::mcp::{self, get_text, within};
 use crate::support::process::{promptd, run_bounded};
 
 use std::path::Path;
@@ -364,23 +364,6 @@ fn an_emptied_file_is_taken_only_once_it_stays_empty() {
     let outcome = lib.reload();
     assert!(!outcome.settling, "{outcome:?}");
     assert_eq!(render(&lib, "p").unwrap(), "", "served as what it is");
-}
-
-async fn get_text(s: &mcp::Session, name: &str) -> Result<String, String> {
-    match within(
-        "prompts/get",
-        s.client.get_prompt(GetPromptRequestParams::new(name)),
-    )
-    .await
-    {
-        Ok(r) => Ok(r
-            .messages
-            .first()
-            .and_then(|m| m.content.as_text())
-            .map(|t| t.text.clone())
-            .unwrap_or_default()),
-        Err(e) => Err(e.to_string()),
-    }
 }
 
 #[tokio::test]

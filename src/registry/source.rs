@@ -123,6 +123,32 @@ pub fn escaped(path: &Path) -> String {
     out
 }
 
+/// The entries of `dir`. A root that cannot be read is an error; any other folder holds nothing
+/// (`None`) when it is missing and `missing_is_empty`, and otherwise, when it cannot be read, is
+/// reported in `skipped` and holds nothing.
+fn read_folder(
+    dir: &Path,
+    is_root: bool,
+    missing_is_empty: bool,
+    skipped: &mut Vec<Skipped>,
+) -> Result<Option<std::fs::ReadDir>, SourceError> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(Some(entries)),
+        Err(e) if missing_is_empty && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) if is_root => Err(SourceError::Io {
+            path: dir.display().to_string(),
+            source,
+        }),
+        Err(e) => {
+            skipped.push(Skipped {
+                path: escaped(dir),
+                reason: unreadable_folder(&e),
+            });
+            Ok(None)
+        }
+    }
+}
+
 /// Why a folder cannot be listed, for a [`Skipped`] entry.
 fn unreadable_folder(e: &std::io::Error) -> String {
     #[cfg(unix)]
@@ -303,21 +329,8 @@ impl DirSource {
         let mut pending = vec![String::new()];
         while let Some(sub) = pending.pop() {
             let dir = self.root.join(&sub);
-            let entries = match std::fs::read_dir(&dir) {
-                Ok(entries) => entries,
-                Err(source) if sub.is_empty() => {
-                    return Err(SourceError::Io {
-                        path: dir.display().to_string(),
-                        source,
-                    });
-                }
-                Err(e) => {
-                    skipped.push(Skipped {
-                        path: escaped(&dir),
-                        reason: unreadable_folder(&e),
-                    });
-                    continue;
-                }
+            let Some(entries) = read_folder(&dir, sub.is_empty(), false, skipped)? else {
+                continue;
             };
             for entry in entries.flatten() {
                 let raw = entry.file_name();
@@ -376,22 +389,8 @@ impl DirSource {
         } else {
             self.root.join(sub)
         };
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !sub.is_empty() => return Ok(()),
-            Err(source) if sub.is_empty() => {
-                return Err(SourceError::Io {
-                    path: dir.display().to_string(),
-                    source,
-                });
-            }
-            Err(e) => {
-                skipped.push(Skipped {
-                    path: escaped(&dir),
-                    reason: unreadable_folder(&e),
-                });
-                return Ok(());
-            }
+        let Some(entries) = read_folder(&dir, sub.is_empty(), !sub.is_empty(), skipped)? else {
+            return Ok(());
         };
         for entry in entries.flatten() {
             let path = entry.path();

@@ -299,6 +299,25 @@ pub async fn http(cwd: &Path, args: &[&str]) -> Session {
     }
 }
 
+/// The first message's text of `prompts/get` for `name` without arguments, or the error's text.
+pub async fn get_text(s: &Session, name: &str) -> Result<String, String> {
+    match within(
+        "prompts/get",
+        s.client
+            .get_prompt(rmcp::model::GetPromptRequestParams::new(name)),
+    )
+    .await
+    {
+        Ok(r) => Ok(r
+            .messages
+            .first()
+            .and_then(|m| m.content.as_text())
+            .map(|t| t.text.clone())
+            .unwrap_or_default()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// A listed tool by name, from `tools/list`.
 pub async fn listed_tool(s: &Session, name: &str) -> rmcp::model::Tool {
     let tools = within("tools/list", s.client.list_all_tools())
