@@ -114,8 +114,13 @@ const SETTLE_ROUNDS: usize = 4;
 pub const EMPTY_GRACE: Duration = Duration::from_secs(1);
 /// How long the last good version of a file that disappeared stays served (an editor that
 /// saves by deleting the file and creating it again), unless a reload finds the file again
-/// first. A registry's own grace can be set ([`Registry::with_removed_grace`]).
+/// first: counted from when a load first found it gone, and while its folder keeps changing
+/// (entries created or removed: it may have come back and gone again between two loads) from
+/// the folder's last change, up to [`REMOVED_GRACE_MAX`] in all. A registry's own grace can be
+/// set ([`Registry::with_removed_grace`]).
 pub const REMOVED_GRACE: Duration = Duration::from_secs(1);
+/// How many graces a file gone from a folder that keeps changing stays served at most.
+const REMOVED_GRACE_MAX: u32 = 10;
 
 /// What one read of a listed file gave.
 type ReadResult = Result<Option<String>, SourceError>;
@@ -1026,7 +1031,9 @@ fn removed(
         return Loaded::nothing(false);
     };
     let since = prev.gone_since.unwrap_or(now);
-    if now.saturating_duration_since(since) >= grace {
+    let gone_for = now.saturating_duration_since(since);
+    if gone_for >= grace && (gone_for >= grace * REMOVED_GRACE_MAX || folder_quiet_for(path, grace))
+    {
         return Loaded::nothing(false);
     }
     let finding = Diagnostic {
@@ -1051,6 +1058,16 @@ fn removed(
         reported: vec![finding],
         settling: true,
     }
+}
+
+/// Whether the folder of `path` has had no entry created or removed for `grace` (its
+/// modification time); a folder that cannot be looked at counts as quiet.
+fn folder_quiet_for(path: &str, grace: Duration) -> bool {
+    let changed = std::path::Path::new(path)
+        .parent()
+        .and_then(|dir| std::fs::metadata(dir).ok())
+        .and_then(|m| m.modified().ok());
+    changed.is_none_or(|t| t.elapsed().is_ok_and(|age| age >= grace))
 }
 
 impl Loaded {
@@ -1349,4 +1366,24 @@ pub fn roots(options: &RootOptions) -> Vec<Arc<dyn PromptSource>> {
         }
     }
     roots
+}
+
+#[cfg(test)]
+mod removed_grace_tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_is_quiet_once_no_entry_changed_for_the_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gone.md");
+        std::fs::write(&file, "x").unwrap();
+        std::fs::remove_file(&file).unwrap();
+        let path = file.to_str().unwrap();
+        assert!(!folder_quiet_for(path, Duration::from_secs(3600)));
+        assert!(folder_quiet_for(path, Duration::ZERO));
+        assert!(folder_quiet_for(
+            "/nonexistent/promptd/folder/gone.md",
+            Duration::from_secs(3600)
+        ));
+    }
 }
