@@ -31,6 +31,7 @@ pub mod rag;
 pub mod registry;
 pub mod render;
 pub mod stages;
+pub mod streams;
 pub mod studio;
 pub mod tokens;
 pub mod tools;

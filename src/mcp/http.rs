@@ -40,10 +40,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::{BoundedSessions, Refusal, SessionLimits};
-use super::streams::{EventStreams, StreamLimits};
 use super::threads::ConnectionThreads;
 use super::{PromptServer, ServeError};
 use crate::limits::Limits;
+use crate::streams::{EventStreams, StreamLimits};
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -247,42 +247,20 @@ impl tower_service::Service<Request> for Shared {
     }
 }
 
-/// A `Host` header's host name, without brackets, port or case.
-pub(crate) fn host_of(authority: &str) -> Option<String> {
-    let a = axum::http::uri::Authority::try_from(authority.trim()).ok()?;
-    Some(
-        a.host()
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase(),
-    )
-}
-
-/// Whether `host` names a server bound at `local`: on a loopback bind a loopback name or the
-/// address bound (so that no DNS rebinding reaches it); on any other bind every name (clients
-/// reach it under names it cannot know, and the token protects it).
-pub(crate) fn host_allowed(local: SocketAddr, host: &str) -> bool {
-    if !local.ip().is_loopback() {
-        return true;
-    }
-    let bound = local.ip().to_string();
-    ["localhost", "127.0.0.1", "::1", bound.as_str()].contains(&host)
-}
-
 /// The `Host` check of routes rmcp does not serve (`/metrics`): 400 without a readable `Host`,
-/// 403 for one that does not name the server ([`host_allowed`]).
+/// 403 for one that does not name the server ([`host_allowed`](crate::auth::host_allowed)).
 async fn check_host(State(local): State<SocketAddr>, request: Request, next: Next) -> Response {
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
-        .and_then(host_of);
+        .and_then(crate::auth::host_of);
     match host {
         None => plain(
             StatusCode::BAD_REQUEST,
             "400 Bad Request: missing or malformed Host header\n".into(),
         ),
-        Some(host) if !host_allowed(local, &host) => plain(
+        Some(host) if !crate::auth::host_allowed(local, &host) => plain(
             StatusCode::FORBIDDEN,
             "403 Forbidden: Host not allowed\n".into(),
         ),
@@ -347,7 +325,7 @@ pub async fn serve(
     let config = HttpConfig::from_config(&snapshot.config).map_err(ServeError::Config)?;
     check_bind(addr, token.as_deref(), limits.min_auth_token_chars)?;
     // Every connection holds a descriptor: the usual soft limit is far below a server's needs.
-    let open_files = super::streams::raise_open_file_limit();
+    let open_files = crate::streams::raise_open_file_limit();
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|source| ServeError::Bind { addr, source })?;

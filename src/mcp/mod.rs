@@ -20,7 +20,6 @@ pub mod schema;
 pub mod server;
 pub mod sessions;
 pub mod stdio;
-pub mod streams;
 pub mod threads;
 pub mod tools;
 

@@ -3,7 +3,7 @@
 //!
 //! A new session is admitted only through a [`Reservation`] taken before the `initialize`
 //! request reaches rmcp: at most `limits.maxSessions` live (or reserved) sessions in all, and
-//! `limits.maxSessionsPerPeer` per peer (`peer_key`: an IPv4 address, an IPv6 /64 network,
+//! `limits.maxSessionsPerPeer` per peer (`auth::peer_key`: an IPv4 address, an IPv6 /64 network,
 //! which one host usually holds whole, and every loopback address as one peer, since any local
 //! user can send from any of them). A newcomer is not refused while a live session can give
 //! way: a peer at its cap loses its own least recently used session, and when the table is full
@@ -28,6 +28,7 @@ use rmcp::transport::streamable_http_server::session::{ServerSseMessage, Session
 use rmcp::transport::streamable_http_server::{RestoreOutcome, SessionManager};
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::peer_key;
 use crate::limits::Limits;
 
 /// The session bounds, from [`Limits`].
@@ -65,26 +66,6 @@ pub enum Refusal {
          some (HTTP DELETE) or retry later"
     )]
     PerPeer { peer: IpAddr, limit: usize },
-}
-
-/// The key sessions (and event streams) are counted under: an IPv4 address, the /64 network
-/// of an IPv6 one, and one key for every loopback address (`127.0.0.0/8`, `::1`, and
-/// `::ffff:127.x.y.z`).
-pub(crate) fn peer_key(ip: IpAddr) -> IpAddr {
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        IpAddr::V4(_) => ip,
-    };
-    if ip.is_loopback() {
-        return IpAddr::from([127, 0, 0, 1]);
-    }
-    match ip {
-        IpAddr::V4(_) => ip,
-        IpAddr::V6(v6) => {
-            let bits = u128::from(v6) & !((1u128 << 64) - 1);
-            IpAddr::V6(bits.into())
-        }
-    }
 }
 
 #[derive(Debug)]

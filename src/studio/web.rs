@@ -32,8 +32,8 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::WatchStream;
 
 use super::{Catalog, Output, PromptView, StudioOptions};
+use crate::auth::host_of;
 use crate::library::PromptLibrary;
-use crate::mcp::http::host_of;
 
 /// Where the page lives.
 pub const PAGE_PATH: &str = "/";
@@ -102,7 +102,7 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
 pub fn router(
     state: StudioState,
     guard: WebGuard,
-    streams: Arc<crate::mcp::streams::EventStreams>,
+    streams: Arc<crate::streams::EventStreams>,
 ) -> axum::Router {
     let guard = Arc::new(guard);
     axum::Router::new()
@@ -233,9 +233,9 @@ async fn render(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> R
 /// How often an idle event stream sends a comment (below any idle-connection timeout).
 const EVENTS_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// An event stream within the server's stream limits ([`crate::mcp::streams`]).
+/// An event stream within the server's stream limits ([`crate::streams`]).
 async fn bounded_stream(
-    State(streams): State<Arc<crate::mcp::streams::EventStreams>>,
+    State(streams): State<Arc<crate::streams::EventStreams>>,
     request: Request,
     next: Next,
 ) -> Response {
@@ -376,7 +376,7 @@ async fn authenticate(
 }
 
 fn host_allowed(guard: &WebGuard, host: &str) -> bool {
-    crate::mcp::http::host_allowed(guard.local, host)
+    crate::auth::host_allowed(guard.local, host)
 }
 
 fn origin_allowed(guard: &WebGuard, origin: &str, host_header: &str) -> bool {

@@ -5,7 +5,7 @@
 //! keep-alive comments keep that connection from ever being idle. So at most
 //! `limits.maxEventStreams` are open at once (and never more than half the process's open-file
 //! limit, so streams cannot take every descriptor), at most `limits.maxEventStreamsPerPeer`
-//! per peer (peers counted as sessions count them: `sessions::peer_key`); beyond
+//! per peer (peers counted as sessions count them: `auth::peer_key`); beyond
 //! either the request is refused (503 or 429, with `Retry-After`, closing the connection). A
 //! stream is ended by the server after `limits.eventStreamLifetimeSecs`; its client reconnects,
 //! as server-sent events do.
@@ -22,7 +22,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use rmcp::transport::common::http_header::EVENT_STREAM_MIME_TYPE;
 
-use super::sessions::peer_key;
+use crate::auth::peer_key;
 use crate::limits::Limits;
 
 /// The stream bounds, from [`Limits`] and the open-file limit.
