@@ -158,7 +158,7 @@ pub fn server_tool_definitions() -> Vec<ToolDefinition> {
 
 /// Input of `enhance_prompt` (and of `promptd enhance`).
 #[derive(Debug, Clone, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EnhanceRequest {
     /// The developer's request, verbatim.
     pub prompt: String,

@@ -78,6 +78,21 @@ fn get_errors_exit_1_with_a_clear_message() {
         "{err}"
     );
 
+    // A whole number beyond i64 is refused, not saturated to i64::MAX.
+    let o = promptd(&[
+        "get",
+        "write_tests",
+        "--args-json",
+        r#"{"target": "src/lib.rs", "max_tests": 1e300}"#,
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("9223372036854775807"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("argument `max_tests`: expected an integer from -2^63 to 2^63-1, got 1e+300"),
+        "{err}"
+    );
+
     let o = promptd(&["get", "no_such_prompt"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("Prompt 'no_such_prompt' not found"));

@@ -319,6 +319,25 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
 /// Without `workingDirectory`, the repository is the client's first MCP root (a `file://` URI,
 /// percent-encoded); a client without roots gets the server's directory and a warning.
 #[tokio::test]
+async fn a_misspelled_field_is_refused_naming_it() {
+    let repo = repo();
+    let s = mcp::stdio(repo.path(), &[]).await;
+    let e = s
+        .call(
+            "enhance_prompt",
+            json!({ "prompt": "add backoff", "workingDir": repo.path() }),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("-32602") && e.contains("unknown field `workingDir`"),
+        "{e}"
+    );
+    s.close().await;
+}
+
+#[tokio::test]
 #[allow(deprecated)] // MCP roots (SEP-2577): still what IDE clients send.
 async fn without_working_directory_the_clients_first_root_is_the_repository() {
     let base = tempfile::tempdir().unwrap();

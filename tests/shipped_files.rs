@@ -112,3 +112,73 @@ fn the_example_config_loads_without_warnings() {
     assert_eq!(config.variables["team"], "checkout");
     assert_eq!(config.variables["release_train"], "2026.12");
 }
+
+/// Every variable the setup scripts export into `.deps/env.sh` is one the binary or the tests
+/// read (a variable nothing reads points a user at a setting that does not exist).
+#[test]
+fn every_variable_setup_exports_is_read() {
+    let root = repo();
+    let mut read = String::new();
+    for dir in ["src", "tests"] {
+        for entry in ignore::WalkBuilder::new(root.join(dir)).build().flatten() {
+            if entry.path().extension().is_some_and(|e| e == "rs") {
+                read.push_str(&std::fs::read_to_string(entry.path()).unwrap());
+            }
+        }
+    }
+    let mut exported = Vec::new();
+    for script in [
+        "scripts/setup",
+        "scripts/setup-model",
+        "scripts/setup-inspector",
+    ] {
+        let text = std::fs::read_to_string(root.join(script)).unwrap();
+        for line in text.lines() {
+            let line = line
+                .trim_start()
+                .trim_start_matches("echo \"")
+                .trim_start_matches("if [ -n \"$inspector\" ]; then echo \"");
+            if let Some(rest) = line.strip_prefix("export ")
+                && let Some((name, _)) = rest.split_once('=')
+                && name != "PROMPTD_DEPS_DIR"
+            {
+                exported.push(name.to_string());
+            }
+        }
+    }
+    assert!(exported.len() >= 3, "{exported:?}");
+    for name in &exported {
+        assert!(
+            read.contains(&format!("\"{name}\"")),
+            "{name} is exported but never read"
+        );
+    }
+}
+
+/// Every environment variable a command-line flag reads (`env = "…"` in `src/cli/`) is one the
+/// tests' process helper clears, so a developer's shell never changes what a test runs.
+#[test]
+fn every_variable_a_flag_reads_is_cleared_for_the_binary_under_test() {
+    let root = repo();
+    let mut names = Vec::new();
+    for entry in ignore::WalkBuilder::new(root.join("src/cli"))
+        .build()
+        .flatten()
+    {
+        if entry.path().extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            for part in text.split("env = \"").skip(1) {
+                if let Some((name, _)) = part.split_once('"') {
+                    names.push(name.to_string());
+                }
+            }
+        }
+    }
+    assert!(names.iter().any(|n| n == "PROMPTD_WATCH_POLL"), "{names:?}");
+    for name in &names {
+        assert!(
+            crate::support::process::CLEARED_ENV.contains(&name.as_str()),
+            "{name} is read by a flag but not cleared by support::process"
+        );
+    }
+}

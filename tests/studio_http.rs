@@ -460,5 +460,13 @@ async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
     .await
     .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--addr 0.0.0.0:0"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "--addr 0.0.0.0:0: the studio is for one author on this machine; serve others with \
+             `promptd serve --http ADDR --auth-token TOKEN`"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("  "), "stray spaces: {err:?}");
 }

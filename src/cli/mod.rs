@@ -405,7 +405,8 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
 fn studio(common: &CommonArgs, args: &StudioArgs) -> Result<u8> {
     if !args.addr.ip().is_loopback() {
         bail!(
-            "--addr {}: the studio is for one author on this machine; serve others with              `promptd serve --http ADDR --auth-token TOKEN`",
+            "--addr {}: the studio is for one author on this machine; serve others with \
+             `promptd serve --http ADDR --auth-token TOKEN`",
             args.addr
         );
     }

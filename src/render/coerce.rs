@@ -5,6 +5,9 @@ use serde_json::Value;
 
 use crate::registry::ArgType;
 
+/// 2^63: every whole float in `-I64_BOUND..I64_BOUND` is an `i64`.
+const I64_BOUND: f64 = 9_223_372_036_854_775_808.0;
+
 /// Converts a supplied value to the declared type (MCP sends every argument as a string).
 pub fn coerce(value: &Value, ty: ArgType) -> Result<Value, String> {
     let got = || format!("got {value}");
@@ -13,15 +16,19 @@ pub fn coerce(value: &Value, ty: ArgType) -> Result<Value, String> {
         (ArgType::String, Value::Number(_) | Value::Bool(_)) => {
             Ok(Value::String(value.to_string()))
         }
-        (ArgType::Integer, Value::Number(n)) => n
-            .as_i64()
-            .map(Value::from)
-            .or_else(|| {
-                n.as_f64()
-                    .filter(|f| f.fract() == 0.0)
-                    .map(|f| Value::from(f as i64))
-            })
-            .ok_or_else(|| format!("expected an integer, {}", got())),
+        (ArgType::Integer, Value::Number(n)) => match n.as_i64() {
+            Some(i) => Ok(Value::from(i)),
+            None => match n.as_f64().filter(|f| f.fract() == 0.0) {
+                // A whole number of a float: taken only where an i64 holds it exactly (a cast
+                // would saturate 1e300 to i64::MAX).
+                Some(f) if (-I64_BOUND..I64_BOUND).contains(&f) => Ok(Value::from(f as i64)),
+                Some(_) => Err(format!(
+                    "expected an integer from -2^63 to 2^63-1, {}",
+                    got()
+                )),
+                None => Err(format!("expected an integer, {}", got())),
+            },
+        },
         (ArgType::Integer, Value::String(s)) => s
             .trim()
             .parse::<i64>()
@@ -83,6 +90,26 @@ fn article(t: ArgType) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn whole_floats_outside_i64_are_refused_not_saturated() {
+        let int = |v: Value| coerce(&v, ArgType::Integer);
+        assert_eq!(int(serde_json::json!(3.0)), Ok(Value::from(3)));
+        assert_eq!(
+            int(serde_json::json!(-4e18)),
+            Ok(Value::from(-4_000_000_000_000_000_000_i64))
+        );
+        for v in [
+            serde_json::json!(1e300),
+            serde_json::json!(-1e300),
+            serde_json::json!(9.3e18),
+            serde_json::json!(18_446_744_073_709_551_615_u64),
+        ] {
+            let e = int(v.clone()).unwrap_err();
+            assert!(e.contains("from -2^63 to 2^63-1"), "{v}: {e}");
+        }
+        assert!(int(serde_json::json!(1.5)).is_err());
+    }
 
     #[test]
     fn coercion() {
