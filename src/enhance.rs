@@ -202,20 +202,36 @@ impl Enhancer {
             Ok(_) => {}
         }
 
-        // 2. Retrieval: a failure degrades to no context, it does not block.
-        let context =
-            match self
-                .retriever
-                .retrieve(&req.repo, &req.prompt, req.active_file.as_deref())
-            {
-                Ok(c) => c,
-                Err(e) => {
-                    warnings.push(format!(
-                        "repository retrieval failed: {e}; continuing without context"
-                    ));
-                    RetrievedContext::default()
-                }
-            };
+        // 2. Retrieval (file reads, indexing: blocking work, on the blocking pool so that the
+        // runtime serving other requests never waits for it): a failure degrades to no
+        // context, it does not block.
+        let retriever = self.retriever.clone();
+        let (repo, prompt, active) = (
+            req.repo.clone(),
+            req.prompt.clone(),
+            req.active_file.clone(),
+        );
+        let retrieved = tokio::task::spawn_blocking(move || {
+            retriever
+                .retrieve(&repo, &prompt, active.as_deref())
+                .map_err(|e| e.to_string())
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(match e.try_into_panic() {
+                Ok(payload) => format!("panicked: {}", crate::panics::panic_message(&*payload)),
+                Err(e) => e.to_string(),
+            })
+        });
+        let context = match retrieved {
+            Ok(c) => c,
+            Err(e) => {
+                warnings.push(format!(
+                    "repository retrieval failed: {e}; continuing without context"
+                ));
+                RetrievedContext::default()
+            }
+        };
         warnings.extend(context.warnings.iter().cloned());
         let summary = ContextSummary {
             active_file: req.active_file_rel.clone(),

@@ -319,6 +319,53 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
 /// Without `workingDirectory`, the repository is the client's first MCP root (a `file://` URI,
 /// percent-encoded); a client without roots gets the server's directory and a warning.
 #[tokio::test]
+async fn a_long_retrieval_never_holds_up_the_other_requests() {
+    // Enough files that the first index of the repository takes well over a second.
+    let repo = tempfile::tempdir().unwrap();
+    let src = repo.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..600 {
+        let body: String = (0..20)
+            .map(|j| {
+                format!("def handler_{i}_{j}(request):\n    return parse_{j}(request.body)\n\n")
+            })
+            .collect();
+        std::fs::write(src.join(format!("module_{i}.py")), body).unwrap();
+    }
+    let s = mcp::stdio(repo.path(), &[]).await;
+    let started = std::time::Instant::now();
+    let enhance = async {
+        let r = s
+            .call(
+                "enhance_prompt",
+                json!({ "prompt": "fix the request parser", "workingDirectory": repo.path() }),
+            )
+            .await;
+        (r, started.elapsed())
+    };
+    let probe = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let sent = std::time::Instant::now();
+        s.client.list_prompts(None).await.expect("prompts/list");
+        (sent.elapsed(), started.elapsed())
+    };
+    let ((result, enhanced_after), (latency, probed_after)) = tokio::join!(enhance, probe);
+    result.expect("enhance_prompt");
+    eprintln!(
+        "enhance_prompt took {enhanced_after:?}; prompts/list sent during it answered in {latency:?}"
+    );
+    assert!(
+        enhanced_after > probed_after,
+        "the retrieval was too short to test anything ({enhanced_after:?})"
+    );
+    assert!(
+        latency < Duration::from_millis(500),
+        "prompts/list waited {latency:?}"
+    );
+    s.close().await;
+}
+
+#[tokio::test]
 async fn a_misspelled_field_is_refused_naming_it() {
     let repo = repo();
     let s = mcp::stdio(repo.path(), &[]).await;
