@@ -341,8 +341,8 @@ fn blocked_message(what: &str, findings: &[SecretFinding]) -> String {
     )
 }
 
-/// The result as text, for CLI output and MCP text content.
-pub fn result_text(r: &EnhanceResult) -> String {
+/// The result's own text: the prompt to hand on, or what blocked it.
+pub fn result_body(r: &EnhanceResult) -> String {
     let mut out = String::new();
     match r.status {
         EnhanceStatus::Blocked => {
@@ -359,6 +359,12 @@ pub fn result_text(r: &EnhanceResult) -> String {
             out.push('\n');
         }
     }
+    out
+}
+
+/// The result as text for MCP text content: its body, then a `warning: ` line per warning.
+pub fn result_text(r: &EnhanceResult) -> String {
+    let mut out = result_body(r);
     for w in &r.warnings {
         out.push_str(&format!("warning: {w}\n"));
     }

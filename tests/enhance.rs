@@ -366,6 +366,34 @@ async fn a_long_retrieval_never_holds_up_the_other_requests() {
 }
 
 #[tokio::test]
+async fn the_cli_prints_every_line_of_the_prompt_on_stdout_and_warnings_on_stderr() {
+    let repo = repo();
+    let answer = "## Task\nwarning: keep the retry budget\nBLOCKED is a state name here.";
+    let server = LlmServer::start(vec![Reply::Answer(answer.into())]).await;
+    let url = server.url.clone();
+    let dir = repo.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        support::process::promptd()
+            .args(["enhance", "add backoff to fetch_with_retry", "--dir"])
+            .arg(&dir)
+            .env("LLM_BASE_URL", &url)
+            .env("LLM_MODEL", "rewriter-cli")
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout, format!("{answer}\n"), "stderr: {stderr}");
+    assert!(!stderr.contains("keep the retry budget"), "{stderr}");
+}
+
+#[tokio::test]
 async fn a_misspelled_field_is_refused_naming_it() {
     let repo = repo();
     let s = mcp::stdio(repo.path(), &[]).await;

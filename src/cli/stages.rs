@@ -10,7 +10,7 @@ use anyhow::Result;
 use clap::Args;
 
 use super::common::CommonArgs;
-use crate::enhance::{EnhanceStatus, result_text};
+use crate::enhance::{EnhanceStatus, result_body};
 use crate::stages::{Caller, Stages};
 use crate::tools::{ComposeInput, EnhanceRequest, compose_help};
 
@@ -84,14 +84,10 @@ pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> 
         serde_json::to_writer_pretty(&mut *out, &result)?;
         writeln!(out)?;
     } else {
-        let text = result_text(&result);
-        // Warnings go to stderr so stdout is exactly the prompt to hand on.
-        for line in text.lines() {
-            if line.starts_with("warning: ") {
-                eprintln!("{line}");
-            } else {
-                writeln!(out, "{line}")?;
-            }
+        // The prompt to hand on is all of stdout; the warnings go to stderr.
+        write!(out, "{}", result_body(&result))?;
+        for w in &result.warnings {
+            eprintln!("warning: {w}");
         }
     }
     Ok(u8::from(result.status == EnhanceStatus::Blocked))
