@@ -393,6 +393,35 @@ async fn the_cli_prints_every_line_of_the_prompt_on_stdout_and_warnings_on_stder
     assert!(!stderr.contains("keep the retry budget"), "{stderr}");
 }
 
+#[test]
+fn context_and_enhance_resolve_a_relative_active_file_alike() {
+    let repo = repo();
+    let cwd = repo.path().join("src");
+    let run = |args: &[&str]| {
+        support::process::promptd()
+            .args(args)
+            .arg("--dir")
+            .arg(repo.path())
+            .args(["--active-file", "http_client.rs", "--json"])
+            .current_dir(&cwd)
+            .output()
+            .unwrap()
+    };
+    for out in [
+        run(&["context", "backoff in fetch_with_retry"]),
+        run(&["enhance", "add backoff to fetch_with_retry"]),
+    ] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("src/http_client.rs"), "{stdout}");
+    }
+}
+
 #[tokio::test]
 async fn a_misspelled_field_is_refused_naming_it() {
     let repo = repo();

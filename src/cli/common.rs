@@ -1,7 +1,7 @@
 //! The flags every command shares (prompt folders, config file, clock, discovery), and the
 //! prompt library they open.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -46,5 +46,16 @@ impl CommonArgs {
     /// Opens the prompt library for these flags.
     pub fn open_library(&self) -> Result<PromptLibrary> {
         Ok(PromptLibrary::open(self.library_options()?)?)
+    }
+}
+
+/// A file named on the command line (`--active-file`, `--file`): a relative path is relative to
+/// the current directory when a file is there (as the shell completed it), else to the
+/// repository (as MCP clients give it). `context`, `enhance` and `compose` all resolve it here.
+pub fn command_line_file(path: &Path) -> PathBuf {
+    if path.is_relative() && path.exists() {
+        std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+    } else {
+        path.to_path_buf()
     }
 }

@@ -12,6 +12,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+use super::common::command_line_file;
 use crate::rag::{IndexPhase, IndexProgress, RagConfig, RagError, RetrievalQuery};
 use crate::stages::RepositoryRetrievers;
 use crate::workspace::{Workspace, WorkspacePolicy};
@@ -223,15 +224,7 @@ pub fn run_context(
     let workspace = settings.workspace(&args.dir)?;
     let config = args.apply(settings.config.clone()).one_shot();
     let retrievers = RepositoryRetrievers::default();
-    // A path given on the command line is relative to the current directory when it exists
-    // there, else to the repository.
-    let active_file = args.active_file.as_ref().map(|p| {
-        if p.is_relative() && p.exists() {
-            std::path::absolute(p).unwrap_or_else(|_| p.clone())
-        } else {
-            p.clone()
-        }
-    });
+    let active_file = args.active_file.as_deref().map(command_line_file);
     let query = RetrievalQuery {
         query: args.query.clone(),
         active_file,

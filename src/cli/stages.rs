@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::Args;
 
-use super::common::CommonArgs;
+use super::common::{CommonArgs, command_line_file};
 use crate::enhance::{EnhanceStatus, result_body};
 use crate::stages::{Caller, Stages};
 use crate::tools::{ComposeInput, EnhanceRequest, compose_help};
@@ -73,7 +73,7 @@ pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> 
     let stages = stages(common)?;
     let request = EnhanceRequest {
         prompt: args.prompt.clone(),
-        active_file: args.active_file.clone(),
+        active_file: args.active_file.as_deref().map(command_line_file),
         working_directory: args.dir.clone(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -99,7 +99,7 @@ pub fn compose(common: &CommonArgs, args: &ComposeArgs, out: &mut dyn Write) -> 
     let input = ComposeInput {
         query: args.query.clone(),
         dir: args.dir.clone(),
-        file: args.file.clone(),
+        file: args.file.as_deref().map(command_line_file),
         docs: args.docs.clone(),
         docs_budget: args.docs_budget,
         system: args.system.clone(),
