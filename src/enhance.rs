@@ -217,11 +217,11 @@ impl Enhancer {
                 .map_err(|e| e.to_string())
         })
         .await
-        .unwrap_or_else(|e| {
-            Err(match e.try_into_panic() {
-                Ok(payload) => format!("panicked: {}", crate::panics::panic_message(&*payload)),
-                Err(e) => e.to_string(),
-            })
+        .unwrap_or_else(|e| match e.try_into_panic() {
+            // A panic in retrieval is a server fault, as it was on this thread: it goes on
+            // unwinding to the caller's panic boundary.
+            Ok(payload) => std::panic::resume_unwind(payload),
+            Err(e) => Err(e.to_string()),
         });
         let context = match retrieved {
             Ok(c) => c,
