@@ -34,6 +34,42 @@ pub fn host_of(authority: &str) -> Option<String> {
     )
 }
 
+/// Why a request's `Host` is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostRefusal {
+    /// No `Host`, or one that is not an authority.
+    Malformed,
+    /// A name that is not the server's ([`host_allowed`]).
+    NotAllowed,
+}
+
+impl HostRefusal {
+    /// The HTTP status and the plain-text body of the refusal.
+    pub fn answer(self) -> (axum::http::StatusCode, &'static str) {
+        match self {
+            HostRefusal::Malformed => (
+                axum::http::StatusCode::BAD_REQUEST,
+                "400 Bad Request: missing or malformed Host header\n",
+            ),
+            HostRefusal::NotAllowed => (
+                axum::http::StatusCode::FORBIDDEN,
+                "403 Forbidden: Host not allowed\n",
+            ),
+        }
+    }
+}
+
+/// The host name of a request's `Host` header (`header`) when it names a server bound at
+/// `local`: the one `Host` check of `/metrics` and the studio (rmcp makes the same for `/mcp`).
+pub fn checked_host(header: Option<&str>, local: SocketAddr) -> Result<String, HostRefusal> {
+    let host = header.and_then(host_of).ok_or(HostRefusal::Malformed)?;
+    if host_allowed(local, &host) {
+        Ok(host)
+    } else {
+        Err(HostRefusal::NotAllowed)
+    }
+}
+
 /// Whether `host` names a server bound at `local`: on a loopback bind a loopback name or the
 /// address bound (so that no DNS rebinding reaches it); on any other bind every name (clients
 /// reach it under names it cannot know, and the token protects it).

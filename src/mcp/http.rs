@@ -247,24 +247,18 @@ impl tower_service::Service<Request> for Shared {
     }
 }
 
-/// The `Host` check of routes rmcp does not serve (`/metrics`): 400 without a readable `Host`,
-/// 403 for one that does not name the server ([`host_allowed`](crate::auth::host_allowed)).
+/// The `Host` check of routes rmcp does not serve (`/metrics`): [`crate::auth::checked_host`].
 async fn check_host(State(local): State<SocketAddr>, request: Request, next: Next) -> Response {
-    let host = request
+    let header = request
         .headers()
         .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::auth::host_of);
-    match host {
-        None => plain(
-            StatusCode::BAD_REQUEST,
-            "400 Bad Request: missing or malformed Host header\n".into(),
-        ),
-        Some(host) if !crate::auth::host_allowed(local, &host) => plain(
-            StatusCode::FORBIDDEN,
-            "403 Forbidden: Host not allowed\n".into(),
-        ),
-        Some(_) => next.run(request).await,
+        .and_then(|v| v.to_str().ok());
+    match crate::auth::checked_host(header, local) {
+        Ok(_) => next.run(request).await,
+        Err(refusal) => {
+            let (status, text) = refusal.answer();
+            plain(status, text.into())
+        }
     }
 }
 

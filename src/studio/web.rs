@@ -32,7 +32,6 @@ use tokio_stream::StreamExt;
 use tokio_stream::wrappers::WatchStream;
 
 use super::{Catalog, Output, PromptView, StudioOptions};
-use crate::auth::host_of;
 use crate::library::PromptLibrary;
 
 /// Where the page lives.
@@ -375,10 +374,6 @@ async fn authenticate(
     response
 }
 
-fn host_allowed(guard: &WebGuard, host: &str) -> bool {
-    crate::auth::host_allowed(guard.local, host)
-}
-
 fn origin_allowed(guard: &WebGuard, origin: &str, host_header: &str) -> bool {
     let origin = origin.trim().trim_end_matches('/');
     if origin.eq_ignore_ascii_case(&format!("http://{host_header}"))
@@ -412,14 +407,9 @@ async fn check_host_and_origin(
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    let Some(host) = host_of(&host_header) else {
-        return plain(
-            StatusCode::BAD_REQUEST,
-            "400: missing or malformed Host header\n",
-        );
-    };
-    if !host_allowed(&guard, &host) {
-        return plain(StatusCode::FORBIDDEN, "403: Host not allowed\n");
+    if let Err(refusal) = crate::auth::checked_host(Some(&host_header), guard.local) {
+        let (status, text) = refusal.answer();
+        return plain(status, text);
     }
     if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok())
         && !origin_allowed(&guard, origin, &host_header)
@@ -467,6 +457,7 @@ mod tests {
 
     #[test]
     fn hosts_of_a_loopback_bind_are_loopback_names() {
+        use crate::auth::{HostRefusal, checked_host};
         let g = guard("127.0.0.1:8080", &[]);
         for ok in [
             "localhost:8080",
@@ -474,10 +465,18 @@ mod tests {
             "[::1]:8080",
             "LOCALHOST",
         ] {
-            assert!(host_allowed(&g, &host_of(ok).unwrap()), "{ok}");
+            assert!(checked_host(Some(ok), g.local).is_ok(), "{ok}");
         }
-        assert!(!host_allowed(&g, &host_of("evil.example:8080").unwrap()));
-        assert!(host_allowed(&guard("0.0.0.0:80", &[]), "anything.example"));
+        assert_eq!(
+            checked_host(Some("evil.example:8080"), g.local),
+            Err(HostRefusal::NotAllowed)
+        );
+        assert_eq!(
+            checked_host(Some("a b"), g.local),
+            Err(HostRefusal::Malformed)
+        );
+        assert_eq!(checked_host(None, g.local), Err(HostRefusal::Malformed));
+        assert!(checked_host(Some("anything.example"), guard("0.0.0.0:80", &[]).local).is_ok());
     }
 
     #[test]
