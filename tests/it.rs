@@ -35,7 +35,6 @@ mod hostile_jsonrpc;
 mod hostile_render;
 mod hostile_workspace;
 mod library_reload;
-mod link_order;
 mod llm;
 mod mcp_http;
 mod mcp_replicas;

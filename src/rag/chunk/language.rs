@@ -89,37 +89,7 @@ impl Language {
 
     /// The tree-sitter grammar, for the languages chunked by syntax.
     pub(super) fn grammar(self) -> Option<tree_sitter::Language> {
-        #[cfg(not(promptd_grammars_linked))]
-        return self.packed()?.language();
-        #[cfg(promptd_grammars_linked)]
-        return Some(self.crate_grammar()?.into());
-    }
-
-    /// The grammar with packed parse tables.
-    #[cfg(not(promptd_grammars_linked))]
-    pub(super) fn packed(self) -> Option<&'static super::packed::Packed> {
-        use super::packed;
-        Some(match self {
-            Language::Rust => &packed::RUST,
-            Language::TypeScript => &packed::TYPESCRIPT,
-            Language::Tsx => &packed::TSX,
-            Language::JavaScript => &packed::JAVASCRIPT,
-            Language::Python => &packed::PYTHON,
-            Language::Go => &packed::GO,
-            Language::Java => &packed::JAVA,
-            Language::C => &packed::C,
-            Language::Cpp => &packed::CPP,
-            Language::CSharp => &packed::C_SHARP,
-            Language::Ruby => &packed::RUBY,
-            _ => return None,
-        })
-    }
-
-    /// The grammar as its crate compiles it: what the build links when it could not pack the
-    /// tables, and what the packed tables are tested against.
-    #[cfg(any(test, promptd_grammars_linked))]
-    pub(super) fn crate_grammar(self) -> Option<tree_sitter_language::LanguageFn> {
-        Some(match self {
+        let grammar = match self {
             Language::Rust => tree_sitter_rust::LANGUAGE,
             Language::TypeScript => tree_sitter_typescript::LANGUAGE_TYPESCRIPT,
             Language::Tsx => tree_sitter_typescript::LANGUAGE_TSX,
@@ -132,6 +102,7 @@ impl Language {
             Language::CSharp => tree_sitter_c_sharp::LANGUAGE,
             Language::Ruby => tree_sitter_ruby::LANGUAGE,
             _ => return None,
-        })
+        };
+        Some(grammar.into())
     }
 }

@@ -12,16 +12,13 @@
 //! and their definitions are not what a user edits.
 //!
 //! Here: the chunk types and the assembly of units into chunks (merge, window, trim), the
-//! Markdown splitter and the generated-file check. Below: `language` (the language table),
-//! `packed` (the grammars, their parse tables unpacked on first use), `syntax` (the
-//! per-language walk of a syntax tree into units), `tags` (the names a piece of source defines
-//! and uses, from tree-sitter tag queries), `unit` (the unit type) and `heap` (the per-parse
-//! memory of tree-sitter).
+//! Markdown splitter and the generated-file check. Below: `language` (the language table and
+//! grammars), `syntax` (the per-language walk of a syntax tree into units), `tags` (the names a
+//! piece of source defines and uses, from tree-sitter tag queries), `unit` (the unit type) and
+//! `heap` (the per-parse memory of tree-sitter).
 
 mod heap;
 mod language;
-#[cfg(not(promptd_grammars_linked))]
-mod packed;
 mod syntax;
 mod tags;
 mod unit;

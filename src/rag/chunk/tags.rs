@@ -112,8 +112,7 @@ fn compile(language: Language) -> Option<TagQuery> {
     Some(TagQuery { query, roles, name })
 }
 
-/// Each language's tag query, compiled on its first use, outside any parse (compiling it needs
-/// the grammar, whose tables are unpacked then: a repository in one language unpacks one).
+/// Each language's tag query, compiled on its first use, outside any parse.
 static QUERIES: LazyLock<HashMap<Language, OnceLock<Option<TagQuery>>>> = LazyLock::new(|| {
     Language::WITH_GRAMMAR
         .into_iter()
