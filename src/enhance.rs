@@ -14,7 +14,9 @@
 //! with a warning saying why. A failed retrieval is a warning. A rewrite template that does not
 //! render is an [`EnhanceError`]: the server's prompt folders are broken, not the request.
 
-use std::path::{Path, PathBuf};
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -104,16 +106,21 @@ pub struct RetrievedContext {
     pub warnings: Vec<String>,
 }
 
+/// What a [`ContextRetriever`] answers with.
+pub type ContextFuture =
+    Pin<Box<dyn Future<Output = Result<RetrievedContext, ContextError>> + Send>>;
+
 /// The retrieval stage, as enhance sees it.
 pub trait ContextRetriever: Send + Sync {
     /// Retrieves context for `query` in `repo`, with `active_file` (canonical, inside `repo`)
-    /// as the primary target.
+    /// as the primary target. Its blocking work (file reads, indexing) must not run on the
+    /// runtime that awaits the answer.
     fn retrieve(
         &self,
-        repo: &Workspace,
-        query: &str,
-        active_file: Option<&Path>,
-    ) -> Result<RetrievedContext, ContextError>;
+        repo: Workspace,
+        query: String,
+        active_file: Option<PathBuf>,
+    ) -> ContextFuture;
 }
 
 /// A request whose paths were checked.
@@ -202,27 +209,16 @@ impl Enhancer {
             Ok(_) => {}
         }
 
-        // 2. Retrieval (file reads, indexing: blocking work, on the blocking pool so that the
-        // runtime serving other requests never waits for it): a failure degrades to no
-        // context, it does not block.
-        let retriever = self.retriever.clone();
-        let (repo, prompt, active) = (
-            req.repo.clone(),
-            req.prompt.clone(),
-            req.active_file.clone(),
-        );
-        let retrieved = tokio::task::spawn_blocking(move || {
-            retriever
-                .retrieve(&repo, &prompt, active.as_deref())
-                .map_err(|e| e.to_string())
-        })
-        .await
-        .unwrap_or_else(|e| match e.try_into_panic() {
-            // A panic in retrieval is a server fault, as it was on this thread: it goes on
-            // unwinding to the caller's panic boundary.
-            Ok(payload) => std::panic::resume_unwind(payload),
-            Err(e) => Err(e.to_string()),
-        });
+        // 2. Retrieval: a failure degrades to no context, it does not block.
+        let retrieved = self
+            .retriever
+            .retrieve(
+                req.repo.clone(),
+                req.prompt.clone(),
+                req.active_file.clone(),
+            )
+            .await
+            .map_err(|e| e.to_string());
         let context = match retrieved {
             Ok(c) => c,
             Err(e) => {

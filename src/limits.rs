@@ -66,6 +66,9 @@ pub struct Limits {
     pub max_index_bytes: u64,
     /// Largest LLM response body read, in bytes.
     pub max_llm_response_bytes: usize,
+    /// Most repositories a server keeps open for retrieval at once (each with its index, folder
+    /// watcher and background work); opening another closes the least recently used.
+    pub max_repositories: usize,
     /// Most server-sent event streams open at once (`GET /mcp` and `/studio/events`
     /// together). The server also keeps it at or below half its open-file limit, so that
     /// streams never take every descriptor.
@@ -98,6 +101,7 @@ impl Default for Limits {
             max_index_files: 200_000,
             max_index_bytes: 2 * 1024 * 1024 * 1024,
             max_llm_response_bytes: 4 * 1024 * 1024,
+            max_repositories: 8,
             max_event_streams: 512,
             max_event_streams_per_peer: 64,
             event_stream_lifetime_secs: 3600,
@@ -116,7 +120,7 @@ impl Limits {
     /// reaches the server).
     pub fn check(&self) -> Result<(), String> {
         let n = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
-        let ranges: [(&str, u64, u64, u64); 21] = [
+        let ranges: [(&str, u64, u64, u64); 22] = [
             ("maxPromptFileBytes", self.max_prompt_file_bytes, 1, GIB),
             ("maxRenderBytes", n(self.max_render_bytes), 1, GIB),
             (
@@ -160,6 +164,7 @@ impl Limits {
                 1,
                 GIB,
             ),
+            ("maxRepositories", n(self.max_repositories), 1, 1_024),
             ("maxEventStreams", n(self.max_event_streams), 1, 1_000_000),
             (
                 "maxEventStreamsPerPeer",

@@ -4,8 +4,12 @@
 //! workspace, run the pipeline and splice every warning into the result. The CLI and the MCP
 //! server only convert to and from these calls.
 //!
-//! [`Stages`] holds the long-lived collaborators: the secret guard, one retriever per repository
-//! (model loaded once, background indexing), and the LLM client. Every call reads the settings
+//! [`Stages`] holds the long-lived collaborators: the secret guard, the open retrievers, and the
+//! LLM client. It also owns the policy for long-lived resources: a stage's blocking work runs on
+//! the blocking pool ([`blocking`]), never on the runtime serving requests; at most
+//! `limits.maxRepositories` repositories stay open ([`RepositoryRetrievers`], least recently used
+//! closed first); a client's roots are asked once per session and forgotten when it says they
+//! changed ([`ClientRoots`]). Every call reads the settings
 //! of one library snapshot (`workspace`, `guard`, `rag`, `compose`, `limits`), so a reloaded
 //! config takes effect on the next call: the guard is rebuilt once when the `guard` section
 //! changes, and a repository's retriever is reopened when its retrieval settings change.
@@ -16,26 +20,30 @@
 //! Nothing here is slow at construction: the guard compiles its rules on first use, retrievers
 //! open on the first request for their repository, so `promptd serve` starts at once.
 
-use std::collections::HashMap;
+use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use lru::LruCache;
 
 use crate::compose::{
     ComposeError, ComposeRequest, ComposeSettings, ComposedPrompt, DocChunk, compose_prompt,
 };
 use crate::enhance::{
-    ContextChunk, ContextError, ContextRetriever, EnhanceError, EnhanceResult, Enhancer,
+    ContextChunk, ContextFuture, ContextRetriever, EnhanceError, EnhanceResult, Enhancer,
     RetrievedContext, ValidatedRequest,
 };
 use crate::guard::{Guard, GuardError, GuardSettings, ScanInput, SecretFinding};
 use crate::library::{PromptLibrary, Snapshot};
+use crate::limits::Limits;
 use crate::llm::{ChatClient, LlmConfig};
 use crate::panics::panic_message;
 use crate::rag::{
     IndexProgress, IndexSummary, RagConfig, RagError, Retrieval, RetrievalQuery, Retriever,
 };
 use crate::tools::{ComposeInput, EnhanceRequest};
+
 use crate::workspace::{
     ClientOrigin, Workspace, WorkspaceError, WorkspacePolicy, WorkspaceSettings,
 };
@@ -163,6 +171,47 @@ impl Caller {
     }
 }
 
+/// One client session's roots: asked on the first call that needs them and kept until the
+/// client says they changed ([`ClientRoots::changed`], on `notifications/roots/list_changed`).
+/// An answer that did not come (an error, a timeout) is not kept: the next call asks again.
+#[derive(Debug, Default)]
+pub struct ClientRoots {
+    /// The roots and the generation they were asked in.
+    known: Mutex<(u64, Option<Vec<PathBuf>>)>,
+}
+
+impl ClientRoots {
+    /// The roots, from `ask` when none are kept (`None` from it: no answer).
+    pub async fn get<F>(&self, ask: impl FnOnce() -> F) -> Vec<PathBuf>
+    where
+        F: std::future::Future<Output = Option<Vec<PathBuf>>>,
+    {
+        let generation = {
+            let known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(roots) = &known.1 {
+                return roots.clone();
+            }
+            known.0
+        };
+        let Some(roots) = ask().await else {
+            return Vec::new();
+        };
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        // Roots that changed while they were being asked for are asked again next time.
+        if known.0 == generation {
+            known.1 = Some(roots.clone());
+        }
+        roots
+    }
+
+    /// Forgets the roots: the client changed them.
+    pub fn changed(&self) {
+        let mut known = self.known.lock().unwrap_or_else(PoisonError::into_inner);
+        known.0 += 1;
+        known.1 = None;
+    }
+}
+
 /// Checks an enhance request: the prompt is not empty, `workingDirectory` is a workspace
 /// `policy` admits, and the active file resolves (symlinks followed) to a file inside it.
 pub fn validate_enhance(
@@ -198,13 +247,14 @@ pub fn validate_enhance(
     })
 }
 
-/// One retriever per repository, opened on first use and kept for the process's life. A
-/// retriever opened under other retrieval settings than a call's is reopened under the call's.
+/// The open retrievers, one per repository, at most [`Limits::max_repositories`] of them: a
+/// retriever opens on its repository's first request, and opening one more closes the least
+/// recently used (its folder watcher, threads and memory go once its last request is answered).
+/// A retriever opened under other retrieval settings than a call's is reopened under the call's.
 /// A retriever whose index fails while in use (a search error) is replaced at once by one on a
 /// rebuilt index; one that panics is marked damaged, and the next request rebuilds it.
-#[derive(Default)]
 pub struct RepositoryRetrievers {
-    open: Mutex<HashMap<PathBuf, Slot>>,
+    open: Mutex<LruCache<PathBuf, Slot>>,
 }
 
 enum Slot {
@@ -213,17 +263,64 @@ enum Slot {
     Damaged(String),
 }
 
+impl Default for RepositoryRetrievers {
+    fn default() -> RepositoryRetrievers {
+        RepositoryRetrievers::new(Limits::default().max_repositories)
+    }
+}
+
 impl std::fmt::Debug for RepositoryRetrievers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RepositoryRetrievers")
+            .field("open", &self.slots().len())
             .finish_non_exhaustive()
     }
 }
 
+fn capacity(max: usize) -> NonZeroUsize {
+    NonZeroUsize::new(max).unwrap_or(NonZeroUsize::MIN)
+}
+
 impl RepositoryRetrievers {
-    fn slots(&self) -> MutexGuard<'_, HashMap<PathBuf, Slot>> {
+    /// Room for `max` open repositories.
+    pub fn new(max: usize) -> RepositoryRetrievers {
+        RepositoryRetrievers {
+            open: Mutex::new(LruCache::new(capacity(max))),
+        }
+    }
+
+    fn slots(&self) -> MutexGuard<'_, LruCache<PathBuf, Slot>> {
         // A panic while the map was held cannot leave it torn (each change is one insert).
         self.open.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Keeps at most `max` repositories open from now on, closing the least recently used.
+    pub fn bound(&self, max: usize) {
+        let closed: Vec<Slot> = {
+            let mut open = self.slots();
+            let cap = capacity(max);
+            if open.cap() == cap {
+                return;
+            }
+            let mut closed = Vec::new();
+            while open.len() > cap.get() {
+                closed.extend(open.pop_lru().map(|(_, slot)| slot));
+            }
+            open.resize(cap);
+            closed
+        };
+        drop(closed);
+    }
+
+    /// How many repositories are open.
+    pub fn open_count(&self) -> usize {
+        self.slots().len()
+    }
+
+    /// Remembers `slot` for `repo`; what it pushes out is dropped after the lock is released.
+    fn keep(&self, repo: PathBuf, slot: Slot) {
+        let pushed_out = self.slots().push(repo, slot);
+        drop(pushed_out);
     }
 
     /// The retriever of a workspace under `config`.
@@ -232,9 +329,8 @@ impl RepositoryRetrievers {
         workspace: &Workspace,
         config: &RagConfig,
     ) -> Result<Arc<Retriever>, RagError> {
-        let mut open = self.slots();
         let repo = workspace.root();
-        let rebuild = match open.get(repo) {
+        let rebuild = match self.slots().get(repo) {
             Some(Slot::Open(r)) if r.config() == config => return Ok(r.clone()),
             // Opened under other settings: reopened under these.
             Some(Slot::Open(_)) | None => None,
@@ -245,7 +341,7 @@ impl RepositoryRetrievers {
             Some(reason) => Retriever::open_rebuilt(workspace, config.clone(), reason),
         };
         let r = Arc::new(r?);
-        open.insert(repo.to_path_buf(), Slot::Open(r.clone()));
+        self.keep(repo.to_path_buf(), Slot::Open(r.clone()));
         Ok(r)
     }
 
@@ -309,14 +405,14 @@ impl RepositoryRetrievers {
                     config.clone(),
                     &e.to_string(),
                 )?);
-                self.slots().insert(repo, Slot::Open(rebuilt.clone()));
+                self.keep(repo, Slot::Open(rebuilt.clone()));
                 work(&rebuilt)
             }
             Ok(Ok(Err(e))) => Err(e),
             Err(panic) => {
                 let reason = format!("panicked: {}", panic_message(panic.as_ref()));
                 tracing::error!("retrieval in {}: {reason}", repo.display());
-                self.slots().insert(repo, Slot::Damaged(reason));
+                self.keep(repo, Slot::Damaged(reason));
                 std::panic::resume_unwind(panic)
             }
         }
@@ -383,13 +479,32 @@ pub struct RetrieversUnder {
 impl ContextRetriever for RetrieversUnder {
     fn retrieve(
         &self,
-        repo: &Workspace,
-        query: &str,
-        active_file: Option<&Path>,
-    ) -> Result<RetrievedContext, ContextError> {
-        Ok(self
-            .retrievers
-            .context(repo, &self.config, query, active_file)?)
+        repo: Workspace,
+        query: String,
+        active_file: Option<PathBuf>,
+    ) -> ContextFuture {
+        let (retrievers, config) = (self.retrievers.clone(), self.config.clone());
+        Box::pin(async move {
+            let context = blocking(move || {
+                retrievers.context(&repo, &config, &query, active_file.as_deref())
+            })
+            .await?;
+            Ok(context)
+        })
+    }
+}
+
+/// Runs a stage's blocking work (file reads, indexing, secret scans, rendering) on the blocking
+/// pool, never on the runtime that serves requests. A panic there goes on unwinding in the
+/// caller, whose panic boundary answers it as a server fault.
+async fn blocking<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(answer) => answer,
+        Err(e) => match e.try_into_panic() {
+            Ok(payload) => std::panic::resume_unwind(payload),
+            // Cancelled: only when the runtime is shutting down, which ends this call too.
+            Err(e) => panic!("blocking stage work cancelled: {e}"),
+        },
     }
 }
 
@@ -453,8 +568,10 @@ impl Stages {
         &self.library
     }
 
-    /// Retrieval settings of `snap`: its `rag` section, bounded by its limits.
+    /// Retrieval settings of `snap`: its `rag` section, bounded by its limits (which also bound
+    /// how many repositories stay open).
     fn rag_config(&self, snap: &Snapshot) -> Result<RagConfig, StageError> {
+        self.retrievers.bound(snap.limits.max_repositories);
         let rag = RagConfig::from_config(&snap.config, &snap.limits).map_err(StageError::Rag)?;
         Ok(if self.one_shot { rag.one_shot() } else { rag })
     }
@@ -537,8 +654,17 @@ impl Stages {
     /// `limits.maxDocBytes`), else retrieved from the workspace (a failed retrieval is a
     /// warning). Every doc passes the secret guard; one with a finding is left out, with a
     /// warning and its (redacted) findings in the result. The caller's warning comes first,
-    /// then retrieval's and the guard's, then the composer's.
-    pub fn compose(
+    /// then retrieval's and the guard's, then the composer's. Runs on the blocking pool.
+    pub async fn compose(
+        self: &Arc<Self>,
+        input: ComposeInput,
+        caller: Caller,
+    ) -> Result<ComposedPrompt, StageError> {
+        let stages = Arc::clone(self);
+        blocking(move || stages.compose_blocking(input, &caller)).await
+    }
+
+    fn compose_blocking(
         &self,
         input: ComposeInput,
         caller: &Caller,

@@ -5,13 +5,13 @@
 use crate::support;
 use crate::support::guard;
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use promptd::enhance::{
-    ContextChunk, ContextError, ContextRetriever, EnhanceStatus, Enhancer, RetrievedContext,
+    ContextChunk, ContextFuture, ContextRetriever, EnhanceStatus, Enhancer, RetrievedContext,
     ValidatedRequest,
 };
 use promptd::guard::{Guard, ScanInput};
@@ -81,23 +81,18 @@ fn scan_time_grows_linearly_with_line_length_and_findings() {
 struct Chunks(Vec<ContextChunk>);
 
 impl ContextRetriever for Chunks {
-    fn retrieve(
-        &self,
-        _: &Workspace,
-        _: &str,
-        _: Option<&Path>,
-    ) -> Result<RetrievedContext, ContextError> {
+    fn retrieve(&self, _: Workspace, _: String, _: Option<PathBuf>) -> ContextFuture {
         let formatted = self
             .0
             .iter()
             .map(|c| c.text.as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        Ok(RetrievedContext {
+        Box::pin(std::future::ready(Ok(RetrievedContext {
             formatted,
             chunks: self.0.clone(),
             warnings: Vec::new(),
-        })
+        })))
     }
 }
 

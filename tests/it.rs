@@ -55,6 +55,7 @@ mod rag_stat_refresh;
 mod rag_watch;
 mod render_fixtures;
 mod shipped_files;
+mod stage_resources;
 mod stages_catalog;
 mod stages_equality;
 mod stages_errors;

@@ -56,9 +56,16 @@ pub struct ComposeArgs {
     pub json: bool,
 }
 
-fn stages(common: &CommonArgs) -> Result<Stages> {
+fn stages(common: &CommonArgs) -> Result<Arc<Stages>> {
     let library = Arc::new(common.open_library()?);
-    Ok(Stages::one_shot(library)?)
+    Ok(Arc::new(Stages::one_shot(library)?))
+}
+
+/// A runtime for one stage call.
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?)
 }
 
 /// The local user, in the current directory.
@@ -76,10 +83,7 @@ pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> 
         active_file: args.active_file.as_deref().map(command_line_file),
         working_directory: args.dir.clone(),
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let result = runtime.block_on(stages.enhance(request, &caller()?))?;
+    let result = runtime()?.block_on(stages.enhance(request, &caller()?))?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &result)?;
         writeln!(out)?;
@@ -104,7 +108,7 @@ pub fn compose(common: &CommonArgs, args: &ComposeArgs, out: &mut dyn Write) -> 
         docs_budget: args.docs_budget,
         system: args.system.clone(),
     };
-    let composed = stages.compose(input, &caller()?)?;
+    let composed = runtime()?.block_on(stages.compose(input, caller()?))?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &composed)?;
         writeln!(out)?;

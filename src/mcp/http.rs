@@ -190,7 +190,7 @@ pub fn router(
         )
     });
     let service = Shared(Arc::new(StreamableHttpService::new(
-        move || Ok(server.clone()),
+        move || Ok(server.for_session()),
         sessions.clone(),
         config,
     )));

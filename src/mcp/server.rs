@@ -12,7 +12,7 @@ use rmcp::model::{
     Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult, ListToolsResult,
     PaginatedRequestParams, Reference, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::clients::ConnectedClients;
@@ -22,7 +22,7 @@ use super::tools::{self, ToolContext};
 use crate::library::{PromptLibrary, Visibility};
 use crate::metrics::Method;
 use crate::registry::PromptTemplate;
-use crate::stages::Stages;
+use crate::stages::{ClientRoots, Stages};
 use crate::workspace::ClientOrigin;
 
 /// Default `prompts/list` page size.
@@ -57,6 +57,8 @@ pub struct PromptServer {
     /// Serving the process that started it, over stdio (else over HTTP, where whether a
     /// request authenticated is read from the request).
     stdio: bool,
+    /// This session's client roots, once asked.
+    roots: Arc<ClientRoots>,
 }
 
 impl PromptServer {
@@ -71,6 +73,15 @@ impl PromptServer {
             options,
             written: None,
             stdio: false,
+            roots: Arc::default(),
+        }
+    }
+
+    /// The handler of a new session: the same stages and clients, no roots known yet.
+    pub fn for_session(&self) -> PromptServer {
+        PromptServer {
+            roots: Arc::default(),
+            ..self.clone()
         }
     }
 
@@ -277,6 +288,7 @@ impl ServerHandler for PromptServer {
         let ctx = ToolContext {
             stages: self.stages.clone(),
             peer: Some(context.peer.clone()),
+            roots: self.roots.clone(),
             origin,
             visibility: self.visibility(),
             written: self.written.clone(),
@@ -302,6 +314,10 @@ impl ServerHandler for PromptServer {
                 None => ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None),
             },
         )
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.roots.changed();
     }
 
     fn accepted_subscription_filter(

@@ -21,7 +21,7 @@ use crate::enhance::result_text;
 use crate::library::Visibility;
 use crate::limits::Limits;
 use crate::panics::panic_message;
-use crate::stages::{Caller, StageError, Stages};
+use crate::stages::{Caller, ClientRoots, StageError, Stages};
 use crate::tools::{
     COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
     GetPromptsResponse, ToolSpec,
@@ -37,6 +37,8 @@ pub struct ToolContext {
     pub stages: Arc<Stages>,
     /// The calling client (for its roots); `None` outside a session.
     pub peer: Option<Peer<RoleServer>>,
+    /// The session's roots, once asked.
+    pub roots: Arc<ClientRoots>,
     /// How the request came: over stdio, or over HTTP with or without the server's token.
     pub origin: ClientOrigin,
     /// Which prompts the client is served.
@@ -239,22 +241,23 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     })
 }
 
-/// The client's roots as directory paths, in its order; an empty list when it offers none.
-/// Roots are deprecated by SEP-2577 but are what today's IDE clients send to say which folder
-/// is open. A root that is not a local `file://` URI is left out.
+/// The client's roots as directory paths, in its order; an empty list when it offers none,
+/// `None` when it did not answer. Roots are deprecated by SEP-2577 but are what today's IDE
+/// clients send to say which folder is open. A root that is not a local `file://` URI is left
+/// out.
 #[allow(deprecated)]
-async fn client_roots(peer: &Peer<RoleServer>) -> Vec<PathBuf> {
+async fn client_roots(peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
     let Some(info) = peer.peer_info() else {
-        return Vec::new();
+        return Some(Vec::new());
     };
     if info.capabilities.roots.is_none() {
-        return Vec::new();
+        return Some(Vec::new());
     }
     let listed = tokio::time::timeout(std::time::Duration::from_secs(5), peer.list_roots()).await;
     let Ok(Ok(roots)) = listed else {
-        return Vec::new();
+        return None;
     };
-    roots
+    let roots = roots
         .roots
         .iter()
         .filter_map(|r| {
@@ -264,7 +267,8 @@ async fn client_roots(peer: &Peer<RoleServer>) -> Vec<PathBuf> {
             }
             path
         })
-        .collect()
+        .collect();
+    Some(roots)
 }
 
 /// The local path of a `file://` URI (host empty or `localhost`), percent-decoded byte-wise;
@@ -284,10 +288,11 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }
 
-/// The calling client as the stages see it: its roots, how it came, and the server's directory.
+/// The calling client as the stages see it: its roots (asked once per session), how it came,
+/// and the server's directory.
 async fn caller(ctx: &ToolContext) -> Caller {
     let roots = match &ctx.peer {
-        Some(peer) => client_roots(peer).await,
+        Some(peer) => ctx.roots.get(|| client_roots(peer)).await,
         None => Vec::new(),
     };
     Caller::Client {
@@ -354,10 +359,10 @@ fn compose_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
         let input: ComposeInput = parse_arguments(COMPOSE, args)?;
         let caller = caller(&ctx).await;
-        let stages = ctx.stages.clone();
-        let composed = tokio::task::spawn_blocking(move || stages.compose(input, &caller))
+        let composed = ctx
+            .stages
+            .compose(input, caller)
             .await
-            .map_err(|e| task_failed(COMPOSE, e))?
             .map_err(|e| stage_error(COMPOSE, &e))?;
         // Clients that read only `content` get the composed prompt itself, not JSON.
         stage_result(&composed, composed.text.clone())

@@ -9,6 +9,7 @@ pub mod checks;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -39,11 +40,33 @@ pub fn fixture_prompts() -> PathBuf {
 }
 
 /// A test client that records `prompts/list_changed` notifications and, when given roots,
-/// offers them (the `roots` capability and `roots/list`) as an IDE with open folders does.
+/// offers them (the `roots` capability and `roots/list`) as an IDE with open folders does,
+/// counting the server's `roots/list` requests.
 #[derive(Clone)]
 pub struct TestClient {
     changed: mpsc::UnboundedSender<()>,
-    roots: Vec<Root>,
+    roots: Arc<Mutex<Vec<Root>>>,
+    roots_asked: Arc<AtomicUsize>,
+}
+
+impl TestClient {
+    fn new(changed: mpsc::UnboundedSender<()>, roots: Vec<Root>) -> TestClient {
+        TestClient {
+            changed,
+            roots: Arc::new(Mutex::new(roots)),
+            roots_asked: Arc::default(),
+        }
+    }
+
+    /// How many times the server asked for the roots.
+    pub fn roots_asked(&self) -> usize {
+        self.roots_asked.load(Ordering::SeqCst)
+    }
+
+    /// Offers `roots` from now on (the caller sends `notifications/roots/list_changed`).
+    pub fn set_roots(&self, roots: Vec<Root>) {
+        *self.roots.lock().unwrap() = roots;
+    }
 }
 
 impl ClientHandler for TestClient {
@@ -51,7 +74,7 @@ impl ClientHandler for TestClient {
     fn get_info(&self) -> ClientConfig {
         let config =
             ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
-        if self.roots.is_empty() {
+        if self.roots.lock().unwrap().is_empty() {
             return config;
         }
         ClientConfig::new(
@@ -65,7 +88,8 @@ impl ClientHandler for TestClient {
         &self,
         _context: RequestContext<RoleClient>,
     ) -> Result<ListRootsResult, ErrorData> {
-        Ok(ListRootsResult::new(self.roots.clone()))
+        self.roots_asked.fetch_add(1, Ordering::SeqCst);
+        Ok(ListRootsResult::new(self.roots.lock().unwrap().clone()))
     }
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -196,7 +220,7 @@ pub async fn stdio_with_roots(
     let (tx, rx) = mpsc::unbounded_channel();
     let client = within(
         "initialize over stdio",
-        TestClient { changed: tx, roots }.serve(transport),
+        TestClient::new(tx, roots).serve(transport),
     )
     .await
     .expect("initialize over stdio");
@@ -280,7 +304,7 @@ pub async fn http_client_with_roots(
     let (tx, rx) = mpsc::unbounded_channel();
     let client = within(
         "initialize over HTTP",
-        TestClient { changed: tx, roots }.serve(transport),
+        TestClient::new(tx, roots).serve(transport),
     )
     .await
     .expect("initialize over HTTP");
