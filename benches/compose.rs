@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use promptd::compose::{
-    ComposeRequest, DEFAULT_DOCS_BUDGET, DocChunk, compose_prompt, compose_stages, fit_docs,
+    ComposeRequest, DEFAULT_DOCS_BUDGET, DocChunk, compose_prompt, fit_docs, gather_parts,
 };
 
 fn fixture(case: &str) -> PathBuf {
@@ -33,8 +33,8 @@ fn stages(c: &mut Criterion) {
             ..guide.clone()
         })
         .collect();
-    c.bench_function("compose_stages rules_and_docs 40 chunks", |b| {
-        b.iter(|| compose_stages(&request).unwrap())
+    c.bench_function("gather_parts rules_and_docs 40 chunks", |b| {
+        b.iter(|| gather_parts(&request).unwrap())
     });
     let library = promptd::library::PromptLibrary::open_with_roots(
         Default::default(),
@@ -48,8 +48,8 @@ fn stages(c: &mut Criterion) {
 
     let root = fixture("claude_import_chain");
     let request = ComposeRequest::new("Rename the config loader", &root);
-    c.bench_function("compose_stages claude_import_chain", |b| {
-        b.iter(|| compose_stages(&request).unwrap())
+    c.bench_function("gather_parts claude_import_chain", |b| {
+        b.iter(|| gather_parts(&request).unwrap())
     });
 }
 

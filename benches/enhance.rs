@@ -7,13 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use promptd::catalog::EnhanceRequest;
 use promptd::enhance::{EnhanceStatus, Enhancer};
 use promptd::guard::Guard;
 use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::rag::RagConfig;
 use promptd::registry::{BuiltinSource, PromptSource};
 use promptd::stages::{RetrieversUnder, validate_enhance};
-use promptd::tools::EnhanceRequest;
 
 fn registry_crate(name: &str) -> Option<PathBuf> {
     let home = std::env::var_os("CARGO_HOME")

@@ -11,6 +11,7 @@
 //! override them by shadowing.
 
 pub mod auth;
+pub mod catalog;
 pub mod cli;
 pub mod compose;
 pub mod config;
@@ -34,6 +35,5 @@ pub mod stages;
 pub mod streams;
 pub mod studio;
 pub mod tokens;
-pub mod tools;
 pub mod watch;
 pub mod workspace;

@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use lru::LruCache;
 
+use crate::catalog::{ComposeInput, EnhanceRequest};
 use crate::compose::{
     ComposeError, ComposeRequest, ComposeSettings, ComposedPrompt, DocChunk, compose_prompt,
 };
@@ -42,7 +43,6 @@ use crate::panics::panic_message;
 use crate::rag::{
     IndexProgress, IndexSummary, RagConfig, RagError, Retrieval, RetrievalQuery, Retriever,
 };
-use crate::tools::{ComposeInput, EnhanceRequest};
 
 use crate::workspace::{
     ClientOrigin, Workspace, WorkspaceError, WorkspacePolicy, WorkspaceSettings,
@@ -712,7 +712,7 @@ impl Stages {
         request.current_file = input.file;
         request.docs = docs;
         request.docs_budget = input.docs_budget.unwrap_or(settings.docs_budget);
-        request.server_tools = crate::tools::server_tool_definitions();
+        request.server_tools = crate::catalog::server_tool_definitions();
         let mut composed = compose_prompt(
             &snapshot,
             self.library.clock(),

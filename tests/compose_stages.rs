@@ -11,8 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use promptd::compose::{
-    BLOCK_SEPARATOR, BlockTokens, ComposeLedger, ComposeRequest, ComposeStages, ComposedPrompt,
-    DEFAULT_DOCS_BUDGET, DocChunk, ToolDefinition, compose_stages,
+    BLOCK_SEPARATOR, BlockTokens, ComposeLedger, ComposeParts, ComposeRequest, ComposedPrompt,
+    DEFAULT_DOCS_BUDGET, DocChunk, ToolDefinition, gather_parts,
 };
 use promptd::tokens::count_tokens;
 use serde::{Deserialize, Serialize};
@@ -132,7 +132,7 @@ struct Reference {
 /// [`BLOCK_SEPARATOR`], empty blocks omitted (the system block always carries the priority
 /// statement). Trailing whitespace at the end of a block is not kept: it is layout, and the
 /// stages' own strings stay verbatim. The prefix is system + tools + always-on rules.
-fn render_default_frame(stages: &ComposeStages, query: &str, system_prompt: &str) -> Reference {
+fn render_default_frame(stages: &ComposeParts, query: &str, system_prompt: &str) -> Reference {
     let user_block = format!("USER: {}", query.trim());
     let system_prompt = system_prompt.trim();
     let system_block = if system_prompt.is_empty() {
@@ -225,7 +225,7 @@ fn compose_through_templates(request: &ComposeRequest, system_prompt: &str) -> C
 
 fn compose(case: &Case, root: &Path, query: &str, current_file: Option<&str>) -> Reference {
     let request = request(case, root, query, current_file);
-    let stages = compose_stages(&request).unwrap();
+    let stages = gather_parts(&request).unwrap();
     assert!(
         stages.tokens.docs <= request.docs_budget,
         "docs over budget"
@@ -306,7 +306,7 @@ fn compose_fixtures() {
         let root = path.parent().unwrap().strip_prefix(manifest).unwrap();
 
         let request = request(&case, root, &case.query, case.current_file.as_deref());
-        if let Err(err) = compose_stages(&request) {
+        if let Err(err) = gather_parts(&request) {
             insta::assert_snapshot!("error", err.to_string());
             return;
         }
@@ -348,7 +348,7 @@ fn compose_fixtures() {
 #[test]
 fn missing_workspace_root_is_an_error_naming_it() {
     let request = ComposeRequest::new("q", "tests/fixtures/compose/no_such_workspace");
-    let err = compose_stages(&request).unwrap_err().to_string();
+    let err = gather_parts(&request).unwrap_err().to_string();
     assert!(
         err.starts_with("workspace root tests/fixtures/compose/no_such_workspace: "),
         "{err}"

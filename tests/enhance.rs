@@ -8,12 +8,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use promptd::catalog::EnhanceRequest;
 use promptd::enhance::{EnhanceStatus, Enhancer};
 use promptd::guard::Guard;
 use promptd::llm::{ChatClient, LlmConfig};
 use promptd::rag::RagConfig;
 use promptd::stages::{RetrieversUnder, validate_enhance};
-use promptd::tools::EnhanceRequest;
 use serde_json::json;
 use support::guard::{Fake, fake_secret};
 use support::llm_server::{LlmServer, Reply};

@@ -20,7 +20,7 @@ fn call(req: serde_json::Value) -> GetPromptsResponse {
 /// The envelope as JSON, checked against the tool's published `outputSchema`.
 fn json_of(resp: &GetPromptsResponse) -> Value {
     let v = serde_json::to_value(resp).unwrap();
-    let tool = promptd::mcp::tools::definitions()
+    let tool = promptd::mcp::tool_calls::definitions()
         .iter()
         .find(|t| t.name == promptd::library::TOOL_NAME)
         .unwrap();

@@ -4,12 +4,12 @@
 
 #[test]
 fn tools_list_definitions_are_pinned() {
-    let json = serde_json::to_string_pretty(promptd::mcp::tools::definitions()).unwrap();
+    let json = serde_json::to_string_pretty(promptd::mcp::tool_calls::definitions()).unwrap();
     insta::assert_snapshot!(json);
 }
 
 #[test]
 fn the_composers_server_tools_are_pinned() {
-    let json = serde_json::to_string_pretty(&promptd::tools::server_tool_definitions()).unwrap();
+    let json = serde_json::to_string_pretty(&promptd::catalog::server_tool_definitions()).unwrap();
     insta::assert_snapshot!(json);
 }

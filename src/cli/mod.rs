@@ -6,7 +6,7 @@
 pub mod common;
 pub mod rag;
 pub mod scan;
-pub mod stages;
+pub mod stage_calls;
 
 pub use common::CommonArgs;
 
@@ -49,9 +49,9 @@ pub enum Command {
     /// Snapshot-test prompts: render every case and compare with its `.snap` file.
     Test(prompt_tests::TestArgs),
     /// Rewrite a request into an execution-ready prompt, grounded in the repository (LLM_* env).
-    Enhance(stages::EnhanceArgs),
+    Enhance(stage_calls::EnhanceArgs),
     /// Compose the final prompt: system prompt, tools, project rules and docs under a budget.
-    Compose(stages::ComposeArgs),
+    Compose(stage_calls::ComposeArgs),
     /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http (and the
     /// studio page at /).
     Serve(ServeArgs),
@@ -202,8 +202,8 @@ pub fn run(cli: Cli) -> Result<u8> {
             Ok(u8::try_from(code).unwrap_or(2))
         }
         Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out()),
-        Command::Enhance(args) => stages::enhance(&cli.common, &args, &mut out()),
-        Command::Compose(args) => stages::compose(&cli.common, &args, &mut out()),
+        Command::Enhance(args) => stage_calls::enhance(&cli.common, &args, &mut out()),
+        Command::Compose(args) => stage_calls::compose(&cli.common, &args, &mut out()),
         Command::Serve(args) => serve(&cli.common, &args),
         Command::Studio(args) => studio(&cli.common, &args),
     }

@@ -25,7 +25,7 @@
 //!
 //! # Finding the prefix
 //! The frame is rendered twice more, on the query- and file-independent stage outputs alone
-//! ([`ComposeStages::cacheable`]): once with a mark in place of the query, where the blocks
+//! ([`ComposeParts::cacheable`]): once with a mark in place of the query, where the blocks
 //! after the query's block (or before it, when that block comes last) are the prefix; and once
 //! with the query, which in the shipped layout is the head of the text and ends with the prefix,
 //! giving its offset (otherwise the prefix is searched for in the text). The prefix must hold
@@ -40,8 +40,8 @@ use serde_json::{Map, Value};
 
 use super::docs::DocLedgerEntry;
 use super::error::ComposeError;
+use super::parts::{ComposeParts, ComposeRequest, gather_parts};
 use super::rules::RuleLedgerEntry;
-use super::stages::{ComposeRequest, ComposeStages, compose_stages};
 use super::tools::ToolIssue;
 use crate::library::Snapshot;
 use crate::render::Clock;
@@ -127,7 +127,7 @@ pub fn compose_prompt(
     request: &ComposeRequest,
     system: Option<&str>,
 ) -> Result<ComposedPrompt, ComposeError> {
-    let stages = compose_stages(request)?;
+    let stages = gather_parts(request)?;
     let system_name = system.unwrap_or(DEFAULT_SYSTEM_PROMPT);
     let system_prompt = snapshot
         .render(system_name, &Map::new(), clock)
@@ -183,7 +183,7 @@ impl<'a> Frame<'a> {
         snapshot: &'a Snapshot,
         clock: &'a Clock,
         system_prompt: &str,
-        stages: &ComposeStages,
+        stages: &ComposeParts,
     ) -> Result<Self, ComposeError> {
         let mut args = Map::new();
         args.insert(
@@ -220,7 +220,7 @@ fn find_prefix(
     clock: &Clock,
     request: &ComposeRequest,
     system_prompt: &str,
-    stages: &ComposeStages,
+    stages: &ComposeParts,
     text: &str,
 ) -> Result<Option<(usize, String)>, ComposeError> {
     let mut probe = Frame::new(snapshot, clock, system_prompt, &stages.cacheable())?;

@@ -97,12 +97,12 @@ pub struct ToolIssue {
 /// The tools stage's output.
 #[derive(Serialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
-pub struct ToolsCatalog {
+pub struct ModelTools {
     pub tools: Vec<ToolDefinition>,
     pub issues: Vec<ToolIssue>,
 }
 
-impl ToolsCatalog {
+impl ModelTools {
     /// One section per tool, separated by a blank line; empty when there are no tools.
     pub fn render_block(&self) -> String {
         self.tools
@@ -128,8 +128,8 @@ struct PlandexToolFile {
 }
 
 /// Server tools (in the order given) then valid workspace tools (sorted by file name).
-pub fn load_tools(workspace_root: &Path, server_tools: &[ToolDefinition]) -> ToolsCatalog {
-    let mut catalog = ToolsCatalog::default();
+pub fn load_tools(workspace_root: &Path, server_tools: &[ToolDefinition]) -> ModelTools {
+    let mut catalog = ModelTools::default();
     for tool in server_tools {
         if catalog.tools.iter().any(|t| t.name == tool.name) {
             catalog.issues.push(ToolIssue {

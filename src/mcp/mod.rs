@@ -5,7 +5,7 @@
 //! business logic: native prompts (`prompts/list` with cursor pages, `prompts/get`,
 //! `completion/complete`) and the tool `wit-get-prompts` call [`PromptLibrary`]; the tools
 //! `enhance_prompt` and `compose_prompt` call [`crate::stages::Stages`]. The tools themselves
-//! (names, descriptions, schemas) are the catalog's ([`crate::tools`]). [`serve`] runs the server
+//! (names, descriptions, schemas) are the catalog's ([`crate::catalog`]). [`serve`] runs the server
 //! over stdio (default) or streamable HTTP at `/mcp`, with hot reload: [`crate::watch`] reloads
 //! the library when prompt files or the config change, and every connected client
 //! ([`ConnectedClients`]) gets `notifications/prompts/list_changed`.
@@ -21,7 +21,7 @@ pub mod server;
 pub mod sessions;
 pub mod stdio;
 pub mod threads;
-pub mod tools;
+pub mod tool_calls;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
 //! Tool arguments as real clients send them. (The schemas clients read are the catalog's,
-//! made portable there: [`crate::tools::PortableFormats`].)
+//! made portable there: [`crate::catalog::PortableFormats`].)
 //!
 //! Some clients send an object-typed parameter JSON-encoded as a string (the MCP Inspector does
 //! for a parameter whose `type` is a list, such as an optional object's `["object", "null"]`).

@@ -1,7 +1,7 @@
 //! The MCP handler: one [`PromptServer`] per connection (cheap clones sharing the stages, and
 //! through them the library, and the connected-client list). Native prompts and completion are
 //! answered from the library and converted with [`super::convert`]; tools are listed from the
-//! catalog and called through [`super::tools`].
+//! catalog and called through [`super::tool_calls`].
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -18,7 +18,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use super::clients::ConnectedClients;
 use super::convert;
 use super::jsonrpc::WrittenResults;
-use super::tools::{self, ToolContext};
+use super::tool_calls::{self, ToolContext};
 use crate::library::{PromptLibrary, Visibility};
 use crate::metrics::Method;
 use crate::registry::PromptTemplate;
@@ -174,7 +174,7 @@ impl ServerHandler for PromptServer {
         )
         .with_instructions(format!(
             "Prompt templates are available as MCP prompts and through the `{}` tool.",
-            crate::tools::GET_PROMPTS
+            crate::catalog::GET_PROMPTS
         ))
     }
 
@@ -253,12 +253,12 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let started = Instant::now();
-        let result = ListToolsResult::with_all_items(tools::definitions().to_vec());
+        let result = ListToolsResult::with_all_items(tool_calls::definitions().to_vec());
         counted(Method::tools_list, started, Ok(result))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        tools::definitions()
+        tool_calls::definitions()
             .iter()
             .find(|t| t.name == name)
             .cloned()
@@ -271,7 +271,7 @@ impl ServerHandler for PromptServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let started = Instant::now();
         self.library().wait_loaded().await;
-        let Some(entry) = tools::find(&request.name) else {
+        let Some(entry) = tool_calls::find(&request.name) else {
             let unknown = Err(ErrorData::invalid_params(
                 format!("unknown tool `{}`", request.name),
                 None,
@@ -293,7 +293,8 @@ impl ServerHandler for PromptServer {
             visibility: self.visibility(),
             written: self.written.clone(),
         };
-        let result = tools::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await;
+        let result =
+            tool_calls::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await;
         // A tool's own failure (`isError`) counts as an error too.
         let ok = matches!(&result, Ok(r) if r.is_error != Some(true));
         answered(Method::tools_call, ok, started);

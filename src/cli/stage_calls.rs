@@ -10,9 +10,9 @@ use anyhow::Result;
 use clap::Args;
 
 use super::common::{CommonArgs, command_line_file};
+use crate::catalog::{ComposeInput, EnhanceRequest, compose_help};
 use crate::enhance::{EnhanceStatus, result_body};
 use crate::stages::{Caller, Stages};
-use crate::tools::{ComposeInput, EnhanceRequest, compose_help};
 
 #[derive(Debug, Args)]
 pub struct EnhanceArgs {

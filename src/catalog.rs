@@ -4,7 +4,7 @@
 //! [`EnhanceRequest`], [`ComposeInput`]) and the JSON Schemas of each request and result,
 //! generated from the Rust types the stages take and return.
 //!
-//! The MCP server turns each [`ToolSpec`] into an `rmcp::Tool` (`mcp::tools`); the composer lists
+//! The MCP server turns each [`ToolSpec`] into an `rmcp::Tool` (`mcp::tool_calls`); the composer lists
 //! the same tools in its tools block ([`server_tool_definitions`]), so `promptd compose` and
 //! `promptd serve` show one catalog. `promptd compose`'s flags take their help from the same
 //! descriptions ([`compose_help`]).

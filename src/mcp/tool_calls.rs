@@ -1,4 +1,4 @@
-//! The MCP face of the tool catalog ([`crate::tools`]): every catalog entry as an `rmcp::Tool`,
+//! The MCP face of the tool catalog ([`crate::catalog`]): every catalog entry as an `rmcp::Tool`,
 //! and one call table whose entries convert MCP arguments into a catalog request, hand it to the
 //! library (`wit-get-prompts`) or the stages (`enhance_prompt`, `compose_prompt`), and convert the
 //! answer into a tool result. The client's roots and how its request came (stdio, or HTTP with
@@ -17,15 +17,15 @@ use rmcp::service::{Peer, RoleServer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::catalog::{
+    COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
+    GetPromptsResponse, ToolSpec,
+};
 use crate::enhance::result_text;
 use crate::library::Visibility;
 use crate::limits::Limits;
 use crate::panics::panic_message;
 use crate::stages::{Caller, ClientRoots, StageError, Stages};
-use crate::tools::{
-    COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
-    GetPromptsResponse, ToolSpec,
-};
 use crate::workspace::ClientOrigin;
 
 use super::jsonrpc::{WrittenParts, WrittenResults};
@@ -90,7 +90,7 @@ fn rmcp_tool(spec: &ToolSpec) -> Tool {
 }
 
 static DEFINITIONS: LazyLock<Vec<Tool>> =
-    LazyLock::new(|| crate::tools::catalog().iter().map(rmcp_tool).collect());
+    LazyLock::new(|| crate::catalog::catalog().iter().map(rmcp_tool).collect());
 
 /// The definitions of every tool (built once), in the catalog's order.
 pub fn definitions() -> &'static [Tool] {
@@ -332,7 +332,7 @@ pub async fn call_contained(
     ctx: ToolContext,
     mut args: JsonObject,
 ) -> Result<CallToolResult, ErrorData> {
-    if let Some(spec) = crate::tools::find(entry.name) {
+    if let Some(spec) = crate::catalog::find(entry.name) {
         super::schema::decode_string_objects(&spec.input_schema, &mut args)
             .map_err(|e| ErrorData::invalid_params(format!("{}: {e}", entry.name), None))?;
     }
@@ -447,7 +447,7 @@ mod tests {
 
     #[test]
     fn every_catalog_tool_has_one_call_and_is_listed_in_the_catalogs_order() {
-        let catalog: Vec<&str> = crate::tools::catalog().iter().map(|t| t.name).collect();
+        let catalog: Vec<&str> = crate::catalog::catalog().iter().map(|t| t.name).collect();
         let calls: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
         let listed: Vec<&str> = definitions().iter().map(|t| &*t.name).collect();
         assert_eq!(calls, catalog);

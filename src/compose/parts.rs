@@ -1,7 +1,7 @@
 //! The composer's stages for one request: [`rules`](super::rules) (project rules discovered in
 //! the workspace, applied whole), [`tools`](super::tools) (the MCP server's own tools plus
 //! `.promptd/tools/*.json` definitions, validated) and [`docs`](super::docs) (retrieved or
-//! `--doc` chunks fitted into a token budget), gathered into [`ComposeStages`]: the variables
+//! `--doc` chunks fitted into a token budget), gathered into [`ComposeParts`]: the variables
 //! the `compose_frame` template renders.
 
 use std::path::PathBuf;
@@ -67,7 +67,7 @@ impl ComposeRequest {
 /// Tokens (`cl100k_base`) of each stage block, as produced by the stages.
 #[derive(Serialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct StageTokens {
+pub struct PartTokens {
     pub tools: usize,
     pub rules: usize,
     pub docs: usize,
@@ -77,7 +77,7 @@ pub struct StageTokens {
 /// nothing to show, so the template omits them with `{% if … %}`.
 #[derive(Serialize, Clone, Debug)]
 #[serde(rename_all = "camelCase")]
-pub struct ComposeStages {
+pub struct ComposeParts {
     /// Applied rules, always-on ones first, each preceded by `### Rule: path (…)`.
     pub rules_block: String,
     /// The always-on head of `rules_block` (a prefix of it): the part that belongs to the
@@ -96,16 +96,16 @@ pub struct ComposeStages {
     pub docs_included: Vec<DocLedgerEntry>,
     pub docs_dropped: Vec<DocLedgerEntry>,
     pub docs_budget: usize,
-    pub tokens: StageTokens,
+    pub tokens: PartTokens,
 }
 
-impl ComposeStages {
+impl ComposeParts {
     /// The outputs that depend on neither the query nor the current file: the same tools, the
     /// always-on rules as the whole rules block, no docs, and no ledger of rules (which records
     /// decisions about the current file). What the frame renders from these, without the
     /// query's block, is the cacheable prefix.
-    pub fn cacheable(&self) -> ComposeStages {
-        ComposeStages {
+    pub fn cacheable(&self) -> ComposeParts {
+        ComposeParts {
             rules_block: self.rules_always_on_block.clone(),
             rules_always_on_block: self.rules_always_on_block.clone(),
             tools_block: self.tools_block.clone(),
@@ -123,7 +123,7 @@ impl ComposeStages {
             docs_included: Vec::new(),
             docs_dropped: Vec::new(),
             docs_budget: self.docs_budget,
-            tokens: StageTokens {
+            tokens: PartTokens {
                 tools: self.tokens.tools,
                 rules: count_tokens(&self.rules_always_on_block),
                 docs: 0,
@@ -133,7 +133,7 @@ impl ComposeStages {
 }
 
 /// Runs the rules, tools and docs stages for one request.
-pub fn compose_stages(request: &ComposeRequest) -> Result<ComposeStages, ComposeError> {
+pub fn gather_parts(request: &ComposeRequest) -> Result<ComposeParts, ComposeError> {
     let rules = discover_rules(&request.workspace_root, request.current_file.as_deref())?;
     let tools = load_tools(&request.workspace_root, &request.server_tools);
     let docs = fit_docs(&request.docs, request.docs_budget);
@@ -141,8 +141,8 @@ pub fn compose_stages(request: &ComposeRequest) -> Result<ComposeStages, Compose
     let rules_always_on_block = rules.render_always_on_block();
     debug_assert!(rules_block.starts_with(&rules_always_on_block));
     let tools_block = tools.render_block();
-    Ok(ComposeStages {
-        tokens: StageTokens {
+    Ok(ComposeParts {
+        tokens: PartTokens {
             tools: count_tokens(&tools_block),
             rules: count_tokens(&rules_block),
             docs: docs.tokens,
