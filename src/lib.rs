@@ -1,39 +1,22 @@
 //! promptd: a prompt-template registry, renderer and MCP server.
 //!
-//! Prompts are Markdown files with YAML frontmatter. The [`registry`] loads them from ordered
-//! roots (built-ins lowest, user folders shadowing by name), the [`render`] module fills them
-//! with layered variables (computed < config < defaults < user arguments) and reports where
-//! every value came from, and [`library`] is the single entry point the CLI and the MCP server
-//! share, including the `wit-get-prompts` contract.
+//! This package is the `promptd` binary's command line ([`cli`]). The library it drives lives in
+//! the workspace's crates, re-exported here under the names the CLI, the tests and the benches
+//! use: `promptd-base` (config, limits, workspaces, tokens, metrics), `promptd-core` (dialects,
+//! registry, renderer, library and the `wit-get-prompts` contract), `promptd-guard`,
+//! `promptd-rag`, `promptd-stages` (enhance, compose, the tool catalog, the LLM client),
+//! `promptd-http`, `promptd-studio` and `promptd-mcp`. ARCHITECTURE.md draws the map.
 //!
-//! Design principle: *stages produce variables, templates render them*. Higher-level features
-//! (enhance, compose) are ordinary registry templates fed by stage outputs, so users can
-//! override them by shadowing.
+//! Design principle: *stages produce variables, templates render them*.
 
-pub mod auth;
-pub mod catalog;
 pub mod cli;
-pub mod compose;
-pub mod config;
-pub mod dialect;
-pub mod enhance;
-pub mod filesystem;
-pub mod guard;
-pub mod library;
-pub mod limits;
-pub mod lint;
-pub mod llm;
-pub mod mcp;
-pub mod memory;
-pub mod metrics;
-pub mod panics;
-pub mod prompt_tests;
-pub mod rag;
-pub mod registry;
-pub mod render;
-pub mod stages;
-pub mod streams;
-pub mod studio;
-pub mod tokens;
-pub mod watch;
-pub mod workspace;
+
+pub use promptd_base::{config, filesystem, limits, memory, metrics, panics, tokens, workspace};
+pub use promptd_core::{dialect, library, lint, prompt_tests, registry, render, watch};
+pub use promptd_guard as guard;
+pub use promptd_http::{auth, streams};
+pub use promptd_mcp as mcp;
+pub use promptd_rag as rag;
+pub use promptd_stages as stages;
+pub use promptd_stages::{catalog, compose, enhance, llm};
+pub use promptd_studio as studio;

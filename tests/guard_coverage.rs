@@ -77,7 +77,8 @@ fn recall_is_at_least_98_percent_and_no_negative_is_flagged() {
 #[test]
 fn every_rule_family_has_positives() {
     let guard_rules: Vec<String> = {
-        let toml: toml::Value = toml::from_str(include_str!("../src/guard/builtin.toml")).unwrap();
+        let toml: toml::Value =
+            toml::from_str(include_str!("../crates/guard/src/builtin.toml")).unwrap();
         toml["rules"]
             .as_array()
             .unwrap()

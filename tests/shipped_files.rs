@@ -76,7 +76,7 @@ fn every_shipped_data_file_parses() {
     for must in [
         ".ado-mcp-config.example.json",
         "Cargo.toml",
-        "src/guard/builtin.toml",
+        "crates/guard/src/builtin.toml",
     ] {
         assert!(
             files.contains(&PathBuf::from(must)),

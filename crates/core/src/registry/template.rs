@@ -1,0 +1,748 @@
+//! One prompt file: its frontmatter (split off and loaded by [`super::frontmatter`]) read into
+//! a [`PromptTemplate`], assembled with what the file's dialect reads from it (name, placeholder
+//! arguments, description, directives; see [`crate::dialect`]).
+//!
+//! Real prompt files come in two argument shapes (a map keyed by name, or a list of items with
+//! `name:`), sometimes with folded descriptions, and with versions such as `2.0` that must stay
+//! `2.0`. We therefore load YAML without early scalar resolution and resolve scalars ourselves,
+//! keeping the source text of `version`, and we keep node positions so that every error names the
+//! file line at fault.
+
+use std::borrow::Cow;
+
+use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData};
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::frontmatter::{load_marked, scalar_text, split_frontmatter, to_json};
+use crate::dialect::{self, Dialect, display_value};
+
+/// Whether a prompt is offered to users or used internally by a stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptCategory {
+    User,
+    System,
+}
+
+/// The template language a prompt declares with `engine:`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// minijinja (Jinja2 syntax).
+    Jinja,
+    /// Plain `{{ key }}` substitution; everything else is left verbatim.
+    Plain,
+}
+
+/// The JSON type an argument declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ArgType {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Array,
+    Object,
+}
+
+impl ArgType {
+    fn parse(s: &str) -> Option<ArgType> {
+        Some(match s {
+            "string" => ArgType::String,
+            "number" => ArgType::Number,
+            "integer" => ArgType::Integer,
+            "boolean" => ArgType::Boolean,
+            "array" => ArgType::Array,
+            "object" => ArgType::Object,
+            _ => return None,
+        })
+    }
+
+    /// The JSON Schema name of the type.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgType::String => "string",
+            ArgType::Number => "number",
+            ArgType::Integer => "integer",
+            ArgType::Boolean => "boolean",
+            ArgType::Array => "array",
+            ArgType::Object => "object",
+        }
+    }
+}
+
+/// One declared argument of a prompt.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArgumentSpec {
+    pub name: String,
+    pub description: Option<String>,
+    pub required: bool,
+    pub default: Option<Value>,
+    #[serde(rename = "type")]
+    pub arg_type: Option<ArgType>,
+    #[serde(rename = "enum")]
+    pub enum_values: Option<Vec<Value>>,
+    pub examples: Vec<Value>,
+    pub pattern: Option<String>,
+    pub minimum: Option<Box<Value>>,
+    pub maximum: Option<Box<Value>>,
+    /// A full JSON Schema given under `schema:`; overrides the fields above for validation.
+    /// (Boxed, like the bounds: most arguments have none, and a `Value` is 72 bytes.)
+    pub schema: Option<Box<Value>>,
+    /// 1-based line of the argument in the prompt file.
+    #[serde(skip)]
+    pub line: usize,
+}
+
+impl ArgumentSpec {
+    /// An optional argument with nothing declared but its name, at a file line.
+    pub fn named(name: &str, line: usize) -> ArgumentSpec {
+        ArgumentSpec {
+            name: name.to_string(),
+            description: None,
+            required: false,
+            default: None,
+            arg_type: None,
+            enum_values: None,
+            examples: Vec::new(),
+            pattern: None,
+            minimum: None,
+            maximum: None,
+            schema: None,
+            line,
+        }
+    }
+
+    /// The declared type, from `type:` or from `schema.type`.
+    pub fn declared_type(&self) -> Option<ArgType> {
+        self.arg_type.or_else(|| {
+            self.schema
+                .as_ref()
+                .and_then(|s| s.get("type"))
+                .and_then(Value::as_str)
+                .and_then(ArgType::parse)
+        })
+    }
+
+    /// The JSON Schema that supplied values must satisfy beyond their declared type, or none
+    /// when there is nothing more: values are coerced to the declared type before they are
+    /// checked, so a schema of the type alone could never fail.
+    pub fn json_schema(&self) -> Option<Value> {
+        if let Some(schema) = self.schema.as_deref() {
+            return Some(schema.clone());
+        }
+        let mut s = Map::new();
+        if let Some(t) = self.arg_type {
+            s.insert("type".into(), Value::String(t.as_str().into()));
+        }
+        if let Some(e) = &self.enum_values {
+            s.insert("enum".into(), Value::Array(e.clone()));
+        }
+        if let Some(p) = &self.pattern {
+            s.insert("pattern".into(), Value::String(p.clone()));
+        }
+        if let Some(m) = self.minimum.as_deref() {
+            s.insert("minimum".into(), m.clone());
+        }
+        if let Some(m) = self.maximum.as_deref() {
+            s.insert("maximum".into(), m.clone());
+        }
+        let constrains = s.keys().any(|k| k != "type");
+        constrains.then_some(Value::Object(s))
+    }
+
+    /// Values a client may offer when completing this argument.
+    pub fn suggested_values(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let enums = self.enum_values.clone().or_else(|| {
+            self.schema
+                .as_ref()
+                .and_then(|s| s.get("enum"))
+                .and_then(Value::as_array)
+                .cloned()
+        });
+        for v in enums.iter().flatten().chain(self.examples.iter()) {
+            let s = display_value(v);
+            if !out.contains(&s) {
+                out.push(s);
+            }
+        }
+        if out.is_empty() && self.declared_type() == Some(ArgType::Boolean) {
+            out = vec!["true".into(), "false".into()];
+        }
+        out
+    }
+}
+
+/// A parsed prompt file.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptTemplate {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: Option<String>,
+    pub version: Option<String>,
+    pub arguments: Vec<ArgumentSpec>,
+    /// The engine declared in frontmatter, if any.
+    pub engine: Option<Engine>,
+    /// The format the file is written in (names, arguments, substitution).
+    pub dialect: Dialect,
+    /// Directives the body contains and promptd never runs (`shell`, `file`).
+    pub directives: Vec<&'static str>,
+    pub category: PromptCategory,
+    /// Split the rendered text into one message per `<!-- role: … -->` section.
+    pub roles: bool,
+    /// Every other frontmatter key.
+    pub metadata: Map<String, Value>,
+    /// The template text after the frontmatter.
+    #[serde(skip)]
+    pub body: String,
+    /// 1-based line of the file where `body` starts.
+    #[serde(skip)]
+    pub body_line: usize,
+    /// Where the file came from, for messages (`/abs/path.md` or `builtin:prompts/x.md`).
+    pub path: String,
+    /// Path relative to its root (`review.md`, `system/enhance_prompt.md`).
+    #[serde(skip)]
+    pub rel_path: String,
+    /// Content hash of the whole file.
+    pub version_hash: String,
+    /// Non-fatal notes found while parsing (unknown argument fields, ...): (line, message).
+    #[serde(skip)]
+    pub parse_warnings: Vec<(usize, String)>,
+}
+
+/// A problem with one prompt file, at a position when known.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path}:{line}:{column}: {message}")]
+pub struct PromptFileError {
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// The first 16 hex digits of the BLAKE3 hash of `bytes`.
+pub fn content_hash(bytes: &[u8]) -> String {
+    hex::encode(&blake3::hash(bytes).as_bytes()[..8])
+}
+
+/// Parses a whole prompt file of a folder without a dialect of its own.
+pub fn parse_prompt_file(
+    text: &str,
+    path: &str,
+    rel_path: &str,
+    category: PromptCategory,
+) -> Result<PromptTemplate, PromptFileError> {
+    parse_prompt_file_in(text, path, rel_path, category, None)
+}
+
+/// Parses a whole prompt file; `folder` is the dialect its folder decides, if any. The name
+/// comes from the path (see [`dialect::name_from_path`]; a system prompt, `system/x.md`, is
+/// named by its file alone) unless the frontmatter gives a valid one; the dialect from the
+/// folder and file name unless the frontmatter's `engine:` says.
+pub fn parse_prompt_file_in(
+    text: &str,
+    path: &str,
+    rel_path: &str,
+    category: PromptCategory,
+    folder: Option<Dialect>,
+) -> Result<PromptTemplate, PromptFileError> {
+    let version_hash = content_hash(text.as_bytes());
+    parse_prompt_file_hashed(text, version_hash, path, rel_path, category, folder)
+}
+
+/// [`parse_prompt_file_in`] of a text whose [`content_hash`] the caller has already taken.
+pub(crate) fn parse_prompt_file_hashed(
+    text: &str,
+    version_hash: String,
+    path: &str,
+    rel_path: &str,
+    category: PromptCategory,
+    folder: Option<Dialect>,
+) -> Result<PromptTemplate, PromptFileError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let dialect = Dialect::recognise(folder, rel_path);
+    let named_by = match category {
+        PromptCategory::System => rel_path.rsplit('/').next().unwrap_or(rel_path),
+        PromptCategory::User => rel_path,
+    };
+    let mut tpl = PromptTemplate {
+        name: dialect::name_from_path(named_by),
+        title: None,
+        description: None,
+        version: None,
+        arguments: Vec::new(),
+        engine: None,
+        dialect,
+        directives: Vec::new(),
+        category,
+        roles: false,
+        metadata: Map::new(),
+        body: String::new(),
+        body_line: 1,
+        path: path.to_string(),
+        rel_path: rel_path.to_string(),
+        version_hash,
+        parse_warnings: Vec::new(),
+    };
+    if dialect == Dialect::Gemini {
+        let file = dialect::gemini::parse(text).map_err(|e| PromptFileError {
+            path: path.to_string(),
+            line: e.line,
+            column: 1,
+            message: e.message,
+        })?;
+        tpl.body = file.prompt;
+        tpl.description = file.description;
+        tpl.metadata = file.metadata;
+    } else {
+        let (yaml, body, body_line) = split_frontmatter(text).map_err(|e| PromptFileError {
+            path: path.to_string(),
+            line: 1,
+            column: 1,
+            message: e.to_string(),
+        })?;
+        tpl.body = body.to_string();
+        tpl.body_line = body_line;
+        if let Some(yaml) = yaml {
+            let fm = Frontmatter { path, line_base: 1 };
+            fm.apply(yaml, &mut tpl)?;
+        }
+    }
+    complete(&mut tpl);
+    validate_name(&tpl.name).map_err(|message| PromptFileError {
+        path: path.to_string(),
+        line: 1,
+        column: 1,
+        message,
+    })?;
+    // Kept for the life of the snapshot: no spare capacity (a grown vector of two arguments
+    // holds room for four, 464 bytes).
+    tpl.arguments.shrink_to_fit();
+    tpl.directives.shrink_to_fit();
+    tpl.parse_warnings.shrink_to_fit();
+    Ok(tpl)
+}
+
+/// Completes a parsed file the way its dialect defines: the arguments its placeholders declare
+/// (those the frontmatter declares keep their declaration), the first-line description, and the
+/// directives found.
+fn complete(tpl: &mut PromptTemplate) {
+    if !tpl.dialect.is_promptd() {
+        let derived: Vec<ArgumentSpec> = tpl
+            .dialect
+            .placeholder_arguments(&tpl.body, tpl.body_line, &tpl.metadata)
+            .into_iter()
+            .filter(|p| !tpl.arguments.iter().any(|a| a.name == p.name))
+            .map(|p| ArgumentSpec {
+                required: p.required,
+                description: p.description,
+                ..ArgumentSpec::named(&p.name, p.line)
+            })
+            .collect();
+        tpl.arguments.extend(derived);
+        if tpl.description.is_none() {
+            tpl.description = dialect::first_line_description(&tpl.body);
+        }
+    }
+    tpl.directives = dialect::directives(tpl.dialect, &tpl.body);
+}
+
+/// Whether `name` is one path segment of letters, digits, `_`, `-` and `.` (not `.` or `..`):
+/// safe to use as a file name or a name that must stay inside its folder.
+pub fn is_safe_segment(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// Prompt names are safe path segments joined by `:` (a subfolder's namespace): they become MCP
+/// names and include targets, so a name must never be able to point outside its root.
+pub fn validate_name(name: &str) -> Result<(), String> {
+    if name.split(':').all(is_safe_segment) {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid prompt name `{name}`: use letters, digits, `_`, `-` and `.` only (no path separators)"
+        ))
+    }
+}
+
+struct Frontmatter<'p> {
+    path: &'p str,
+    /// File line of the opening `---`.
+    line_base: usize,
+}
+
+impl Frontmatter<'_> {
+    fn err(&self, node: Option<&MarkedYaml>, message: impl Into<String>) -> PromptFileError {
+        let (line, column) = node
+            .map(|n| (n.span.start.line(), n.span.start.col() + 1))
+            .unwrap_or((1, 0));
+        PromptFileError {
+            path: self.path.to_string(),
+            line: self.line_base + line,
+            column: column.max(1),
+            message: message.into(),
+        }
+    }
+
+    fn line_of(&self, node: &MarkedYaml) -> usize {
+        self.line_base + node.span.start.line()
+    }
+
+    fn apply(&self, yaml: &str, tpl: &mut PromptTemplate) -> Result<(), PromptFileError> {
+        let docs = load_marked(yaml).map_err(|e| {
+            let m = e.marker();
+            PromptFileError {
+                path: self.path.to_string(),
+                line: self.line_base + m.line(),
+                column: m.col() + 1,
+                message: format!("invalid YAML frontmatter: {}", e.info()),
+            }
+        })?;
+        let Some(root) = docs.into_iter().next() else {
+            return Ok(());
+        };
+        let map = match &root.data {
+            YamlData::Mapping(m) => m,
+            YamlData::Representation(s, ..) if s.is_empty() => return Ok(()),
+            YamlData::Value(Scalar::Null) => return Ok(()),
+            _ => return Err(self.err(Some(&root), "frontmatter must be a YAML mapping")),
+        };
+        for (k, v) in map {
+            let key = scalar_text(k).ok_or_else(|| self.err(Some(k), "keys must be strings"))?;
+            match key.as_ref() {
+                // A display name ("App Store Reviewer") is a title; a name YAML reads as
+                // something else (`{{TITLE}}`, a template placeholder) is ignored.
+                "name" => {
+                    if let Ok(name) = self.string_field(v, "name") {
+                        if is_safe_segment(&name) {
+                            tpl.name = name;
+                        } else if tpl.title.is_none() {
+                            tpl.title = Some(name);
+                        }
+                    }
+                }
+                "title" => tpl.title = Some(self.string_field(v, "title")?),
+                // Another tool's file may hold a template placeholder there (`{{DESCRIPTION}}`,
+                // which YAML reads as a mapping): metadata, and the first body line describes it.
+                "description" if !tpl.dialect.is_promptd() => {
+                    match self.string_field(v, "description") {
+                        Ok(d) => tpl.description = Some(d),
+                        Err(_) => {
+                            tpl.metadata.insert("description".into(), to_json(v));
+                        }
+                    }
+                }
+                "description" => tpl.description = Some(self.string_field(v, "description")?),
+                "version" => {
+                    tpl.version = match &v.data {
+                        YamlData::Representation(s, ..) => Some(s.to_string()),
+                        _ => Some(display_value(&to_json(v))),
+                    }
+                }
+                "engine" => {
+                    let name = self.string_field(v, "engine")?;
+                    let Some(d) = Dialect::parse(&name) else {
+                        return Err(self.err(
+                            Some(v),
+                            format!("unknown engine `{name}` (expected {})", Dialect::NAMES),
+                        ));
+                    };
+                    tpl.dialect = d;
+                    tpl.engine = match d {
+                        Dialect::Jinja => Some(Engine::Jinja),
+                        Dialect::Plain => Some(Engine::Plain),
+                        _ => None,
+                    };
+                }
+                "roles" => {
+                    tpl.roles = match to_json(v) {
+                        Value::Bool(b) => b,
+                        Value::String(s) if s == "true" => true,
+                        Value::String(s) if s == "false" => false,
+                        _ => return Err(self.err(Some(v), "`roles` must be true or false")),
+                    }
+                }
+                // Other tools use `arguments:` for their own notes (`arguments: $TARGET`):
+                // there it is metadata, and the arguments come from the placeholders.
+                "arguments" if !tpl.dialect.is_promptd() => match self.arguments(v, tpl) {
+                    Ok(args) => tpl.arguments = args,
+                    Err(_) => {
+                        tpl.metadata.insert("arguments".into(), to_json(v));
+                    }
+                },
+                "arguments" => tpl.arguments = self.arguments(v, tpl)?,
+                other => {
+                    tpl.metadata.insert(other.to_string(), to_json(v));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn string_field(&self, v: &MarkedYaml, field: &str) -> Result<String, PromptFileError> {
+        match to_json(v) {
+            Value::String(s) => Ok(s),
+            Value::Number(n) => Ok(n.to_string()),
+            Value::Bool(b) => Ok(b.to_string()),
+            _ => Err(self.err(Some(v), format!("`{field}` must be a string"))),
+        }
+    }
+
+    fn arguments(
+        &self,
+        v: &MarkedYaml,
+        tpl: &mut PromptTemplate,
+    ) -> Result<Vec<ArgumentSpec>, PromptFileError> {
+        let mut out: Vec<ArgumentSpec> = Vec::new();
+        match &v.data {
+            YamlData::Mapping(map) => {
+                for (k, spec) in map {
+                    let name = scalar_text(k)
+                        .ok_or_else(|| self.err(Some(k), "argument names must be strings"))?
+                        .into_owned();
+                    let fields = match &spec.data {
+                        YamlData::Mapping(m) => Some(m),
+                        YamlData::Value(Scalar::Null) => None,
+                        YamlData::Representation(s, ScalarStyle::Plain, _)
+                            if s.is_empty() || s == "~" || s == "null" =>
+                        {
+                            None
+                        }
+                        _ => {
+                            return Err(self.err(
+                                Some(spec),
+                                format!("argument `{name}` must be a mapping of fields"),
+                            ));
+                        }
+                    };
+                    out.push(self.argument(name, fields, self.line_of(k), tpl)?);
+                }
+            }
+            YamlData::Sequence(items) => {
+                for item in items {
+                    let YamlData::Mapping(m) = &item.data else {
+                        return Err(self.err(
+                            Some(item),
+                            "each item of `arguments` must be a mapping with a `name`",
+                        ));
+                    };
+                    let name = m
+                        .iter()
+                        .find(|(k, _)| scalar_text(k).as_deref() == Some("name"))
+                        .map(|(_, n)| to_json(n))
+                        .and_then(|n| n.as_str().map(str::to_string))
+                        .ok_or_else(|| self.err(Some(item), "argument item has no `name`"))?;
+                    out.push(self.argument(name, Some(m), self.line_of(item), tpl)?);
+                }
+            }
+            YamlData::Value(Scalar::Null) => {}
+            YamlData::Representation(s, ScalarStyle::Plain, _) if s.is_empty() || s == "~" => {}
+            _ => {
+                return Err(self.err(
+                    Some(v),
+                    "`arguments` must be a mapping (name: {type, ...}) or a list of items with `name`",
+                ));
+            }
+        }
+        for (i, a) in out.iter().enumerate() {
+            if let Some(prev) = out[..i].iter().find(|p| p.name == a.name) {
+                return Err(PromptFileError {
+                    path: self.path.to_string(),
+                    line: a.line,
+                    column: 1,
+                    message: format!(
+                        "argument `{}` is declared twice (first at line {})",
+                        a.name, prev.line
+                    ),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    fn argument(
+        &self,
+        name: String,
+        fields: Option<&saphyr::AnnotatedMapping<'_, MarkedYaml<'_>>>,
+        line: usize,
+        tpl: &mut PromptTemplate,
+    ) -> Result<ArgumentSpec, PromptFileError> {
+        let mut spec = ArgumentSpec::named(&name, line);
+        for (k, v) in fields.into_iter().flatten() {
+            let key = scalar_text(k).unwrap_or(Cow::Borrowed(""));
+            let value = to_json(v);
+            let bad = |what: &str| {
+                self.err(
+                    Some(v),
+                    format!("argument `{}`: `{key}` must be {what}", spec.name),
+                )
+            };
+            match key.as_ref() {
+                "name" => {}
+                "description" => spec.description = Some(display_value(&value)),
+                "type" => {
+                    let t = value.as_str().ok_or_else(|| bad("a string"))?;
+                    spec.arg_type = Some(ArgType::parse(t).ok_or_else(|| {
+                        self.err(
+                            Some(v),
+                            format!(
+                                "argument `{}`: unknown type `{t}` (expected string, number, integer, boolean, array or object)",
+                                spec.name
+                            ),
+                        )
+                    })?);
+                }
+                "required" => {
+                    spec.required = match value {
+                        Value::Bool(b) => b,
+                        Value::String(s) if s == "true" => true,
+                        Value::String(s) if s == "false" => false,
+                        _ => return Err(bad("true or false")),
+                    }
+                }
+                "default" => spec.default = Some(value),
+                "enum" => match value {
+                    Value::Array(a) => spec.enum_values = Some(a),
+                    _ => return Err(bad("a list")),
+                },
+                "examples" | "example" => match value {
+                    Value::Array(a) => spec.examples = a,
+                    Value::Null => {}
+                    other => spec.examples = vec![other],
+                },
+                "pattern" => {
+                    let p = value.as_str().ok_or_else(|| bad("a string"))?;
+                    spec.pattern = Some(p.to_string());
+                }
+                "minimum" | "min" => {
+                    if !value.is_number() {
+                        return Err(bad("a number"));
+                    }
+                    spec.minimum = Some(Box::new(value));
+                }
+                "maximum" | "max" => {
+                    if !value.is_number() {
+                        return Err(bad("a number"));
+                    }
+                    spec.maximum = Some(Box::new(value));
+                }
+                "schema" => {
+                    if !value.is_object() && !value.is_boolean() {
+                        return Err(bad("a JSON Schema object"));
+                    }
+                    spec.schema = Some(Box::new(value));
+                }
+                other => tpl.parse_warnings.push((
+                    self.line_of(k),
+                    format!("argument `{}`: unknown field `{other}` ignored", spec.name),
+                )),
+            }
+        }
+        Ok(spec)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<PromptTemplate, PromptFileError> {
+        parse_prompt_file(text, "p.md", "p.md", PromptCategory::User)
+    }
+
+    #[test]
+    fn version_keeps_its_source_text() {
+        let t = parse("---\nversion: 2.0\n---\nbody").unwrap();
+        assert_eq!(t.version.as_deref(), Some("2.0"));
+        assert_eq!(t.body, "body");
+        assert_eq!(t.body_line, 4);
+    }
+
+    #[test]
+    fn folded_description() {
+        let t = parse("---\ndescription: >-\n  one\n  two\n---\n").unwrap();
+        assert_eq!(t.description.as_deref(), Some("one two"));
+    }
+
+    #[test]
+    fn yaml_error_has_file_line() {
+        let e = parse("---\nname: x\nargs: [unclosed\n---\n").unwrap_err();
+        assert_eq!(e.path, "p.md");
+        assert!(e.line >= 3, "{e}");
+        assert!(e.message.starts_with("invalid YAML"), "{e}");
+    }
+
+    #[test]
+    fn quoted_numbers_stay_strings() {
+        let t =
+            parse("---\narguments:\n  a: {default: \"30\"}\n  b: {default: 30}\n---\n").unwrap();
+        assert_eq!(t.arguments[0].default, Some(Value::String("30".into())));
+        assert_eq!(t.arguments[1].default, Some(Value::from(30)));
+    }
+
+    #[test]
+    fn names_cannot_escape() {
+        let t = parse("---\nname: ../etc/passwd\n---\n").unwrap();
+        assert_eq!(t.name, "p");
+        assert_eq!(t.title.as_deref(), Some("../etc/passwd"));
+        assert!(validate_name("code-review_2.v1").is_ok());
+        assert!(validate_name("tools:api-scaffold").is_ok());
+        assert!(validate_name("tools:..").is_err());
+    }
+
+    #[test]
+    fn a_schema_is_only_what_the_type_does_not_already_check() {
+        let t = parse(concat!(
+            "---\narguments:\n",
+            "  plain: {type: integer}\n",
+            "  untyped: {description: any}\n",
+            "  bounded: {type: integer, minimum: 1}\n",
+            "  listed: {enum: [a, b]}\n",
+            "  shaped: {type: string, pattern: '^x'}\n",
+            "  given: {schema: {type: string}}\n",
+            "---\n"
+        ))
+        .unwrap();
+        let schemas: Vec<(&str, Option<Value>)> = t
+            .arguments
+            .iter()
+            .map(|a| (a.name.as_str(), a.json_schema()))
+            .collect();
+        assert_eq!(
+            schemas,
+            vec![
+                ("plain", None),
+                ("untyped", None),
+                (
+                    "bounded",
+                    Some(serde_json::json!({"type": "integer", "minimum": 1}))
+                ),
+                ("listed", Some(serde_json::json!({"enum": ["a", "b"]}))),
+                (
+                    "shaped",
+                    Some(serde_json::json!({"type": "string", "pattern": "^x"}))
+                ),
+                ("given", Some(serde_json::json!({"type": "string"}))),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_display_name_becomes_the_title() {
+        let t = parse("---\nname: Apple App Store Reviewer\n---\nbody").unwrap();
+        assert_eq!(t.name, "p");
+        assert_eq!(t.title.as_deref(), Some("Apple App Store Reviewer"));
+        let t = parse("---\nname: Shown\ntitle: Given\n---\n").unwrap();
+        assert_eq!(t.title.as_deref(), Some("Given"));
+    }
+}

@@ -1,0 +1,1246 @@
+//! JSON-RPC 2.0 conformance at the edge: every raw message a client sends over stdio is checked
+//! here before rmcp sees it ([`LineTransport`]); over streamable HTTP rmcp parses the body and
+//! what it cannot parse is checked here for its answer ([`conform_http`], called by the HTTP
+//! guard, which reads the body once for admission and for rmcp).
+//!
+//! [`check`] sorts one raw message into a [`Verdict`]:
+//! - a well-formed MCP message passes to rmcp unchanged (the common requests in their plain
+//!   shape parsed here into the message rmcp's parse would give, for less: [`common_request`]);
+//! - malformed JSON is answered with -32700 (Parse error, id null);
+//! - well-formed JSON that is not a JSON-RPC message (a wrong shape, nesting deeper than serde's
+//!   recursion limit, a batch array: MCP 2025-06-18 removed batching) is answered with -32600
+//!   (Invalid Request), carrying the message's id when it has a readable one;
+//! - a request for a known MCP method whose params do not fit that method is answered with
+//!   -32602 (Invalid params) naming the field at fault: here when the message does not parse
+//!   at all, by the handler ([`misfit_params`]) when rmcp files it under custom requests;
+//! - a notification that does not parse is dropped (JSON-RPC forbids replying to one).
+//!
+//! A message larger than `limits.maxRequestBytes` is never buffered whole: the stdio line reader
+//! discards the rest of the line and answers -32600, the HTTP layer answers 413 with the same
+//! JSON-RPC error. Validity of JSON is checked with serde_json's iterative skipper, so no depth
+//! of nesting can exhaust the stack.
+
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use rmcp::RoleServer;
+use tokio::sync::OwnedSemaphorePermit;
+// Deprecated methods (logging, resource subscriptions) are still served by rmcp, so their params
+// are checked too.
+#[allow(deprecated)]
+use rmcp::model::{
+    CallToolRequest, CallToolRequestMethod, CallToolRequestParams, CancelTaskMethod,
+    CancelTaskParams, CancelTaskRequest, ClientJsonRpcMessage, CompleteRequest,
+    CompleteRequestMethod, CompleteRequestParams, ConstString, DiscoverRequest,
+    DiscoverRequestMethod, DiscoverRequestParams, ErrorData, GetPromptRequest,
+    GetPromptRequestMethod, GetPromptRequestParams, GetSkillRequest, GetSkillRequestMethod,
+    GetSkillRequestParams, GetTaskMethod, GetTaskParams, GetTaskRequest, InitializeRequest,
+    InitializeRequestParams, InitializeResultMethod, JsonObject, ListPromptsRequest,
+    ListPromptsRequestMethod, ListResourceTemplatesRequest, ListResourceTemplatesRequestMethod,
+    ListResourcesRequest, ListResourcesRequestMethod, ListSkillsRequest, ListSkillsRequestMethod,
+    ListToolsRequest, ListToolsRequestMethod, PaginatedRequestParams, PingRequest,
+    PingRequestMethod, ReadResourceDirectoryRequest, ReadResourceDirectoryRequestMethod,
+    ReadResourceDirectoryRequestParams, ReadResourceRequest, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ServerJsonRpcMessage, SetLevelRequest, SetLevelRequestMethod,
+    SetLevelRequestParams, SubscribeRequest, SubscribeRequestMethod, SubscribeRequestParams,
+    SubscriptionsListenRequest, SubscriptionsListenRequestMethod, SubscriptionsListenRequestParams,
+    UnsubscribeRequest, UnsubscribeRequestMethod, UnsubscribeRequestParams, UpdateTaskMethod,
+    UpdateTaskParams, UpdateTaskRequest,
+};
+use rmcp::transport::Transport;
+use serde::de::{DeserializeOwned, IgnoredAny};
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Mutex;
+use tokio_util::bytes::BytesMut;
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder};
+
+use promptd_base::limits::Limits;
+
+/// serde_json's recursion limit: the deepest nesting a message may have.
+const SERDE_DEPTH: usize = 128;
+
+/// The config key of the message size limit, as named in errors.
+const MAX_REQUEST_BYTES_KEY: &str = "limits.maxRequestBytes";
+
+/// What to do with one raw message.
+#[derive(Debug)]
+pub enum Verdict {
+    /// A well-formed MCP message: rmcp handles it.
+    Pass(Box<ClientJsonRpcMessage>),
+    /// Not for rmcp: answer with this error.
+    Refuse(Refusal),
+    /// Nothing to pass on or answer (a notification that does not parse).
+    Drop,
+}
+
+/// A JSON-RPC error reply to a message rmcp never sees.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    /// The id of the message refused: a string or number it carried, else null.
+    pub id: Value,
+    pub error: ErrorData,
+}
+
+impl Refusal {
+    fn new(id: Value, error: ErrorData) -> Refusal {
+        Refusal { id, error }
+    }
+
+    /// The refusal of a message over `limit` bytes (its id is never read).
+    pub fn too_large(limit: usize) -> Refusal {
+        Refusal::new(
+            Value::Null,
+            ErrorData::invalid_request(
+                format!(
+                    "Invalid Request: message larger than {limit} bytes \
+                     ({MAX_REQUEST_BYTES_KEY}); it was discarded"
+                ),
+                None,
+            ),
+        )
+    }
+
+    /// The JSON-RPC error response, as one line of JSON (no newline).
+    pub fn to_json(&self) -> Vec<u8> {
+        let reply = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": self.id,
+            "error": self.error,
+        });
+        serde_json::to_vec(&reply).expect("a JSON value serializes")
+    }
+}
+
+/// The fields of a message that are read before it is known to be well-formed. Every other
+/// field is skipped without recursion.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default, deserialize_with = "present")]
+    jsonrpc: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    method: Option<Value>,
+}
+
+/// A field that is present, even as `null`.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl Probe {
+    /// The id to answer with: the message's own when it is a valid JSON-RPC id.
+    fn reply_id(&self) -> Value {
+        match &self.id {
+            Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+            _ => Value::Null,
+        }
+    }
+
+    /// What makes the envelope invalid, if the probed members show it.
+    fn problem(&self) -> Option<String> {
+        if !matches!(&self.jsonrpc, Some(Value::String(v)) if v == "2.0") {
+            return Some(r#"member "jsonrpc" must be "2.0""#.into());
+        }
+        if self.method.as_ref().is_some_and(|m| !m.is_string()) {
+            return Some(r#"member "method" must be a string"#.into());
+        }
+        if self
+            .id
+            .as_ref()
+            .is_some_and(|id| !id.is_string() && !id.is_number())
+        {
+            return Some(r#"member "id" must be a string or a number"#.into());
+        }
+        None
+    }
+
+    /// A request (version 2.0, a valid id) for a method rmcp knows: its method and params check.
+    fn known_request(&self) -> Option<(&'static str, Explain)> {
+        let Some(Value::String(method)) = &self.method else {
+            return None;
+        };
+        let valid = matches!(&self.jsonrpc, Some(Value::String(v)) if v == "2.0")
+            && matches!(self.id, Some(Value::String(_) | Value::Number(_)));
+        if !valid {
+            return None;
+        }
+        KNOWN_METHODS.iter().copied().find(|(m, _)| m == method)
+    }
+
+    /// A notification by shape: version 2.0, a method name, no id.
+    fn is_notification(&self) -> bool {
+        self.id.is_none()
+            && matches!(&self.jsonrpc, Some(Value::String(v)) if v == "2.0")
+            && matches!(self.method, Some(Value::String(_)))
+    }
+}
+
+/// The requests clients send most (`prompts/get`, `tools/call`, `prompts/list`, `tools/list`)
+/// in their plain shape, parsed into the message rmcp's own parse gives, without its cost:
+/// rmcp's message type tries its kinds in turn and flattens the request into the envelope and
+/// the params' `_meta` out of them, each step over a buffered copy of the message (a tenth of a
+/// stdio `prompts/get`'s CPU). Here the envelope is read with its params left raw, the params
+/// are parsed straight into their type, and their `_meta` is moved into the request's extensions
+/// where rmcp's parse puts it (rmcp's own client sends one with every request). `None` for
+/// anything else (another method, a field beside the four of a request, an escaped method name,
+/// anything that does not parse), which takes rmcp's parse.
+fn common_request(raw: &[u8]) -> Option<ClientJsonRpcMessage> {
+    use rmcp::model::{
+        ClientRequest, Extensions, JsonRpcRequest, JsonRpcVersion2_0, Request, RequestId,
+        RequestOptionalParam, RequestParamsMeta,
+    };
+    use serde_json::value::RawValue;
+
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Envelope<'a> {
+        #[serde(rename = "jsonrpc")]
+        _version: JsonRpcVersion2_0,
+        id: RequestId,
+        method: &'a str,
+        #[serde(borrow, default)]
+        params: Option<&'a RawValue>,
+    }
+    /// Extensions holding the params' `_meta`, taken out of them.
+    fn extensions(params: Option<&mut impl RequestParamsMeta>) -> Extensions {
+        let mut extensions = Extensions::new();
+        if let Some(meta) = params.and_then(|p| p.meta_mut().take()) {
+            extensions.insert(meta);
+        }
+        extensions
+    }
+    /// A request whose params are required.
+    fn required<M: Default, P: DeserializeOwned + RequestParamsMeta>(
+        raw: Option<&RawValue>,
+    ) -> Option<Request<M, P>> {
+        let mut params: P = serde_json::from_str(raw?.get()).ok()?;
+        let extensions = extensions(Some(&mut params));
+        let mut request = Request::new(params);
+        request.extensions = extensions;
+        Some(request)
+    }
+    /// A request whose params may be left out (or null).
+    fn optional<M: Default, P: DeserializeOwned + RequestParamsMeta>(
+        raw: Option<&RawValue>,
+    ) -> Option<RequestOptionalParam<M, P>> {
+        let mut params: Option<P> = match raw {
+            None => None,
+            Some(raw) => serde_json::from_str(raw.get()).ok()?,
+        };
+        Some(RequestOptionalParam {
+            method: M::default(),
+            extensions: extensions(params.as_mut()),
+            params,
+        })
+    }
+    let envelope: Envelope = serde_json::from_slice(raw).ok()?;
+    let params = envelope.params;
+    let request = match envelope.method {
+        "prompts/get" => ClientRequest::GetPromptRequest(required(params)?),
+        "tools/call" => ClientRequest::CallToolRequest(required(params)?),
+        "prompts/list" => ClientRequest::ListPromptsRequest(optional(params)?),
+        "tools/list" => ClientRequest::ListToolsRequest(optional(params)?),
+        _ => return None,
+    };
+    Some(ClientJsonRpcMessage::Request(JsonRpcRequest::new(
+        envelope.id,
+        request,
+    )))
+}
+
+/// Sorts one raw message (a stdio line or an HTTP body).
+pub fn check(raw: &[u8]) -> Verdict {
+    let raw = without_bom(raw);
+    if let Some(message) = common_request(raw) {
+        return Verdict::Pass(Box::new(message));
+    }
+    // Every message rmcp reads is one parse: one that parses is valid JSON, an object, and
+    // within the nesting limit, so the checks below would pass it as it is. A request for a
+    // method rmcp types whose params do not fit that method parses too (rmcp files it under
+    // custom requests): the handler answers it with [`misfit_params`].
+    let error = match serde_json::from_slice::<ClientJsonRpcMessage>(raw) {
+        Ok(message) => return Verdict::Pass(Box::new(message)),
+        Err(e) => e,
+    };
+    if let Err(e) = serde_json::from_slice::<IgnoredAny>(raw) {
+        return Verdict::Refuse(Refusal::new(
+            Value::Null,
+            ErrorData::parse_error(format!("Parse error: {e}"), None),
+        ));
+    }
+    // The skipper does not decode strings: bytes that are not UTF-8 inside one pass it, and
+    // JSON text is UTF-8.
+    if let Err(e) = std::str::from_utf8(raw) {
+        return Verdict::Refuse(Refusal::new(
+            Value::Null,
+            ErrorData::parse_error(
+                format!(
+                    "Parse error: invalid UTF-8 at byte {} of the message",
+                    e.valid_up_to()
+                ),
+                None,
+            ),
+        ));
+    }
+    match raw.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(b'[') => {
+            return Verdict::Refuse(Refusal::new(
+                Value::Null,
+                ErrorData::invalid_request(
+                    "Invalid Request: batches (JSON arrays) are not supported: MCP removed \
+                     JSON-RPC batching in protocol 2025-06-18; send one message at a time",
+                    None,
+                ),
+            ));
+        }
+        _ => {
+            return Verdict::Refuse(Refusal::new(
+                Value::Null,
+                ErrorData::invalid_request(
+                    "Invalid Request: a JSON-RPC message is a JSON object",
+                    None,
+                ),
+            ));
+        }
+    }
+    let probe = serde_json::from_slice::<Probe>(raw).ok();
+    if probe.as_ref().is_some_and(Probe::is_notification) {
+        tracing::debug!("dropping a notification that does not parse");
+        return Verdict::Drop;
+    }
+    let known = probe.as_ref().and_then(Probe::known_request);
+    let probe_problem = probe.as_ref().and_then(Probe::problem);
+    let id = probe.map_or(Value::Null, |p| p.reply_id());
+    match known.and_then(|(method, explain)| invalid_params(method, explain, raw)) {
+        Some(why) => Verdict::Refuse(Refusal::new(id, ErrorData::invalid_params(why, None))),
+        None => {
+            let why = probe_problem.unwrap_or_else(|| {
+                let e = error.to_string();
+                if e.starts_with("recursion limit exceeded") {
+                    format!("nested deeper than {SERDE_DEPTH} levels ({e})")
+                } else {
+                    e
+                }
+            });
+            Verdict::Refuse(Refusal::new(
+                id,
+                ErrorData::invalid_request(format!("Invalid Request: {why}"), None),
+            ))
+        }
+    }
+}
+
+/// A message without its UTF-8 byte order mark, if it has one.
+fn without_bom(raw: &[u8]) -> &[u8] {
+    raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw)
+}
+
+/// The Invalid params message of a request for `method`, one rmcp types, whose `params` do
+/// not fit it; `None` when `method` is not one of those or its params fit. rmcp files such a
+/// request under custom requests, which the handler answers with this.
+pub fn misfit_params(method: &str, params: Option<&Value>) -> Option<String> {
+    let (method, explain) = KNOWN_METHODS.iter().copied().find(|(m, _)| *m == method)?;
+    let mut request = serde_json::Map::new();
+    request.insert("method".into(), Value::String(method.into()));
+    if let Some(params) = params {
+        request.insert("params".into(), params.clone());
+    }
+    explained(method, explain, &Value::Object(request))
+}
+
+/// Explains why a request's params do not fit its method, or `None` when they do.
+type Explain = fn(&Value) -> Option<String>;
+
+/// The client requests rmcp knows, each with the check of its params. A request for one of
+/// these methods that rmcp cannot read as that method has params that do not fit.
+#[allow(deprecated)]
+const KNOWN_METHODS: &[(&str, Explain)] = &[
+    (PingRequestMethod::VALUE, explain::<PingRequest, JsonObject>),
+    (
+        InitializeResultMethod::VALUE,
+        explain::<InitializeRequest, InitializeRequestParams>,
+    ),
+    (
+        DiscoverRequestMethod::VALUE,
+        explain::<DiscoverRequest, DiscoverRequestParams>,
+    ),
+    (
+        CompleteRequestMethod::VALUE,
+        explain::<CompleteRequest, CompleteRequestParams>,
+    ),
+    (
+        SetLevelRequestMethod::VALUE,
+        explain::<SetLevelRequest, SetLevelRequestParams>,
+    ),
+    (
+        GetPromptRequestMethod::VALUE,
+        explain::<GetPromptRequest, GetPromptRequestParams>,
+    ),
+    (
+        ListPromptsRequestMethod::VALUE,
+        explain::<ListPromptsRequest, PaginatedRequestParams>,
+    ),
+    (
+        ListResourcesRequestMethod::VALUE,
+        explain::<ListResourcesRequest, PaginatedRequestParams>,
+    ),
+    (
+        ListResourceTemplatesRequestMethod::VALUE,
+        explain::<ListResourceTemplatesRequest, PaginatedRequestParams>,
+    ),
+    (
+        ReadResourceRequestMethod::VALUE,
+        explain::<ReadResourceRequest, ReadResourceRequestParams>,
+    ),
+    (
+        SubscriptionsListenRequestMethod::VALUE,
+        explain::<SubscriptionsListenRequest, SubscriptionsListenRequestParams>,
+    ),
+    (
+        SubscribeRequestMethod::VALUE,
+        explain::<SubscribeRequest, SubscribeRequestParams>,
+    ),
+    (
+        UnsubscribeRequestMethod::VALUE,
+        explain::<UnsubscribeRequest, UnsubscribeRequestParams>,
+    ),
+    (
+        CallToolRequestMethod::VALUE,
+        explain::<CallToolRequest, CallToolRequestParams>,
+    ),
+    (
+        ListToolsRequestMethod::VALUE,
+        explain::<ListToolsRequest, PaginatedRequestParams>,
+    ),
+    (
+        GetTaskMethod::VALUE,
+        explain::<GetTaskRequest, GetTaskParams>,
+    ),
+    (
+        UpdateTaskMethod::VALUE,
+        explain::<UpdateTaskRequest, UpdateTaskParams>,
+    ),
+    (
+        CancelTaskMethod::VALUE,
+        explain::<CancelTaskRequest, CancelTaskParams>,
+    ),
+    (
+        ListSkillsRequestMethod::VALUE,
+        explain::<ListSkillsRequest, PaginatedRequestParams>,
+    ),
+    (
+        GetSkillRequestMethod::VALUE,
+        explain::<GetSkillRequest, GetSkillRequestParams>,
+    ),
+    (
+        ReadResourceDirectoryRequestMethod::VALUE,
+        explain::<ReadResourceDirectoryRequest, ReadResourceDirectoryRequestParams>,
+    ),
+];
+
+/// Why the params of a request for a known `method` do not fit it, or `None` when the
+/// request is wrong in some other way (then it is an Invalid Request).
+fn invalid_params(method: &str, explain: Explain, raw: &[u8]) -> Option<String> {
+    // Beyond the recursion limit this fails: an Invalid Request, not a params problem.
+    let mut value: Value = serde_json::from_slice(raw).ok()?;
+    let object = value.as_object_mut()?;
+    object.remove("jsonrpc");
+    object.remove("id");
+    explained(method, explain, &value)
+}
+
+/// The Invalid params message for `request` (its method and params), if `explain` finds fault.
+fn explained(method: &str, explain: Explain, request: &Value) -> Option<String> {
+    let why = explain(request)?;
+    Some(format!("Invalid params for `{method}`: {why}"))
+}
+
+/// Why `request` (method and params) is not a `T`: first the params alone as a `P` (to name
+/// the field at fault), then the whole request.
+fn explain<T: DeserializeOwned, P: DeserializeOwned>(request: &Value) -> Option<String> {
+    if let Some(params) = request.get("params").filter(|p| !p.is_null()) {
+        if !params.is_object() {
+            return Some("params: expected an object".into());
+        }
+        let mut params = params.clone();
+        if let Some(object) = params.as_object_mut() {
+            // Request metadata is not part of the method's params.
+            object.remove("_meta");
+        }
+        if let Err(e) = serde_path_to_error::deserialize::<_, P>(params) {
+            let path = e.path().to_string();
+            let field = if path == "." {
+                "params".to_string()
+            } else {
+                format!("params.{path}")
+            };
+            return Some(format!("{field}: {}", e.into_inner()));
+        }
+    }
+    serde_json::from_value::<T>(request.clone())
+        .err()
+        .map(|e| e.to_string())
+}
+
+/// Writes one message and its newline (appended to the message's own buffer: one write, no
+/// copy), and flushes.
+async fn write_line<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    mut line: Vec<u8>,
+) -> std::io::Result<()> {
+    line.push(b'\n');
+    writer.write_all(&line).await?;
+    writer.flush().await
+}
+
+/// Newline-delimited JSON-RPC over a byte stream (stdin/stdout), with every message checked by
+/// [`check`] and no line buffered past `limits.maxRequestBytes`.
+///
+/// Clones share the stream: when rmcp gives up on a session before `initialize` (a
+/// notification or response arrived first) and drops its transport, a clone serves the next
+/// attempt without losing buffered input.
+pub struct LineTransport<R, W> {
+    reader: Arc<Mutex<LineReader<R>>>,
+    writer: Arc<Mutex<W>>,
+    max_bytes: usize,
+    in_flight: Arc<InFlight>,
+    written: WrittenResults,
+}
+
+impl<R, W> Clone for LineTransport<R, W> {
+    fn clone(&self) -> Self {
+        LineTransport {
+            reader: self.reader.clone(),
+            writer: self.writer.clone(),
+            max_bytes: self.max_bytes,
+            in_flight: self.in_flight.clone(),
+            written: self.written.clone(),
+        }
+    }
+}
+
+/// Tool results whose JSON the handler wrote itself, for [`LineTransport`] to send as it is: a
+/// `wit-get-prompts` listing keeps its JSON as text, and copying that text costs a fraction of
+/// turning it into a value for rmcp and writing the value again. The handler leaves the written
+/// `content` and `structuredContent` here and returns a stand-in result ([`Self::stand_in`])
+/// marked with their key in `_meta`; rmcp adjusts the stand-in as it does any result
+/// (`resultType` for the negotiated version), and the transport writes the stand-in's own
+/// fields around the written ones, in the order rmcp writes a `CallToolResult`.
+#[derive(Debug, Clone, Default)]
+pub struct WrittenResults(Arc<std::sync::Mutex<Written>>);
+
+#[derive(Debug, Default)]
+struct Written {
+    next: u64,
+    parts: std::collections::BTreeMap<u64, WrittenParts>,
+}
+
+/// The two large fields of a tool result, as JSON.
+#[derive(Debug)]
+pub struct WrittenParts {
+    pub content: Box<serde_json::value::RawValue>,
+    pub structured_content: Box<serde_json::value::RawValue>,
+}
+
+/// The `_meta` key of a stand-in result.
+const WRITTEN_KEY: &str = "promptd/written";
+
+/// Results kept at most. A result leaves as its response is sent, microseconds after it was
+/// written; one whose response rmcp drops (its request was cancelled after the answer was
+/// written) would stay, and goes with the oldest beyond this: twice the requests a session may
+/// have in flight, so the results kept never outgrow what those requests may hold.
+const WRITTEN_CAP: usize = 2 * MAX_IN_FLIGHT;
+
+/// A response whose result fields are written by [`WrittenResults`], in rmcp's order.
+#[derive(serde::Serialize)]
+struct WrittenResponse<'a> {
+    jsonrpc: &'a rmcp::model::JsonRpcVersion2_0,
+    id: &'a rmcp::model::RequestId,
+    result: WrittenResult<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WrittenResult<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result_type: &'a Option<rmcp::model::ResultType>,
+    content: &'a serde_json::value::RawValue,
+    structured_content: &'a serde_json::value::RawValue,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    is_error: Option<bool>,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<JsonObject>,
+}
+
+impl WrittenResults {
+    /// Keeps `parts` and returns the stand-in result that carries their key.
+    pub fn stand_in(&self, parts: WrittenParts, is_error: bool) -> rmcp::model::CallToolResult {
+        let key = {
+            let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            let key = written.next;
+            written.next += 1;
+            written.parts.insert(key, parts);
+            while written.parts.len() > WRITTEN_CAP {
+                written.parts.pop_first();
+            }
+            key
+        };
+        let mut result = rmcp::model::CallToolResult::success(Vec::new());
+        result.is_error = Some(is_error);
+        let mut meta = rmcp::model::MetaObject::new();
+        meta.insert(WRITTEN_KEY.to_owned(), key.into());
+        result.meta = Some(meta);
+        result
+    }
+
+    /// The JSON of `message` when it is the response carrying a stand-in; `None` for any other
+    /// message. A stand-in whose parts are gone (never expected) becomes an internal error.
+    pub(super) fn line(
+        &self,
+        message: &ServerJsonRpcMessage,
+    ) -> Option<serde_json::Result<Vec<u8>>> {
+        let ServerJsonRpcMessage::Response(response) = message else {
+            return None;
+        };
+        let rmcp::model::ServerResult::CallToolResult(result) = &response.result else {
+            return None;
+        };
+        let key = result.meta.as_ref()?.get(WRITTEN_KEY)?.as_u64()?;
+        let parts = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .parts
+            .remove(&key);
+        let Some(parts) = parts else {
+            let error = ErrorData::internal_error("the tool's result was lost", None);
+            let reply = ServerJsonRpcMessage::error(error, Some(response.id.clone()));
+            return Some(serde_json::to_vec(&reply));
+        };
+        let meta = result
+            .meta
+            .as_ref()
+            .map(|m| {
+                let mut m = m.0.clone();
+                m.remove(WRITTEN_KEY);
+                m
+            })
+            .filter(|m| !m.is_empty());
+        Some(serde_json::to_vec(&WrittenResponse {
+            jsonrpc: &response.jsonrpc,
+            id: &response.id,
+            result: WrittenResult {
+                result_type: &result.result_type,
+                content: &parts.content,
+                structured_content: &parts.structured_content,
+                is_error: result.is_error,
+                meta,
+            },
+        }))
+    }
+}
+
+/// How many requests of one stdio session may be read and not yet answered. With that many
+/// waiting for their answers no more requests are taken (the client's writes block on the full
+/// pipe), so a client that sends without reading cannot make the server hold answers without
+/// bound.
+pub const MAX_IN_FLIGHT: usize = 64;
+
+/// How many requests are read ahead, held without being taken, while [`MAX_IN_FLIGHT`] requests
+/// are unanswered: reading on past a request lets the notifications behind it through (a
+/// cancellation frees its request's place). With that many held, nothing more is read.
+pub const MAX_READ_AHEAD: usize = 8;
+
+/// Each request taken and not yet answered, with its permit; the requests read ahead.
+#[derive(Debug, Default)]
+struct Window {
+    held: std::collections::HashMap<rmcp::model::RequestId, OwnedSemaphorePermit>,
+    ahead: std::collections::VecDeque<(rmcp::model::RequestId, ClientJsonRpcMessage)>,
+}
+
+/// The requests taken and not yet answered, each holding one of [`MAX_IN_FLIGHT`] permits until
+/// its answer is written or the client cancels it (rmcp then drops the answer), and the
+/// requests read ahead while no permit was free.
+#[derive(Debug)]
+struct InFlight {
+    permits: Arc<tokio::sync::Semaphore>,
+    window: std::sync::Mutex<Window>,
+}
+
+impl InFlight {
+    fn new() -> InFlight {
+        InFlight {
+            permits: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
+            window: Default::default(),
+        }
+    }
+
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.window.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A permit for one more request; waits while [`MAX_IN_FLIGHT`] requests are unanswered.
+    async fn permit(&self) -> OwnedSemaphorePermit {
+        self.permits
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("the semaphore is never closed")
+    }
+
+    /// How many requests are read ahead.
+    fn ahead(&self) -> usize {
+        self.window().ahead.len()
+    }
+
+    /// Takes the request `id` just read: with a free permit and none read ahead before it, it
+    /// is returned to be handled; otherwise it waits in line.
+    fn take(
+        &self,
+        id: rmcp::model::RequestId,
+        request: ClientJsonRpcMessage,
+    ) -> Option<ClientJsonRpcMessage> {
+        let mut window = self.window();
+        if window.ahead.is_empty()
+            && let Ok(permit) = self.permits.clone().try_acquire_owned()
+        {
+            window.held.insert(id, permit);
+            return Some(request);
+        }
+        window.ahead.push_back((id, request));
+        None
+    }
+
+    /// The first request read ahead, taken with `permit` (`None` when there is none).
+    fn next_ahead(&self, permit: OwnedSemaphorePermit) -> Option<ClientJsonRpcMessage> {
+        let mut window = self.window();
+        let (id, request) = window.ahead.pop_front()?;
+        window.held.insert(id, permit);
+        Some(request)
+    }
+
+    /// A notification read: a cancellation frees its request's permit, or drops the request
+    /// from the read-ahead line if it was not taken yet.
+    fn notified(&self, message: &ClientJsonRpcMessage) {
+        if let ClientJsonRpcMessage::Notification(n) = message
+            && let rmcp::model::ClientNotification::CancelledNotification(c) = &n.notification
+            && let Some(id) = &c.params.request_id
+        {
+            let mut window = self.window();
+            if window.held.remove(id).is_none() {
+                window.ahead.retain(|(ahead, _)| ahead != id);
+            }
+        }
+    }
+
+    /// Releases the permit of the request `id` answers.
+    fn answered(&self, id: &rmcp::model::RequestId) {
+        self.window().held.remove(id);
+    }
+}
+
+struct LineReader<R> {
+    io: R,
+    buf: BytesMut,
+    codec: AnyDelimiterCodec,
+    eof: bool,
+}
+
+/// One step of the line reader.
+enum Line {
+    Message(Bytes),
+    TooLarge,
+    Closed,
+}
+
+/// Bytes read from the stream at once.
+const READ_CHUNK: usize = 64 * 1024;
+
+impl<R: AsyncRead + Unpin> LineReader<R> {
+    /// The next line. Cancel-safe: bytes read stay in `buf`.
+    async fn next(&mut self) -> Line {
+        loop {
+            let decoded = if self.eof {
+                self.codec.decode_eof(&mut self.buf)
+            } else {
+                self.codec.decode(&mut self.buf)
+            };
+            match decoded {
+                Ok(Some(line)) => return Line::Message(line),
+                Ok(None) if self.eof => return Line::Closed,
+                Ok(None) => {}
+                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => return Line::TooLarge,
+                Err(AnyDelimiterCodecError::Io(e)) => {
+                    tracing::error!("reading stdin: {e}");
+                    return Line::Closed;
+                }
+            }
+            self.buf.reserve(READ_CHUNK);
+            match self.io.read_buf(&mut self.buf).await {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!("reading stdin: {e}");
+                    return Line::Closed;
+                }
+            }
+        }
+    }
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    pub fn new(read: R, write: W, limits: &Limits) -> Self {
+        let max_bytes = limits.max_request_bytes;
+        LineTransport {
+            reader: Arc::new(Mutex::new(LineReader {
+                io: read,
+                buf: BytesMut::new(),
+                codec: AnyDelimiterCodec::new_with_max_length(
+                    b"\n".to_vec(),
+                    Vec::new(),
+                    max_bytes,
+                ),
+                eof: false,
+            })),
+            writer: Arc::new(Mutex::new(write)),
+            max_bytes,
+            in_flight: Arc::new(InFlight::new()),
+            written: WrittenResults::default(),
+        }
+    }
+
+    /// Where the handler leaves results it wrote itself, for this transport to send.
+    pub fn written(&self) -> &WrittenResults {
+        &self.written
+    }
+
+    /// Writes a refusal in a task of its own, so a cancelled `receive` never leaves half a
+    /// line on the stream.
+    async fn refuse(&self, refusal: &Refusal) -> std::io::Result<()> {
+        tracing::debug!(id = %refusal.id, code = refusal.error.code.0, "{}", refusal.error.message);
+        let writer = self.writer.clone();
+        let line = refusal.to_json();
+        tokio::spawn(async move { write_line(&mut *writer.lock().await, line).await })
+            .await
+            .map_err(std::io::Error::other)?
+    }
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: ServerJsonRpcMessage,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let writer = self.writer.clone();
+        let answers = match &item {
+            ServerJsonRpcMessage::Response(r) => Some(r.id.clone()),
+            ServerJsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        let in_flight = self.in_flight.clone();
+        let results = self.written.clone();
+        async move {
+            let line = match results.line(&item) {
+                Some(line) => line?,
+                None => serde_json::to_vec(&item)?,
+            };
+            drop(item);
+            let written = write_line(&mut *writer.lock().await, line).await;
+            if let Some(id) = answers {
+                in_flight.answered(&id);
+            }
+            written
+        }
+    }
+
+    async fn receive(&mut self) -> Option<ClientJsonRpcMessage> {
+        loop {
+            // Requests read ahead go first, each as soon as a permit frees. Every await below is
+            // cancel-safe: a permit not yet granted takes nothing, a line not yet complete stays
+            // in the reader's buffer, a request read ahead stays in line.
+            // With MAX_READ_AHEAD requests in line, only a freed permit is awaited.
+            let in_flight = self.in_flight.clone();
+            let ahead = in_flight.ahead();
+            let line = if ahead == 0 {
+                self.reader.lock().await.next().await
+            } else {
+                let mut reader = self.reader.lock().await;
+                tokio::select! {
+                    permit = in_flight.permit() => match in_flight.next_ahead(permit) {
+                        Some(request) => return Some(request),
+                        None => continue,
+                    },
+                    line = reader.next(), if ahead < MAX_READ_AHEAD => line,
+                }
+            };
+            let verdict = match line {
+                Line::Closed => return None,
+                Line::TooLarge => Verdict::Refuse(Refusal::too_large(self.max_bytes)),
+                Line::Message(line) => {
+                    let line = line.strip_suffix(b"\r").unwrap_or(&line);
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    check(line)
+                }
+            };
+            match verdict {
+                Verdict::Pass(message) => {
+                    if let ClientJsonRpcMessage::Request(r) = &*message {
+                        match in_flight.take(r.id.clone(), *message) {
+                            Some(request) => return Some(request),
+                            None => continue,
+                        }
+                    }
+                    in_flight.notified(&message);
+                    return Some(*message);
+                }
+                Verdict::Drop => {}
+                Verdict::Refuse(refusal) => {
+                    if let Err(e) = self.refuse(&refusal).await {
+                        tracing::error!("writing stdout: {e}");
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.writer.lock().await.flush().await
+    }
+}
+
+/// A streamable-HTTP POST body as rmcp reads it: without a UTF-8 byte order mark, as over stdio.
+pub fn http_message(body: Bytes) -> Bytes {
+    let bom = body.len() - without_bom(&body).len();
+    body.slice(bom..)
+}
+
+/// Whether a request's `Content-Type` is JSON, the only body rmcp reads.
+pub fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// rmcp's `response` to the JSON POST body `message`, conformed. rmcp parses every message
+/// once and answers 415 to a JSON body only when it cannot parse it; such a message gets the
+/// answer [`check`] sorts it to instead: its JSON-RPC error (400 for -32700 and -32600, 200
+/// for -32602), or 202 for a notification that is dropped. Any other response is rmcp's.
+pub fn conform_http(message: &[u8], response: Response) -> Response {
+    if response.status() != StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        return response;
+    }
+    match check(message) {
+        Verdict::Pass(_) => response,
+        Verdict::Drop => StatusCode::ACCEPTED.into_response(),
+        Verdict::Refuse(refusal) => {
+            let status = if refusal.error.code == rmcp::model::ErrorCode::INVALID_PARAMS {
+                StatusCode::OK
+            } else {
+                StatusCode::BAD_REQUEST
+            };
+            refusal_response(status, &refusal)
+        }
+    }
+}
+
+fn refusal_response(status: StatusCode, refusal: &Refusal) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        refusal.to_json(),
+    )
+        .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut for common requests gives what rmcp's own parse gives, and leaves every
+    /// message it does not read plainly to that parse.
+    #[test]
+    fn common_requests_parse_as_rmcp_parses_them() {
+        let taken = [
+            r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"code_review","arguments":{"target":"src/lib.rs","n":"5"}}}"#,
+            r#"{"id":"a-1","method":"prompts/get","jsonrpc":"2.0","params":{"arguments":{"text":"two\nlines \"quoted\" \u00e9"},"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","unknownField":true}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wit-get-prompts","arguments":{"promptName":"code_review","args":{"target":"a"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wit-get-prompts"}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#,
+            r#"{"jsonrpc":"2.0","id":5,"method":"prompts/list","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":6,"method":"prompts/list","params":{"cursor":"abc"}}"#,
+            r#"{"jsonrpc":"2.0","id":8,"method":"prompts/list","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":"0"}}"#,
+            r#" {"jsonrpc":"2.0","id":10,"method":"tools/list"} "#,
+            // `_meta` (rmcp's client sends one with every request) goes to the extensions.
+            r#"{"jsonrpc":"2.0","id":11,"method":"prompts/get","params":{"name":"x","_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2025-06-18"},"name":"x","arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":13,"method":"prompts/get","params":{"name":"x","\u005fmeta":{"progressToken":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":14,"method":"prompts/list","params":{"_meta":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{"_meta":null}}"#,
+        ];
+        /// The request's `_meta` as its extensions hold it, and as its params hold it.
+        fn metas(m: &ClientJsonRpcMessage) -> (Option<Value>, Option<Value>) {
+            use rmcp::model::{ClientRequest, RequestMetaObject};
+            let ClientJsonRpcMessage::Request(r) = m else {
+                panic!("not a request: {m:?}")
+            };
+            let json = |v: Option<&RequestMetaObject>| v.map(|v| serde_json::to_value(v).unwrap());
+            match &r.request {
+                ClientRequest::GetPromptRequest(q) => {
+                    (json(q.extensions.get()), json(q.params.meta.as_ref()))
+                }
+                ClientRequest::CallToolRequest(q) => {
+                    (json(q.extensions.get()), json(q.params.meta.as_ref()))
+                }
+                ClientRequest::ListPromptsRequest(q) => (
+                    json(q.extensions.get()),
+                    json(q.params.as_ref().and_then(|p| p.meta.as_ref())),
+                ),
+                ClientRequest::ListToolsRequest(q) => (
+                    json(q.extensions.get()),
+                    json(q.params.as_ref().and_then(|p| p.meta.as_ref())),
+                ),
+                other => panic!("unexpected request {other:?}"),
+            }
+        }
+        for raw in taken {
+            let fast = common_request(raw.as_bytes()).unwrap_or_else(|| panic!("not taken: {raw}"));
+            let full: ClientJsonRpcMessage = serde_json::from_str(raw).unwrap();
+            assert_eq!(
+                serde_json::to_value(&fast).unwrap(),
+                serde_json::to_value(&full).unwrap(),
+                "{raw}"
+            );
+            assert_eq!(metas(&fast), metas(&full), "{raw}");
+        }
+        for raw in &taken[11..14] {
+            let (in_extensions, in_params) = metas(&common_request(raw.as_bytes()).unwrap());
+            assert!(in_extensions.is_some() && in_params.is_none(), "{raw}");
+        }
+        let left = [
+            // Not the shape of a request, or params that do not fit.
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x"},"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x"},"id":2}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","arguments":[1]}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"prompts/list"}"#,
+            r#"{"jsonrpc":"2.0","method":"prompts/list"}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"prompts/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts\/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list"} x"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"prompts/list"}]"#,
+        ];
+        for raw in left {
+            assert!(common_request(raw.as_bytes()).is_none(), "{raw}");
+        }
+        // What the shortcut leaves gets rmcp's parse: passed on when that parses it (a misfit
+        // request as a custom one), answered here when not.
+        for raw in left {
+            let parsed = serde_json::from_str::<ClientJsonRpcMessage>(raw.trim());
+            match check(raw.as_bytes()) {
+                Verdict::Pass(m) => assert_eq!(
+                    serde_json::to_value(&m).unwrap(),
+                    serde_json::to_value(parsed.unwrap()).unwrap(),
+                    "{raw}"
+                ),
+                _ => assert!(parsed.is_err(), "{raw}"),
+            }
+        }
+    }
+
+    fn refused(raw: &str) -> Refusal {
+        match check(raw.as_bytes()) {
+            Verdict::Refuse(r) => r,
+            other => panic!("{raw}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    /// A result whose response never went out is dropped with the oldest beyond the cap; its
+    /// stand-in, were it ever sent, is an internal error, never an empty result.
+    #[test]
+    fn written_results_are_capped_and_a_lost_one_is_an_internal_error() {
+        let written = WrittenResults::default();
+        let parts = || WrittenParts {
+            content: serde_json::value::to_raw_value(&[0]).unwrap(),
+            structured_content: serde_json::value::to_raw_value(&1).unwrap(),
+        };
+        let response = |r: rmcp::model::CallToolResult, id: i64| {
+            ServerJsonRpcMessage::response(
+                rmcp::model::ServerResult::CallToolResult(r),
+                rmcp::model::RequestId::Number(id),
+            )
+        };
+        let first = response(written.stand_in(parts(), false), 1);
+        let stand_ins: Vec<_> = (0..WRITTEN_CAP)
+            .map(|i| response(written.stand_in(parts(), true), i as i64 + 2))
+            .collect();
+        let lost: Value = serde_json::from_slice(&written.line(&first).unwrap().unwrap()).unwrap();
+        assert_eq!(lost["id"], 1);
+        assert_eq!(lost["error"]["code"], -32603);
+        for (i, message) in stand_ins.iter().enumerate() {
+            let sent: Value =
+                serde_json::from_slice(&written.line(message).unwrap().unwrap()).unwrap();
+            assert_eq!(sent["id"], i + 2);
+            assert_eq!(sent["result"]["content"], serde_json::json!([0]));
+            assert_eq!(sent["result"]["structuredContent"], 1);
+            assert_eq!(sent["result"]["isError"], true);
+            assert!(sent["result"].get("_meta").is_none(), "{sent}");
+        }
+        // Any other message is written by serde.
+        let plain = response(rmcp::model::CallToolResult::success(Vec::new()), 9);
+        assert!(written.line(&plain).is_none());
+    }
+
+    #[test]
+    fn malformed_json_is_a_parse_error_with_a_null_id() {
+        for raw in [
+            "{",
+            "{\"jsonrpc\":\"2.0\",\"id\":1,",
+            "nope",
+            "{\"a\":1}}",
+            "\u{7f}",
+        ] {
+            let r = refused(raw);
+            assert_eq!(r.error.code.0, -32700, "{raw}");
+            assert_eq!(r.id, Value::Null, "{raw}");
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_inside_a_string_is_a_parse_error() {
+        let raw = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":\"\xff\xfe\"}";
+        let Verdict::Refuse(r) = check(raw) else {
+            panic!("not refused");
+        };
+        assert_eq!((r.error.code.0, r.id), (-32700, Value::Null));
+        assert!(
+            r.error.message.contains("UTF-8 at byte 45"),
+            "{}",
+            r.error.message
+        );
+    }
+
+    #[test]
+    fn wrong_shape_carries_its_id() {
+        let r = refused(r#"{"jsonrpc":"2.0","id":7,"method":5}"#);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::from(7)));
+        let r = refused(r#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::from("a")));
+        let r = refused(r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::Null));
+        let r = refused("5");
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::Null));
+    }
+
+    #[test]
+    fn batches_are_invalid_requests() {
+        for raw in ["[]", r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#] {
+            let r = refused(raw);
+            assert_eq!((r.error.code.0, r.id), (-32600, Value::Null), "{raw}");
+            assert!(r.error.message.contains("batch"), "{}", r.error.message);
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_recursion_limit_is_refused_with_its_id() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"x","arguments":{{"a":{}{}}}}}}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        let r = refused(&deep);
+        assert_eq!((r.error.code.0, r.id), (-32600, Value::from(3)));
+        assert!(r.error.message.contains("recursion"), "{}", r.error.message);
+    }
+
+    /// The error a request gets: its refusal here, or, when it passes as a custom request, the
+    /// handler's answer from [`misfit_params`].
+    fn invalid(raw: &str) -> Refusal {
+        match check(raw.as_bytes()) {
+            Verdict::Refuse(r) => r,
+            Verdict::Pass(message) => match *message {
+                ClientJsonRpcMessage::Request(request) => {
+                    let rmcp::model::ClientRequest::CustomRequest(custom) = request.request else {
+                        panic!("{raw}: passed as a typed request")
+                    };
+                    let why = misfit_params(&custom.method, custom.params.as_ref())
+                        .unwrap_or_else(|| panic!("{raw}: the handler finds no fault"));
+                    Refusal::new(
+                        request.id.into_json_value(),
+                        ErrorData::invalid_params(why, None),
+                    )
+                }
+                other => panic!("{raw}: passed as {other:?}"),
+            },
+            Verdict::Drop => panic!("{raw}: dropped"),
+        }
+    }
+
+    #[test]
+    fn wrong_param_types_of_a_known_method_are_invalid_params() {
+        let r = invalid(r#"{"jsonrpc":"2.0","id":4,"method":"prompts/get","params":{"name":5}}"#);
+        assert_eq!((r.error.code.0, r.id.clone()), (-32602, Value::from(4)));
+        assert!(
+            r.error.message.contains("params.name"),
+            "{}",
+            r.error.message
+        );
+        let r = invalid(r#"{"jsonrpc":"2.0","id":"t","method":"tools/call","params":[]}"#);
+        assert_eq!((r.error.code.0, r.id), (-32602, Value::from("t")));
+        let r = invalid(r#"{"jsonrpc":"2.0","id":5,"method":"prompts/get"}"#);
+        assert_eq!(r.error.code.0, -32602);
+        assert_eq!(misfit_params("vendor/thing", None), None);
+        assert_eq!(
+            misfit_params("prompts/get", Some(&serde_json::json!({"name": "x"}))),
+            None
+        );
+    }
+
+    #[test]
+    fn well_formed_messages_pass_and_broken_notifications_drop() {
+        for raw in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"vendor/thing","params":{"a":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            "\u{feff}{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}",
+        ] {
+            assert!(matches!(check(raw.as_bytes()), Verdict::Pass(_)), "{raw}");
+        }
+        let raw = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}"#;
+        assert!(matches!(check(raw.as_bytes()), Verdict::Drop));
+    }
+
+    #[test]
+    fn every_known_method_refuses_params_that_are_not_an_object() {
+        for (method, _) in KNOWN_METHODS {
+            let raw = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":5}}"#);
+            let r = invalid(&raw);
+            assert_eq!(r.error.code.0, -32602, "{method}: {}", r.error.message);
+        }
+    }
+}

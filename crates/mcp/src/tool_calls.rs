@@ -1,0 +1,501 @@
+//! The MCP face of the tool catalog ([`promptd_stages::catalog`]): every catalog entry as an `rmcp::Tool`,
+//! and one call table whose entries convert MCP arguments into a catalog request, hand it to the
+//! library (`wit-get-prompts`) or the stages (`enhance_prompt`, `compose_prompt`), and convert the
+//! answer into a tool result. The client's roots and how its request came (stdio, or HTTP with
+//! or without the server's token) become the [`Caller`] the stages check workspaces against.
+//! Adding a tool means a catalog entry and one [`ToolEntry`] in [`TOOLS`].
+
+use std::future::Future;
+use std::os::unix::ffi::OsStringExt;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock};
+
+use rmcp::ErrorData;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
+use rmcp::service::{Peer, RoleServer};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use promptd_base::limits::Limits;
+use promptd_base::panics::panic_message;
+use promptd_base::workspace::ClientOrigin;
+use promptd_core::library::Visibility;
+use promptd_stages::catalog::{
+    COMPOSE, ComposeInput, ENHANCE, EnhanceRequest, GET_PROMPTS, GetPromptsRequest,
+    GetPromptsResponse, ToolSpec,
+};
+use promptd_stages::enhance::result_text;
+use promptd_stages::{Caller, ClientRoots, StageError, Stages};
+
+use super::jsonrpc::{WrittenParts, WrittenResults};
+
+/// What a tool call can use.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The stages, and through them the library.
+    pub stages: Arc<Stages>,
+    /// The calling client (for its roots); `None` outside a session.
+    pub peer: Option<Peer<RoleServer>>,
+    /// The session's roots, once asked.
+    pub roots: Arc<ClientRoots>,
+    /// How the request came: over stdio, or over HTTP with or without the server's token.
+    pub origin: ClientOrigin,
+    /// Which prompts the client is served.
+    pub visibility: Visibility,
+    /// Where a result written as JSON goes (stdio, whose transport sends it as it is).
+    pub written: Option<WrittenResults>,
+}
+
+/// The future a tool call returns.
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<CallToolResult, ErrorData>> + Send>>;
+
+/// The call of one catalog tool.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolEntry {
+    pub name: &'static str,
+    pub call: fn(ToolContext, JsonObject) -> ToolFuture,
+}
+
+/// The call of every catalog tool.
+pub static TOOLS: &[ToolEntry] = &[
+    ToolEntry {
+        name: GET_PROMPTS,
+        call: get_prompts_call,
+    },
+    ToolEntry {
+        name: ENHANCE,
+        call: enhance_call,
+    },
+    ToolEntry {
+        name: COMPOSE,
+        call: compose_call,
+    },
+];
+
+/// A catalog entry as an MCP tool.
+fn rmcp_tool(spec: &ToolSpec) -> Tool {
+    let a = spec.annotations;
+    let mut tool = Tool::new(spec.name, spec.description, spec.input_schema.clone())
+        .with_title(spec.title)
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(a.read_only)
+                .destructive(a.destructive)
+                .idempotent(a.idempotent)
+                .open_world(a.open_world),
+        );
+    tool.output_schema = Some(spec.output_schema.clone());
+    tool
+}
+
+static DEFINITIONS: LazyLock<Vec<Tool>> = LazyLock::new(|| {
+    promptd_stages::catalog::catalog()
+        .iter()
+        .map(rmcp_tool)
+        .collect()
+});
+
+/// The definitions of every tool (built once), in the catalog's order.
+pub fn definitions() -> &'static [Tool] {
+    &DEFINITIONS
+}
+
+/// A tool's call by name.
+pub fn find(name: &str) -> Option<&'static ToolEntry> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+/// Tool arguments as a typed request; a mismatch is -32602 naming the tool.
+pub fn parse_arguments<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, ErrorData> {
+    serde_json::from_value(serde_json::Value::Object(args))
+        .map_err(|e| ErrorData::invalid_params(format!("{tool}: invalid arguments: {e}"), None))
+}
+
+/// A stage's result as a tool result: `text` as the content (for clients that read only
+/// `content`) and the result as `structuredContent`, its numbers as `promptd enhance --json` /
+/// `promptd compose --json` print them: serialized to text and read back, an `f32` keeps its
+/// shortest form (`1.1`) instead of its widening to `f64` (`1.100000023841858`).
+fn stage_result<T: Serialize>(result: &T, text: String) -> Result<CallToolResult, ErrorData> {
+    let json = serde_json::to_string(result).map_err(serialize_failed)?;
+    let value = serde_json::from_str(&json).map_err(serialize_failed)?;
+    let mut out = CallToolResult::success(vec![ContentBlock::text(text)]);
+    out.structured_content = Some(value);
+    out.is_error = Some(false);
+    Ok(out)
+}
+
+/// How a `wit-get-prompts` envelope is carried. `structuredContent` (MCP 2025-06-18) is the
+/// result for clients that negotiated 2025-06-18 or later; the spec asks for the same JSON as
+/// text too, for older clients, which this follows while the JSON is at most
+/// `limits.maxTextCopyBytes`. Above that, the text content is a one-line summary pointing at
+/// `structuredContent`, so the payload is never sent twice. A client that negotiated an older
+/// version cannot read `structuredContent`: it gets the JSON as text only. A result over
+/// `limits.maxResponseBytes` is an error (-32602), never a truncation. An envelope whose
+/// `success` is false is a tool error (`isError`). With `written`, a structured result is
+/// written as JSON here (the envelope's text is its `structuredContent` as it is) and a
+/// stand-in returned for the transport to replace.
+pub fn sized_envelope_result(
+    tool: &str,
+    envelope: &GetPromptsResponse,
+    limits: &Limits,
+    structured: bool,
+    written: Option<&WrittenResults>,
+) -> Result<CallToolResult, ErrorData> {
+    let json = envelope.to_json().map_err(serialize_failed)?;
+    // The text is the compact JSON: measured by its length.
+    let bytes = json.text.get().len();
+    if bytes > limits.max_response_bytes {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "{tool}: the result is {bytes} bytes, over the limit of {} \
+                 (limits.maxResponseBytes); ask for less",
+                limits.max_response_bytes
+            ),
+            None,
+        ));
+    }
+    let copy_text = !structured || bytes <= limits.max_text_copy_bytes;
+    let summary = || {
+        format!(
+            "{tool}: the result ({bytes} bytes of JSON) is in structuredContent; it is not \
+             repeated as text above {} bytes (limits.maxTextCopyBytes)",
+            limits.max_text_copy_bytes
+        )
+    };
+    if let Some(written) = written.filter(|_| structured) {
+        let text = if copy_text {
+            json.text.get().to_owned()
+        } else {
+            summary()
+        };
+        let content = serde_json::value::to_raw_value(&[ContentBlock::text(text)])
+            .map_err(serialize_failed)?;
+        let parts = WrittenParts {
+            content,
+            structured_content: json.text,
+        };
+        return Ok(written.stand_in(parts, !envelope.success));
+    }
+    let value = if structured {
+        Some(json.value().map_err(serialize_failed)?)
+    } else {
+        None
+    };
+    let text = if copy_text {
+        String::from(Box::<str>::from(json.text))
+    } else {
+        summary()
+    };
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    result.structured_content = value;
+    result.is_error = Some(!envelope.success);
+    Ok(result)
+}
+
+/// Failing to serialize a result is a server fault.
+fn serialize_failed(e: serde_json::Error) -> ErrorData {
+    ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
+}
+
+/// Whether the calling client reads `structuredContent`: it negotiated MCP 2025-06-18 or
+/// later (a call outside a handshake, such as a stateless HTTP request, is taken as current).
+fn reads_structured_content(peer: Option<&Peer<RoleServer>>) -> bool {
+    peer.and_then(|p| p.peer_info()).is_none_or(|info| {
+        info.protocol_version.as_str() >= rmcp::model::ProtocolVersion::V_2025_06_18.as_str()
+    })
+}
+
+/// Whether a `wit-get-prompts` request renders no more than one prompt: one name, or a listing
+/// without content.
+fn renders_at_most_one(req: &GetPromptsRequest) -> bool {
+    match &req.prompt_names {
+        Some(names) => names.len() <= 1 || !req.include_content,
+        None => req.prompt_name.is_some() || !req.include_content,
+    }
+}
+
+fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
+    Box::pin(async move {
+        let req: GetPromptsRequest = parse_arguments(GET_PROMPTS, args)?;
+        let structured = reads_structured_content(ctx.peer.as_ref());
+        let inline = renders_at_most_one(&req);
+        let answer = move || {
+            let library = ctx.stages.library();
+            let snap = library.snapshot();
+            let resp = snap
+                .get_prompts(library.clock(), &req, ctx.visibility)
+                .map_err(|e| ErrorData::invalid_params(format!("{GET_PROMPTS}: {e}"), None))?;
+            sized_envelope_result(
+                GET_PROMPTS,
+                &resp,
+                &snap.limits,
+                structured,
+                ctx.written.as_ref(),
+            )
+        };
+        // One prompt, or the cached metadata listing, takes microseconds: answered in place.
+        // Rendering a batch can take a while: off the request loop (stdio is one thread).
+        if inline {
+            return answer();
+        }
+        tokio::task::spawn_blocking(answer)
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("{GET_PROMPTS}: {e}"), None))?
+    })
+}
+
+/// The client's roots as directory paths, in its order; an empty list when it offers none,
+/// `None` when it did not answer. Roots are deprecated by SEP-2577 but are what today's IDE
+/// clients send to say which folder is open. A root that is not a local `file://` URI is left
+/// out.
+#[allow(deprecated)]
+async fn client_roots(peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
+    let Some(info) = peer.peer_info() else {
+        return Some(Vec::new());
+    };
+    if info.capabilities.roots.is_none() {
+        return Some(Vec::new());
+    }
+    let listed = tokio::time::timeout(std::time::Duration::from_secs(5), peer.list_roots()).await;
+    let Ok(Ok(roots)) = listed else {
+        return None;
+    };
+    let roots = roots
+        .roots
+        .iter()
+        .filter_map(|r| {
+            let path = file_uri_path(&r.uri);
+            if path.is_none() {
+                tracing::warn!("client root {} is not a local file:// URI; ignored", r.uri);
+            }
+            path
+        })
+        .collect();
+    Some(roots)
+}
+
+/// The local path of a `file://` URI (host empty or `localhost`), percent-decoded byte-wise;
+/// `None` for any other URI.
+fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    let (scheme, rest) = uri.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("file") {
+        return None;
+    }
+    let slash = rest.find('/')?;
+    let (host, path) = rest.split_at(slash);
+    if !(host.is_empty() || host.eq_ignore_ascii_case("localhost")) {
+        return None;
+    }
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let bytes: Vec<u8> = percent_encoding::percent_decode_str(path).collect();
+    Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
+}
+
+/// The calling client as the stages see it: its roots (asked once per session), how it came,
+/// and the server's directory.
+async fn caller(ctx: &ToolContext) -> Caller {
+    let roots = match &ctx.peer {
+        Some(peer) => ctx.roots.get(|| client_roots(peer)).await,
+        None => Vec::new(),
+    };
+    Caller::Client {
+        roots,
+        server_dir: std::env::current_dir().ok(),
+        origin: ctx.origin,
+    }
+}
+
+/// A failed stage call as a JSON-RPC error naming the tool: the caller's fault is -32602,
+/// the server's -32603.
+fn stage_error(tool: &str, e: &StageError) -> ErrorData {
+    let message = format!("{tool}: {e}");
+    if e.is_caller_error() {
+        ErrorData::invalid_params(message, None)
+    } else {
+        ErrorData::internal_error(message, None)
+    }
+}
+
+/// A task that did not finish (it panicked or was cancelled) as a server fault naming the tool.
+fn task_failed(tool: &str, e: tokio::task::JoinError) -> ErrorData {
+    let why = if e.is_panic() {
+        panic_message(e.into_panic().as_ref())
+    } else {
+        e.to_string()
+    };
+    tracing::error!("tool {tool} failed: {why}");
+    ErrorData::internal_error(format!("{tool}: internal error: {why}"), None)
+}
+
+/// Runs a tool call on a task of its own, so a panic in a stage answers -32603 (a server fault)
+/// naming the tool, and the server goes on serving. An object-typed parameter sent as a
+/// JSON-encoded string is decoded first ([`super::schema::decode_string_objects`]).
+pub async fn call_contained(
+    entry: &ToolEntry,
+    ctx: ToolContext,
+    mut args: JsonObject,
+) -> Result<CallToolResult, ErrorData> {
+    if let Some(spec) = promptd_stages::catalog::find(entry.name) {
+        super::schema::decode_string_objects(&spec.input_schema, &mut args)
+            .map_err(|e| ErrorData::invalid_params(format!("{}: {e}", entry.name), None))?;
+    }
+    tokio::spawn((entry.call)(ctx, args))
+        .await
+        .map_err(|e| task_failed(entry.name, e))?
+}
+
+fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
+    Box::pin(async move {
+        let req: EnhanceRequest = parse_arguments(ENHANCE, args)?;
+        let caller = caller(&ctx).await;
+        let result = ctx
+            .stages
+            .enhance(req, &caller)
+            .await
+            .map_err(|e| stage_error(ENHANCE, &e))?;
+        // Clients that read only `content` get the prompt itself, not JSON.
+        stage_result(&result, result_text(&result))
+    })
+}
+
+fn compose_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
+    Box::pin(async move {
+        let input: ComposeInput = parse_arguments(COMPOSE, args)?;
+        let caller = caller(&ctx).await;
+        let composed = ctx
+            .stages
+            .compose(input, caller)
+            .await
+            .map_err(|e| stage_error(COMPOSE, &e))?;
+        // Clients that read only `content` get the composed prompt itself, not JSON.
+        stage_result(&composed, composed.text.clone())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::os::unix::ffi::OsStrExt;
+
+    /// A result written as JSON goes out byte for byte as rmcp writes the same result built as
+    /// a value: listings (with the text copy, and with its one-line summary), one prompt, a
+    /// batch, a missing prompt (`isError`); with `resultType` (MCP 2026-07-28) and without
+    /// (rmcp strips it for older peers), and with another `_meta` entry kept.
+    #[test]
+    fn written_results_go_out_as_rmcp_writes_them() {
+        use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
+        let cwd = tempfile::tempdir().unwrap();
+        let lib =
+            promptd_core::library::PromptLibrary::open(promptd_core::library::LibraryOptions {
+                cwd: cwd.path().to_path_buf(),
+                ..Default::default()
+            })
+            .unwrap();
+        let snap = lib.snapshot();
+        let requests = [
+            serde_json::json!({"includeContent": false}),
+            serde_json::json!({"promptName": "code_review", "args": {"target": "a \"quoted\" path"}}),
+            serde_json::json!({"promptNames": ["code_review", "bug_triage"], "args": {"target": "x", "report": "y"}}),
+            serde_json::json!({"promptName": "no_such_prompt"}),
+        ];
+        let summarised = Limits {
+            max_text_copy_bytes: 10,
+            ..snap.limits.clone()
+        };
+        let mut compared = 0;
+        for limits in [&snap.limits, &summarised] {
+            for request in &requests {
+                let req: GetPromptsRequest =
+                    parse_arguments(GET_PROMPTS, request.as_object().unwrap().clone()).unwrap();
+                let resp = snap
+                    .get_prompts(lib.clock(), &req, Visibility::UserOnly)
+                    .unwrap();
+                for (strip, other_meta) in [(false, false), (true, false), (false, true)] {
+                    let written = WrittenResults::default();
+                    let mut plain =
+                        sized_envelope_result(GET_PROMPTS, &resp, limits, true, None).unwrap();
+                    let mut stand_in =
+                        sized_envelope_result(GET_PROMPTS, &resp, limits, true, Some(&written))
+                            .unwrap();
+                    assert!(stand_in.structured_content.is_none() && stand_in.content.is_empty());
+                    for r in [&mut plain, &mut stand_in] {
+                        if strip {
+                            r.result_type = None;
+                        }
+                        if other_meta {
+                            r.meta
+                                .get_or_insert_default()
+                                .insert("trace".into(), "t-1".into());
+                        }
+                    }
+                    let id = RequestId::Number(7);
+                    let message = |r: CallToolResult| {
+                        ServerJsonRpcMessage::response(ServerResult::CallToolResult(r), id.clone())
+                    };
+                    let expected = serde_json::to_string(&message(plain)).unwrap();
+                    let stand_in = message(stand_in);
+                    let line = written.line(&stand_in).unwrap().unwrap();
+                    assert_eq!(String::from_utf8(line).unwrap(), expected, "{request}");
+                    // Sent once: the parts are gone, and a second send is a server fault.
+                    let again = written.line(&stand_in).unwrap().unwrap();
+                    let again: serde_json::Value = serde_json::from_slice(&again).unwrap();
+                    assert_eq!(again["id"], 7);
+                    assert_eq!(again["error"]["code"], -32603);
+                    compared += 1;
+                }
+            }
+        }
+        assert_eq!(compared, 24);
+    }
+
+    #[test]
+    fn every_catalog_tool_has_one_call_and_is_listed_in_the_catalogs_order() {
+        let catalog: Vec<&str> = promptd_stages::catalog::catalog()
+            .iter()
+            .map(|t| t.name)
+            .collect();
+        let calls: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        let listed: Vec<&str> = definitions().iter().map(|t| &*t.name).collect();
+        assert_eq!(calls, catalog);
+        assert_eq!(listed, catalog);
+    }
+
+    #[test]
+    fn file_uris_decode_byte_wise_and_other_schemes_are_refused() {
+        assert_eq!(
+            file_uri_path("file:///home/me/my%20repo").unwrap(),
+            PathBuf::from("/home/me/my repo")
+        );
+        assert_eq!(
+            file_uri_path("FILE://localhost/srv/x").unwrap(),
+            PathBuf::from("/srv/x")
+        );
+        // `%` before a multi-byte character: kept as is, no panic.
+        assert_eq!(
+            file_uri_path("file:///tmp/a%é%2").unwrap(),
+            PathBuf::from("/tmp/a%é%2")
+        );
+        assert_eq!(
+            file_uri_path("file:///tmp/%€x").unwrap(),
+            PathBuf::from("/tmp/%€x")
+        );
+        // A percent-encoded multi-byte character decodes to it.
+        assert_eq!(
+            file_uri_path("file:///tmp/%E2%82%ACx").unwrap(),
+            PathBuf::from("/tmp/€x")
+        );
+        // Bytes that are not UTF-8 stay bytes.
+        let raw = file_uri_path("file:///tmp/%FF").unwrap();
+        assert_eq!(raw.as_os_str().as_bytes(), b"/tmp/\xff");
+        for uri in [
+            "https://example.com/x",
+            "file://server/share",
+            "file:relative",
+            "/tmp",
+        ] {
+            assert_eq!(file_uri_path(uri), None, "{uri}");
+        }
+    }
+}

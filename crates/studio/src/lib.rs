@@ -1,0 +1,625 @@
+//! The studio: what a prompt author sees of the library, as plain data the web page ([`web`])
+//! prints. Every prompt of every folder and dialect; one prompt's argument form, its render cut
+//! into the template's text and the values substituted (each with the layer it came from), its
+//! token count, its `check` diagnostics and its `promptd test` cases (run read-only).
+//!
+//! Nothing here writes to disk: test cases run with [`SnapshotUpdate::Nothing`].
+
+pub mod web;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use promptd_core::library::{Snapshot, Visibility};
+use promptd_core::prompt_tests::report::{DiffLine, unified_diff};
+use promptd_core::prompt_tests::{
+    self, CaseOutcome, DEFAULT_NOW, SnapshotOutcome, SnapshotUpdate, TestOptions, shown_path,
+};
+use promptd_core::registry::{ArgType, ArgumentSpec, PromptCategory, PromptTemplate, Severity};
+use promptd_core::render::{Clock, RenderError, SegmentKind, VariableSource};
+
+/// Where the studio finds what `promptd test` finds, and which prompts it shows.
+#[derive(Debug, Clone)]
+pub struct StudioOptions {
+    /// The prompts the page shows: those the MCP endpoint beside it serves (system prompts only
+    /// with `--expose-system`).
+    pub visibility: Visibility,
+    /// The folder of case files (`promptd test --cases`), if any.
+    pub cases_dir: Option<PathBuf>,
+    /// Paths are shown relative to this folder.
+    pub base_dir: PathBuf,
+    /// `base_dir` with its symlinks resolved, once (paths may be written either way).
+    canonical_base: Option<PathBuf>,
+}
+
+impl StudioOptions {
+    /// The `promptd test` defaults for a project at `base_dir` (cases in `tests/prompts` when
+    /// that folder exists), showing the prompts `visibility` serves.
+    pub fn for_project(base_dir: &Path, visibility: Visibility) -> StudioOptions {
+        let cases = base_dir.join(prompt_tests::DEFAULT_CASES_DIR);
+        StudioOptions {
+            visibility,
+            cases_dir: cases.is_dir().then_some(cases),
+            base_dir: base_dir.to_path_buf(),
+            canonical_base: std::fs::canonicalize(base_dir).ok(),
+        }
+    }
+
+    /// The prompt named `name` when the page shows it.
+    pub fn prompt<'a>(
+        &self,
+        snapshot: &'a Snapshot,
+        name: &str,
+    ) -> Option<&'a Arc<PromptTemplate>> {
+        snapshot
+            .registry
+            .get(name)
+            .filter(|t| self.visibility.shows(t))
+    }
+
+    /// `path` as `promptd test` shows it: relative to the project when inside it (without a
+    /// file-system call per path, which a list of 100,000 prompts would pay).
+    fn shown(&self, path: &str) -> String {
+        let path = Path::new(path);
+        let inside = path.strip_prefix(&self.base_dir).ok().or_else(|| {
+            self.canonical_base
+                .as_ref()
+                .and_then(|c| path.strip_prefix(c).ok())
+        });
+        match inside {
+            Some(rel) => shown_path(rel, Path::new("")),
+            None => path.display().to_string(),
+        }
+    }
+}
+
+/// One prompt in the list.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub name: String,
+    pub title: Option<String>,
+    pub description: String,
+    /// The file's format (`jinja`, `vscode`, `claude`, …).
+    pub dialect: &'static str,
+    /// The file, as shown (relative to the project when inside it).
+    pub file: String,
+    pub version_hash: String,
+    pub system: bool,
+    /// The argument names.
+    pub arguments: Vec<String>,
+    /// The page of this prompt.
+    pub href: String,
+    /// What the filter matches, lowercased: name, title, description, dialect, file, arguments.
+    pub search: String,
+}
+
+impl Entry {
+    fn of(t: &PromptTemplate, options: &StudioOptions) -> Entry {
+        let file = options.shown(&t.path);
+        let description = t.description.clone().unwrap_or_default();
+        let arguments: Vec<String> = t.arguments.iter().map(|a| a.name.clone()).collect();
+        let search = format!(
+            "{} {} {} {} {} {}",
+            t.name,
+            t.title.as_deref().unwrap_or_default(),
+            description,
+            t.dialect.as_str(),
+            file,
+            arguments.join(" ")
+        )
+        .to_lowercase();
+        Entry {
+            href: format!(
+                "/?prompt={}",
+                percent_encoding::utf8_percent_encode(&t.name, percent_encoding::NON_ALPHANUMERIC)
+            ),
+            search,
+            name: t.name.clone(),
+            title: t.title.clone(),
+            description,
+            dialect: t.dialect.as_str(),
+            file,
+            version_hash: t.version_hash.clone(),
+            system: t.category == PromptCategory::System,
+            arguments,
+        }
+    }
+}
+
+/// Every prompt of a snapshot, user prompts and system prompts apart, each sorted by name.
+#[derive(Debug, Clone, Serialize)]
+pub struct Catalog {
+    /// The first [`LIST_CAP`] user prompts that match the query.
+    pub prompts: Vec<Entry>,
+    /// The first [`LIST_CAP`] system prompts that match the query.
+    pub system: Vec<Entry>,
+    /// How many user and system prompts match the query in all.
+    pub prompts_total: usize,
+    pub system_total: usize,
+    /// The server-side query (`?q=`), when one was given.
+    pub query: Option<String>,
+    /// The registry's version.
+    pub version: String,
+}
+
+/// The most entries a section of the list holds: a registry of 100,000 prompts is browsed by
+/// query, not by one page of all of them.
+pub const LIST_CAP: usize = 1000;
+
+/// The catalog of `snapshot`: the prompts whose name, title, description, dialect, file or
+/// argument names contain every word of `query` (all when `None`).
+pub fn catalog(snapshot: &Snapshot, options: &StudioOptions, query: Option<&str>) -> Catalog {
+    let words: Vec<String> = query
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(str::to_lowercase)
+        .collect();
+    let mut prompts: Vec<&PromptTemplate> = Vec::new();
+    let mut system: Vec<&PromptTemplate> = Vec::new();
+    for t in snapshot.registry.prompts() {
+        if !options.visibility.shows(t) {
+            continue;
+        }
+        if t.category == PromptCategory::System {
+            system.push(t);
+        } else {
+            prompts.push(t);
+        }
+    }
+    let section = |mut all: Vec<&PromptTemplate>| {
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut total = 0;
+        let mut shown = Vec::new();
+        for t in all {
+            if words.is_empty() {
+                total += 1;
+                if shown.len() < LIST_CAP {
+                    shown.push(Entry::of(t, options));
+                }
+                continue;
+            }
+            let e = Entry::of(t, options);
+            if words.iter().all(|w| e.search.contains(w.as_str())) {
+                total += 1;
+                if shown.len() < LIST_CAP {
+                    shown.push(e);
+                }
+            }
+        }
+        (shown, total)
+    };
+    let (prompts, prompts_total) = section(prompts);
+    let (system, system_total) = section(system);
+    Catalog {
+        prompts,
+        system,
+        prompts_total,
+        system_total,
+        query: query.map(str::to_string).filter(|q| !q.trim().is_empty()),
+        version: snapshot.version.clone(),
+    }
+}
+
+/// The kind of form control an argument gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Control {
+    Text,
+    Number,
+    Integer,
+    /// A boolean: a checkbox.
+    Toggle,
+    /// Declared values only: a select.
+    Select,
+    /// An array or object, typed as JSON (coerced like `--arg`).
+    Json,
+}
+
+/// One form field.
+#[derive(Debug, Clone, Serialize)]
+pub struct Field {
+    pub name: String,
+    pub description: Option<String>,
+    pub control: Control,
+    pub required: bool,
+    /// The default as it would be passed on the command line.
+    pub default: Option<String>,
+    /// The declared values of a select.
+    pub options: Vec<String>,
+    /// What the author typed (empty: the default applies).
+    pub value: String,
+    /// A toggle's state: the typed value, else the default.
+    pub checked: bool,
+    /// Why the value was refused.
+    pub error: Option<String>,
+    /// The argument's line in the prompt file.
+    pub line: usize,
+}
+
+/// A value as `--arg KEY=VALUE` spells it.
+fn as_arg(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn field(a: &ArgumentSpec, typed: &Map<String, Value>) -> Field {
+    let enum_values = a.enum_values.clone().or_else(|| {
+        a.schema
+            .as_ref()
+            .and_then(|s| s.get("enum"))
+            .and_then(Value::as_array)
+            .cloned()
+    });
+    let control = match (a.declared_type(), &enum_values) {
+        (Some(ArgType::Boolean), _) => Control::Toggle,
+        (_, Some(_)) => Control::Select,
+        (Some(ArgType::Number), _) => Control::Number,
+        (Some(ArgType::Integer), _) => Control::Integer,
+        (Some(ArgType::Array | ArgType::Object), _) => Control::Json,
+        _ => Control::Text,
+    };
+    let value = typed.get(&a.name).map(as_arg).unwrap_or_default();
+    let checked = match typed.get(&a.name) {
+        Some(v) => matches!(v, Value::Bool(true)) || as_arg(v).trim() == "true",
+        None => matches!(a.default, Some(Value::Bool(true))),
+    };
+    Field {
+        name: a.name.clone(),
+        description: a.description.clone(),
+        control,
+        required: a.required,
+        default: a.default.as_ref().map(as_arg),
+        options: enum_values.unwrap_or_default().iter().map(as_arg).collect(),
+        value,
+        checked,
+        error: None,
+        line: a.line,
+    }
+}
+
+/// One piece of a rendered message, with the layer its value came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Piece {
+    pub text: String,
+    /// `computed`, `config`, `default`, `user`, `expression`; `None` for the template's text.
+    pub layer: Option<&'static str>,
+    /// Where the value came from, in words (shown on hover).
+    pub source: Option<String>,
+}
+
+/// One rendered message.
+#[derive(Debug, Clone, Serialize)]
+pub struct MessageView {
+    pub role: String,
+    pub pieces: Vec<Piece>,
+}
+
+/// One variable the render used.
+#[derive(Debug, Clone, Serialize)]
+pub struct Used {
+    pub name: String,
+    pub layer: &'static str,
+    pub value: String,
+}
+
+/// A render as the page shows it; `error` set (and no messages) when it failed.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Output {
+    pub messages: Vec<MessageView>,
+    /// Tokens of the whole text, counted as `promptd test` counts them.
+    pub tokens: usize,
+    pub chars: usize,
+    /// The text has carriage returns, which a page's text never shows (HTML reads CR LF as LF).
+    pub carriage_returns: bool,
+    pub used: Vec<Used>,
+    pub warnings: Vec<String>,
+    pub error: Option<String>,
+    /// Argument → why its value was refused (or that it is missing).
+    pub field_errors: BTreeMap<String, String>,
+}
+
+fn layer_name(s: VariableSource) -> &'static str {
+    match s {
+        VariableSource::Computed => "computed",
+        VariableSource::Config => "config",
+        VariableSource::Default => "default",
+        VariableSource::User => "user",
+    }
+}
+
+fn layer_words(s: VariableSource) -> &'static str {
+    match s {
+        VariableSource::Computed => "computed by promptd (clock)",
+        VariableSource::Config => "from the config file",
+        VariableSource::Default => "the frontmatter default",
+        VariableSource::User => "your argument",
+    }
+}
+
+/// Renders `prompt` with the author's `args` (strings, coerced to the declared types as the
+/// CLI's `--arg` values are).
+pub fn render(
+    snapshot: &Snapshot,
+    prompt: &PromptTemplate,
+    args: &Map<String, Value>,
+    clock: &Clock,
+) -> Output {
+    let rendered = snapshot
+        .renderer
+        .render_marked(prompt, args, &snapshot.config, clock);
+    let (rendered, marked) = match rendered {
+        Ok(r) => r,
+        Err(e) => {
+            let mut out = Output::default();
+            match &e {
+                RenderError::InvalidArgument {
+                    argument, message, ..
+                } => {
+                    out.field_errors.insert(argument.clone(), message.clone());
+                }
+                RenderError::MissingArguments { names, .. } => {
+                    for n in names {
+                        out.field_errors.insert(n.clone(), "required".into());
+                    }
+                }
+                _ => {}
+            }
+            out.error = Some(e.to_string());
+            return out;
+        }
+    };
+    let messages = marked
+        .into_iter()
+        .map(|m| MessageView {
+            role: m.role,
+            pieces: m
+                .segments
+                .into_iter()
+                .map(|s| {
+                    let (layer, source) = match &s.kind {
+                        SegmentKind::Text => (None, None),
+                        SegmentKind::Expression => (
+                            Some("expression"),
+                            Some("computed by a template expression".to_string()),
+                        ),
+                        SegmentKind::Variable { name } => match rendered.provenance.get(name) {
+                            Some(l) => (
+                                Some(layer_name(*l)),
+                                Some(format!("{name}: {}", layer_words(*l))),
+                            ),
+                            None => (Some("expression"), Some(name.clone())),
+                        },
+                    };
+                    Piece {
+                        text: s.text,
+                        layer,
+                        source,
+                    }
+                })
+                .collect(),
+        })
+        .collect();
+    let used = rendered
+        .template_args_used
+        .iter()
+        .map(|name| Used {
+            name: name.clone(),
+            layer: rendered
+                .provenance
+                .get(name)
+                .map_or("computed", |l| layer_name(*l)),
+            value: rendered.values.get(name).map(as_arg).unwrap_or_default(),
+        })
+        .collect();
+    Output {
+        messages,
+        tokens: promptd_base::tokens::count_tokens(&rendered.text),
+        chars: rendered.text.chars().count(),
+        carriage_returns: rendered.text.contains('\r'),
+        used,
+        warnings: rendered.warnings,
+        error: None,
+        field_errors: BTreeMap::new(),
+    }
+}
+
+/// One diagnostic of the prompt's file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    pub severity: &'static str,
+    pub line: usize,
+    pub column: usize,
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// One test case of the prompt.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseView {
+    pub id: String,
+    pub passed: bool,
+    /// `matched`, `new`, `changed`, `not compared`.
+    pub snapshot: &'static str,
+    pub failures: Vec<String>,
+    /// The unified diff of a changed (or new) snapshot: (`+`, `-`, ` `, `@`, `h`) and the line.
+    pub diff: Vec<(&'static str, String)>,
+}
+
+fn case_view(c: CaseOutcome) -> CaseView {
+    let passed = c.passed();
+    let (snapshot, diff) = match &c.snapshot {
+        SnapshotOutcome::Matched => ("matched", Vec::new()),
+        SnapshotOutcome::NotCompared => ("not compared", Vec::new()),
+        SnapshotOutcome::New { .. } => (
+            "new",
+            unified_diff(
+                "",
+                c.text.as_deref().unwrap_or_default(),
+                "(none)",
+                "rendered",
+            ),
+        ),
+        SnapshotOutcome::Changed { old, .. } => (
+            "changed",
+            unified_diff(
+                old,
+                c.text.as_deref().unwrap_or_default(),
+                "snapshot",
+                "rendered",
+            ),
+        ),
+    };
+    let diff = diff
+        .into_iter()
+        .map(|l| match l {
+            DiffLine::Header(s) => ("h", s),
+            DiffLine::Hunk(s) => ("@", s),
+            DiffLine::Removed(s) => ("-", s),
+            DiffLine::Added(s) => ("+", s),
+            DiffLine::Context(s) => (" ", s),
+        })
+        .collect();
+    CaseView {
+        id: c.id,
+        passed,
+        snapshot,
+        failures: c.failures,
+        diff,
+    }
+}
+
+/// Runs the prompt's `promptd test` cases without writing anything. Cases that set no `now`
+/// run at `clock` when it is frozen (the server's `--now`, as `promptd test --now`), else at
+/// the frozen default `promptd test` uses.
+pub fn cases(
+    snapshot: &Snapshot,
+    prompt: &PromptTemplate,
+    clock: &Clock,
+    options: &StudioOptions,
+) -> Vec<CaseView> {
+    let own = format!("{}@", prompt.name);
+    let file = options.shown(&prompt.path);
+    let test_options = TestOptions {
+        cases_dir: options.cases_dir.clone(),
+        // Only this prompt's cases are rendered (the filter matches `<prompt>@` anywhere in a
+        // case's id; the exact ones are kept below).
+        filter: Some(own.clone()),
+        update: SnapshotUpdate::Nothing,
+        default_now: if clock.is_fixed() {
+            *clock
+        } else {
+            Clock::parse(DEFAULT_NOW).unwrap_or_else(|_| Clock::system())
+        },
+        base_dir: options.base_dir.clone(),
+    };
+    let mut out = Vec::new();
+    let run = prompt_tests::run(snapshot, &test_options, &mut |c| {
+        if c.id.starts_with(&own) || c.id == file {
+            out.push(case_view(c.clone()));
+        }
+    });
+    if let Err(e) = run {
+        out.push(CaseView {
+            id: "(settings)".into(),
+            passed: false,
+            snapshot: "not compared",
+            failures: vec![e.to_string()],
+            diff: Vec::new(),
+        });
+    }
+    out
+}
+
+/// Everything the page shows of one prompt.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromptView {
+    pub entry: Entry,
+    pub fields: Vec<Field>,
+    /// Changes when the arguments' declarations change (the form must be rebuilt).
+    pub form_key: String,
+    pub output: Output,
+    pub findings: Vec<Finding>,
+    /// Why the file on disk does not load (its last good version is served), as
+    /// `file:line:col: message`.
+    pub load_errors: Vec<String>,
+    pub cases: Vec<CaseView>,
+    pub cases_passed: usize,
+}
+
+/// The view of the prompt named `name` with the author's `args`; `None` for an unknown name.
+pub fn prompt_view(
+    snapshot: &Snapshot,
+    name: &str,
+    args: &Map<String, Value>,
+    clock: &Clock,
+    options: &StudioOptions,
+) -> Option<PromptView> {
+    let prompt = options.prompt(snapshot, name)?;
+    let output = render(snapshot, prompt, args, clock);
+    let mut fields: Vec<Field> = prompt.arguments.iter().map(|a| field(a, args)).collect();
+    for f in &mut fields {
+        f.error = output.field_errors.get(&f.name).cloned();
+    }
+    let findings: Vec<Finding> = promptd_core::lint::check_prompt_file(snapshot, prompt)
+        .into_iter()
+        .map(|d| Finding {
+            severity: match d.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
+            line: d.line,
+            column: d.column,
+            code: d.code,
+            message: d.message,
+        })
+        .collect();
+    let load_errors = snapshot
+        .registry
+        .diagnostics()
+        .iter()
+        .filter(|d| d.path == prompt.path && d.severity == Severity::Error)
+        .map(|d| {
+            format!(
+                "{}:{}:{}: {}",
+                options.shown(&d.path),
+                d.line,
+                d.column,
+                d.message
+            )
+        })
+        .collect();
+    let cases = cases(snapshot, prompt, clock, options);
+    let form_key = {
+        let spec = serde_json::to_string(&prompt.arguments).unwrap_or_default();
+        promptd_core::registry::content_hash(spec.as_bytes())
+    };
+    Some(PromptView {
+        entry: Entry::of(prompt, options),
+        cases_passed: cases.iter().filter(|c| c.passed).count(),
+        load_errors,
+        fields,
+        form_key,
+        output,
+        findings,
+        cases,
+    })
+}
+
+/// The author's arguments from form pairs `a.NAME=VALUE`: strings, as `--arg` gives them; an
+/// empty value is left out (the default applies).
+pub fn form_args<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Map<String, Value> {
+    pairs
+        .into_iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("a.")?;
+            (!name.is_empty() && !v.is_empty())
+                .then(|| (name.to_string(), Value::String(v.to_string())))
+        })
+        .collect()
+}

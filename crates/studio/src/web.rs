@@ -1,0 +1,539 @@
+//! The studio's web page: server-rendered HTML (minijinja, every value HTML-escaped) with a
+//! little JavaScript, assets embedded in the binary, live updates by server-sent events from
+//! the library's snapshot swaps (the same reloads that send `list_changed`).
+//!
+//! Routes: `/` (the page; `?prompt=NAME&a.ARG=VALUE`, `&q=WORDS` to list only the prompts
+//! that match), `/studio/render` (the output fragment
+//! for the same query), `/studio/events` (an event `reload` after every swap), and the assets
+//! under `/studio/`. Every route is a GET and none writes anything.
+//!
+//! Guards, outermost first: `Host` must name the bound address (loopback names on a loopback
+//! bind: no DNS rebinding); an `Origin` must be the page's own or one of
+//! `serve.allowedOrigins`; with a token, a request carries it as `Authorization: Bearer`, or the
+//! cookie the page sets when opened once as `/?token=TOKEN` (`HttpOnly`, `SameSite=Strict`,
+//! named after the port and holding a value derived from the token and the port, never the
+//! token: a browser sends a host's cookies to every port of it). Every answer forbids framing,
+//! inline scripts and sniffing.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use minijinja::Environment;
+use serde::Serialize;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::WatchStream;
+
+use super::{Catalog, Output, PromptView, StudioOptions};
+use promptd_core::library::PromptLibrary;
+
+/// Where the page lives.
+pub const PAGE_PATH: &str = "/";
+/// The output fragment of one render.
+pub const RENDER_PATH: &str = "/studio/render";
+/// Server-sent events: `reload` after every snapshot swap.
+pub const EVENTS_PATH: &str = "/studio/events";
+/// The prefix of the cookie that stands for the token once the page was opened with `?token=`;
+/// the port bound follows it ([`cookie_name`]).
+pub const TOKEN_COOKIE_PREFIX: &str = "promptd_studio_";
+
+/// The name of the studio's cookie on `local`: one per port, so that two studios of one host
+/// (a browser sends a host's cookies to all its ports) neither overwrite nor read each other's.
+pub fn cookie_name(local: SocketAddr) -> String {
+    format!("{TOKEN_COOKIE_PREFIX}{}", local.port())
+}
+
+/// The value of the studio's cookie for `token` on `local`: a key derived from both. It opens
+/// only this studio's routes (`/mcp` takes the bearer header alone), and a page of another port
+/// of the host, which the browser sends it to as well, learns nothing of the token.
+pub fn cookie_value(token: &str, local: SocketAddr) -> String {
+    let mut hasher =
+        blake3::Hasher::new_derive_key("promptd 2026 studio cookie from token and port");
+    hasher.update(&local.port().to_be_bytes());
+    hasher.update(token.as_bytes());
+    hasher.finalize().to_hex().to_string()
+}
+
+const APP_JS: &str = include_str!("assets/app.js");
+const STUDIO_CSS: &str = include_str!("assets/studio.css");
+
+/// What the page's routes need.
+#[derive(Debug, Clone)]
+pub struct StudioState {
+    pub library: Arc<PromptLibrary>,
+    pub options: StudioOptions,
+}
+
+/// What the guards need.
+#[derive(Debug, Clone)]
+pub struct WebGuard {
+    /// The token, when one is set.
+    pub token: Option<Arc<str>>,
+    /// The address bound.
+    pub local: SocketAddr,
+    /// `serve.allowedOrigins`.
+    pub allowed_origins: Vec<String>,
+}
+
+static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
+    let mut env = Environment::new();
+    // Names ending in `.html` are escaped for HTML (minijinja's default): every value printed,
+    // prompt text and file names included, is text, never markup.
+    env.add_template("page.html", include_str!("assets/page.html"))
+        .expect("page template");
+    env.add_template("output.html", include_str!("assets/output.html"))
+        .expect("output template");
+    env.add_template("entry.html", include_str!("assets/entry.html"))
+        .expect("entry template");
+    env.add_template("denied.html", include_str!("assets/denied.html"))
+        .expect("denied template");
+    env
+});
+
+/// The studio's routes with their guards; the event stream takes its place from `streams`.
+pub fn router(
+    state: StudioState,
+    guard: WebGuard,
+    streams: Arc<promptd_http::streams::EventStreams>,
+) -> axum::Router {
+    let guard = Arc::new(guard);
+    axum::Router::new()
+        .route(PAGE_PATH, get(page))
+        .route(RENDER_PATH, get(render))
+        .route(
+            EVENTS_PATH,
+            get(events).layer(middleware::from_fn_with_state(streams, bounded_stream)),
+        )
+        .route("/studio/app.js", get(app_js))
+        .route("/studio/studio.css", get(studio_css))
+        .with_state(Arc::new(state))
+        .layer(middleware::from_fn_with_state(guard.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(guard, check_host_and_origin))
+        .layer(middleware::from_fn(secure_headers))
+}
+
+/// Opens `url` in the user's browser (`$BROWSER`, else `xdg-open` / `open`); a failure is only
+/// logged: the address was printed.
+pub fn open_in_browser(url: &str) {
+    let opener = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty());
+    let program = opener.unwrap_or_else(|| {
+        if cfg!(target_os = "macos") {
+            "open".into()
+        } else {
+            "xdg-open".into()
+        }
+    });
+    match std::process::Command::new(&program)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(_) => tracing::debug!("opened the studio with {program}"),
+        Err(e) => tracing::warn!("could not open a browser with `{program}`: {e}"),
+    }
+}
+
+type Pairs = Query<Vec<(String, String)>>;
+
+fn prompt_name(pairs: &[(String, String)]) -> Option<&str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == "prompt")
+        .map(|(_, v)| v.as_str())
+        .filter(|v| !v.is_empty())
+}
+
+fn args(pairs: &[(String, String)]) -> serde_json::Map<String, serde_json::Value> {
+    super::form_args(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+#[derive(Serialize)]
+struct PageContext<'a> {
+    catalog: &'a Catalog,
+    view: Option<&'a PromptView>,
+    /// A `?prompt=` the registry does not hold.
+    missing: Option<&'a str>,
+    output: Option<&'a Output>,
+}
+
+async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+    // A server still reading its folders answers once they are read, never from a partial
+    // registry.
+    state.library.wait_loaded().await;
+    let library = state.library.clone();
+    let options = state.options.clone();
+    // Test cases and token counting are CPU work: off the async workers.
+    let built = tokio::task::spawn_blocking(move || {
+        let snapshot = library.snapshot();
+        let query = pairs
+            .iter()
+            .find(|(k, _)| k == "q")
+            .map(|(_, v)| v.as_str());
+        let catalog = super::catalog(&snapshot, &options, query);
+        let name = prompt_name(&pairs);
+        let view = name.and_then(|n| {
+            super::prompt_view(&snapshot, n, &args(&pairs), library.clock(), &options)
+        });
+        let missing = name.filter(|_| view.is_none());
+        html_page(
+            "page.html",
+            &PageContext {
+                catalog: &catalog,
+                view: view.as_ref(),
+                missing,
+                output: view.as_ref().map(|v| &v.output),
+            },
+        )
+    })
+    .await;
+    built.unwrap_or_else(|_| fault("the page could not be built"))
+}
+
+#[derive(Serialize)]
+struct OutputContext<'a> {
+    output: &'a Output,
+}
+
+async fn render(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+    state.library.wait_loaded().await;
+    let library = state.library.clone();
+    let built = tokio::task::spawn_blocking(move || {
+        let snapshot = library.snapshot();
+        let Some(name) = prompt_name(&pairs) else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "query parameter `prompt` is required\n",
+            );
+        };
+        let Some(prompt) = state.options.prompt(&snapshot, name) else {
+            return plain(
+                StatusCode::NOT_FOUND,
+                &promptd_core::library::not_found_message(name),
+            );
+        };
+        let output = super::render(&snapshot, prompt, &args(&pairs), library.clock());
+        html_page("output.html", &OutputContext { output: &output })
+    })
+    .await;
+    built.unwrap_or_else(|_| fault("the render could not be built"))
+}
+
+/// How often an idle event stream sends a comment (below any idle-connection timeout).
+const EVENTS_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
+/// An event stream within the server's stream limits ([`promptd_http::streams`]).
+async fn bounded_stream(
+    State(streams): State<Arc<promptd_http::streams::EventStreams>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<SocketAddr>>()
+        .map(|c| c.0.ip());
+    streams.serve(peer, next.run(request)).await
+}
+
+async fn events(State(state): State<Arc<StudioState>>) -> Response {
+    let mut swaps = state.library.subscribe_swaps();
+    // Only swaps after the page was built count.
+    swaps.borrow_and_update();
+    let stream = WatchStream::from_changes(swaps)
+        .map(|n| Ok::<_, Infallible>(Event::default().event("reload").data(n.to_string())));
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(EVENTS_KEEP_ALIVE))
+        .into_response()
+}
+
+async fn app_js() -> Response {
+    asset("text/javascript; charset=utf-8", APP_JS)
+}
+
+async fn studio_css() -> Response {
+    asset("text/css; charset=utf-8", STUDIO_CSS)
+}
+
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    ([(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+fn html_page<S: Serialize>(template: &str, context: &S) -> Response {
+    match TEMPLATES
+        .get_template(template)
+        .and_then(|t| t.render(minijinja::value::Serde(context)))
+    {
+        Ok(html) => ([(header::CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response(),
+        Err(e) => {
+            tracing::error!("studio template {template}: {e:#}");
+            fault("the page template failed")
+        }
+    }
+}
+
+fn plain(status: StatusCode, text: &str) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        text.to_string(),
+    )
+        .into_response()
+}
+
+fn fault(what: &str) -> Response {
+    plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("500: {what}\n"))
+}
+
+/// The bearer token of a request.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(promptd_http::auth::bearer_token)
+}
+
+/// The value of the cookie `name` of a request.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Whether a request carries the token: in its bearer header, or as this studio's cookie.
+fn carries_token(headers: &HeaderMap, token: &str, local: SocketAddr) -> bool {
+    if let Some(given) = bearer(headers) {
+        return promptd_http::auth::same_token(given, token);
+    }
+    cookie(headers, &cookie_name(local))
+        .is_some_and(|v| promptd_http::auth::same_token(v, &cookie_value(token, local)))
+}
+
+/// With a token: the request must carry it; `/?token=TOKEN` sets the cookie and sends the
+/// browser to the same page without the token in its address.
+async fn authenticate(
+    State(guard): State<Arc<WebGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = &guard.token else {
+        return next.run(request).await;
+    };
+    let ok = |t: &str| promptd_http::auth::same_token(t, token);
+    if carries_token(request.headers(), token, guard.local) {
+        return next.run(request).await;
+    }
+    let query = request.uri().query().unwrap_or_default();
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
+    let given = pairs.iter().find(|(k, _)| k == "token").map(|(_, v)| v);
+    if request.uri().path() == PAGE_PATH
+        && let Some(given) = given
+        && ok(given)
+    {
+        let rest: Vec<&(String, String)> = pairs.iter().filter(|(k, _)| k != "token").collect();
+        let rest = serde_urlencoded::to_string(rest).unwrap_or_default();
+        let location = if rest.is_empty() {
+            PAGE_PATH.to_string()
+        } else {
+            format!("{PAGE_PATH}?{rest}")
+        };
+        let cookie = format!(
+            "{}={}; Path=/; HttpOnly; SameSite=Strict",
+            cookie_name(guard.local),
+            cookie_value(token, guard.local)
+        );
+        let mut response = StatusCode::SEE_OTHER.into_response();
+        let headers = response.headers_mut();
+        if let Ok(v) = HeaderValue::from_str(&location) {
+            headers.insert(header::LOCATION, v);
+        }
+        if let Ok(v) = HeaderValue::from_str(&cookie) {
+            headers.insert(header::SET_COOKIE, v);
+        }
+        return response;
+    }
+    let mut response = html_page("denied.html", &serde_json::json!({}));
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+fn origin_allowed(guard: &WebGuard, origin: &str, host_header: &str) -> bool {
+    let origin = origin.trim().trim_end_matches('/');
+    if origin.eq_ignore_ascii_case(&format!("http://{host_header}"))
+        || origin.eq_ignore_ascii_case(&format!("https://{host_header}"))
+    {
+        return true;
+    }
+    guard
+        .allowed_origins
+        .iter()
+        .any(|allowed| match allowed.strip_suffix(":*") {
+            Some(base) => origin.strip_prefix(base).is_some_and(|rest| {
+                rest.is_empty()
+                    || rest
+                        .strip_prefix(':')
+                        .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()))
+            }),
+            None => origin.eq_ignore_ascii_case(allowed),
+        })
+}
+
+/// `Host` names the server (no DNS rebinding); a cross-site `Origin` is refused.
+async fn check_host_and_origin(
+    State(guard): State<Arc<WebGuard>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host_header = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    if let Err(refusal) = promptd_http::auth::checked_host(Some(&host_header), guard.local) {
+        let (status, text) = refusal.answer();
+        return plain(status, text);
+    }
+    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok())
+        && !origin_allowed(&guard, origin, &host_header)
+    {
+        return plain(StatusCode::FORBIDDEN, "403: Origin not allowed\n");
+    }
+    next.run(request).await
+}
+
+/// No framing, no inline or foreign scripts, no sniffing, no caching, no referrer.
+async fn secure_headers(request: Request, next: Next) -> Response {
+    let mut response = next.run(request).await;
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+             img-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+        ),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(local: &str, origins: &[&str]) -> WebGuard {
+        WebGuard {
+            token: None,
+            local: local.parse().unwrap(),
+            allowed_origins: origins.iter().map(ToString::to_string).collect(),
+        }
+    }
+
+    #[test]
+    fn hosts_of_a_loopback_bind_are_loopback_names() {
+        use promptd_http::auth::{HostRefusal, checked_host};
+        let g = guard("127.0.0.1:8080", &[]);
+        for ok in [
+            "localhost:8080",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "LOCALHOST",
+        ] {
+            assert!(checked_host(Some(ok), g.local).is_ok(), "{ok}");
+        }
+        assert_eq!(
+            checked_host(Some("evil.example:8080"), g.local),
+            Err(HostRefusal::NotAllowed)
+        );
+        assert_eq!(
+            checked_host(Some("a b"), g.local),
+            Err(HostRefusal::Malformed)
+        );
+        assert_eq!(checked_host(None, g.local), Err(HostRefusal::Malformed));
+        assert!(checked_host(Some("anything.example"), guard("0.0.0.0:80", &[]).local).is_ok());
+    }
+
+    #[test]
+    fn origins_are_the_pages_own_or_configured() {
+        let g = guard(
+            "127.0.0.1:8080",
+            &["http://localhost:*", "https://app.example"],
+        );
+        assert!(origin_allowed(
+            &g,
+            "http://127.0.0.1:8080",
+            "127.0.0.1:8080"
+        ));
+        assert!(origin_allowed(
+            &g,
+            "http://localhost:3000",
+            "127.0.0.1:8080"
+        ));
+        assert!(origin_allowed(&g, "https://app.example", "127.0.0.1:8080"));
+        assert!(!origin_allowed(
+            &g,
+            "http://localhost.evil:3000",
+            "127.0.0.1:8080"
+        ));
+        assert!(!origin_allowed(
+            &g,
+            "https://evil.example",
+            "127.0.0.1:8080"
+        ));
+        assert!(!origin_allowed(&g, "null", "127.0.0.1:8080"));
+    }
+
+    #[test]
+    fn the_token_comes_from_the_header_or_this_ports_cookie() {
+        let here: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let other: SocketAddr = "127.0.0.1:8081".parse().unwrap();
+        let value = cookie_value("s/x", here);
+        assert_ne!(value, cookie_value("s/x", other), "one value per port");
+        assert!(!value.contains("s/x"));
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("a=1; {}={value}", cookie_name(here))).unwrap(),
+        );
+        assert!(carries_token(&h, "s/x", here));
+        assert!(!carries_token(&h, "s/x", other), "another port's cookie");
+        assert!(!carries_token(&h, "other", here));
+        // The token itself in the cookie is not accepted: only the derived value is.
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_str(&format!("{}=s%2Fx", cookie_name(here))).unwrap(),
+        );
+        assert!(!carries_token(&h, "s/x", here));
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("Bearer abc"),
+        );
+        assert!(carries_token(&h, "abc", here));
+    }
+}
