@@ -38,10 +38,28 @@ pub struct ScanArgs {
     pub gitleaks: Option<PathBuf>,
     /// block: report findings; redact: print the inputs with secrets replaced.
     #[arg(long, value_enum)]
-    pub policy: Option<Policy>,
+    pub policy: Option<PolicyArg>,
     /// Seconds gitleaks may run before the scan fails.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
+}
+
+/// `--policy`: the guard's [`Policy`] as a flag value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolicyArg {
+    /// Refuse the whole request.
+    Block,
+    /// Replace each secret by `[REDACTED:<rule-id>#n]` and go on.
+    Redact,
+}
+
+impl From<PolicyArg> for Policy {
+    fn from(arg: PolicyArg) -> Policy {
+        match arg {
+            PolicyArg::Block => Policy::Block,
+            PolicyArg::Redact => Policy::Redact,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -105,7 +123,7 @@ fn scan(args: &ScanArgs, stdin: &mut dyn Read) -> Result<Scanned, String> {
         opts.gitleaks_bin = Some(bin.clone());
     }
     if let Some(policy) = args.policy {
-        opts.policy = policy;
+        opts.policy = policy.into();
     }
     if let Some(secs) = args.timeout {
         opts.timeout = Duration::from_secs(secs.max(1));

@@ -84,7 +84,7 @@ pub enum GuardError {
 }
 
 /// What happens to an input that contains a secret.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Policy {
     /// Refuse the whole request.
