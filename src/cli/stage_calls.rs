@@ -83,7 +83,7 @@ pub fn enhance(common: &CommonArgs, args: &EnhanceArgs, out: &mut dyn Write) -> 
         active_file: args.active_file.as_deref().map(command_line_file),
         working_directory: args.dir.clone(),
     };
-    let result = runtime()?.block_on(stages.enhance(request, &caller()?))?;
+    let result = runtime()?.block_on(stages.enhance(request, caller()?))?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &result)?;
         writeln!(out)?;

@@ -351,7 +351,7 @@ fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
         let caller = caller(&ctx).await;
         let result = ctx
             .stages
-            .enhance(req, &caller)
+            .enhance(req, caller)
             .await
             .map_err(|e| stage_error(ENHANCE, &e))?;
         // Clients that read only `content` get the prompt itself, not JSON.

@@ -629,12 +629,26 @@ impl Stages {
 
     /// Rewrites `req.prompt` into an execution-ready prompt grounded in its repository
     /// (`workingDirectory`, else the caller's default). The caller's warnings (ignored roots, a
-    /// guessed folder) come first among the result's warnings.
+    /// guessed folder) come first among the result's warnings. Checking the workspace, building
+    /// the guard and retrieving run on the blocking pool; the LLM call is awaited.
     pub async fn enhance(
+        self: &Arc<Self>,
+        req: EnhanceRequest,
+        caller: Caller,
+    ) -> Result<EnhanceResult, StageError> {
+        let stages = Arc::clone(self);
+        let (enhancer, validated, warnings) =
+            blocking(move || stages.enhancer(req, &caller)).await?;
+        Ok(enhancer.enhance(&validated, warnings).await?)
+    }
+
+    /// The enhance pipeline for `req` (its workspace checked, the guard built), with the
+    /// caller's warnings.
+    fn enhancer(
         &self,
         mut req: EnhanceRequest,
         caller: &Caller,
-    ) -> Result<EnhanceResult, StageError> {
+    ) -> Result<(Enhancer, ValidatedRequest, Vec<String>), StageError> {
         let snap = self.library.snapshot();
         let given = req.working_directory.take();
         let (dir, policy, warnings) =
@@ -651,7 +665,7 @@ impl Stages {
             }),
             llm: self.llm(&snap),
         };
-        Ok(enhancer.enhance(&validated, warnings).await?)
+        Ok((enhancer, validated, warnings))
     }
 
     /// Composes the prompt for `input` in its workspace (`dir`, else the caller's default):
