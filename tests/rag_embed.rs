@@ -7,8 +7,8 @@ use crate::support::rag;
 
 use std::time::Duration;
 
-use promptd::rag::embed::{Embedder, cosine};
-use promptd::rag::{RetrievalMode, RetrievalQuery, Retriever};
+use promptd::rag::embed::{Embedder, STATIC_MODEL_DIM, cosine};
+use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 use rag::{QUERIES, fixture_repo, model_config, model_paths, static_model_config};
 
 /// Cosine similarities a sane sentence model gives: a paraphrase above unrelated text, code
@@ -61,7 +61,34 @@ fn int8_model_gives_sane_vectors() {
 #[test]
 fn static_model_gives_sane_vectors_without_a_runtime() {
     let embedder = Embedder::load(&static_model_config()).unwrap();
-    assert_sane_vectors(&embedder, promptd::rag::embed::STATIC_MODEL_DIM);
+    assert_sane_vectors(&embedder, STATIC_MODEL_DIM);
+}
+
+#[test]
+fn repositories_share_one_loaded_model_while_any_uses_it() {
+    // Run options no other test uses, so no other test holds this copy.
+    let config = RagConfig {
+        embed_threads: Some(3),
+        ..static_model_config()
+    };
+    let first = Embedder::shared(&config).unwrap();
+    let second = Embedder::shared(&config).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&first, &second), "one copy for both");
+    // Other run options are another load.
+    let mut narrower = config.clone();
+    narrower.embed_threads = Some(5);
+    let other = Embedder::shared(&narrower).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &other));
+    // Once no one holds it, the copy is gone: the next request loads the model again.
+    let weak = std::sync::Arc::downgrade(&first);
+    drop((first, second));
+    assert!(weak.upgrade().is_none(), "released with its last user");
+    let again = Embedder::shared(&config).unwrap();
+    assert!(weak.upgrade().is_none(), "a new copy, not the released one");
+    assert_eq!(
+        again.embed_query("parse the config").unwrap().len(),
+        STATIC_MODEL_DIM
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, Weak};
 
 use fastembed::{
     InitOptionsUserDefined, Pooling, QuantizationMode, TextEmbedding, TokenizerFiles,
@@ -225,6 +225,12 @@ impl ModelKind {
     }
 }
 
+fn no_model() -> RagError {
+    RagError::Embed(
+        "no model found (set PROMPTD_EMBED_MODEL_DIR or run scripts/setup-model)".into(),
+    )
+}
+
 /// A loaded sentence-embedding model.
 pub struct Embedder {
     engine: Engine,
@@ -246,14 +252,34 @@ impl std::fmt::Debug for Embedder {
     }
 }
 
+/// The models this process has loaded, by source and run options: every repository that uses
+/// the same model shares one copy, released when the last retriever holding it closes.
+static LOADED: Mutex<Vec<(ModelSource, RunOptions, Weak<Embedder>)>> = Mutex::new(Vec::new());
+
 impl Embedder {
+    /// The model named by the configuration and environment: the copy already loaded for the
+    /// same source and run options when one is still in use, else a new load.
+    pub fn shared(config: &RagConfig) -> Result<Arc<Embedder>, RagError> {
+        let source = locate_model(config).ok_or_else(no_model)?;
+        let options = RunOptions::of(config);
+        // Held while loading: two repositories asking at once load the model once.
+        let mut loaded = LOADED.lock().unwrap_or_else(PoisonError::into_inner);
+        loaded.retain(|(_, _, e)| e.strong_count() > 0);
+        let found = loaded
+            .iter()
+            .find(|(s, o, _)| *s == source && *o == options)
+            .and_then(|(_, _, e)| e.upgrade());
+        if let Some(embedder) = found {
+            return Ok(embedder);
+        }
+        let embedder = Arc::new(Embedder::load(config)?);
+        loaded.push((source, options, Arc::downgrade(&embedder)));
+        Ok(embedder)
+    }
+
     /// Loads the model named by the configuration and environment.
     pub fn load(config: &RagConfig) -> Result<Embedder, RagError> {
-        let source = locate_model(config).ok_or_else(|| {
-            RagError::Embed(
-                "no model found (set PROMPTD_EMBED_MODEL_DIR or run scripts/setup-model)".into(),
-            )
-        })?;
+        let source = locate_model(config).ok_or_else(no_model)?;
         let embedder = match &source {
             ModelSource::Dir(dir) => {
                 let kind = ModelKind::of_dir(dir).ok_or_else(|| no_model_file(dir))?;

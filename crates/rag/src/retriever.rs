@@ -311,7 +311,7 @@ impl Inner {
     fn embedder(&self) -> Result<Arc<Embedder>, String> {
         self.embedder
             .get_or_init(|| {
-                let embedder = Embedder::load(&self.config).map_err(|e| e.to_string())?;
+                let embedder = Embedder::shared(&self.config).map_err(|e| e.to_string())?;
                 let dim = embedder
                     .embed_query("dimension probe")
                     .map_err(|e| e.to_string())?
@@ -323,7 +323,7 @@ impl Inner {
                 {
                     tracing::warn!("{w}");
                 }
-                Ok(Arc::new(embedder))
+                Ok(embedder)
             })
             .clone()
     }
