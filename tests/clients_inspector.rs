@@ -7,8 +7,8 @@
 //! also compiled by ajv itself in strict draft 2020-12 mode (tests/fixtures/clients/ajv_check.cjs),
 //! and every result validated against its outputSchema.
 //!
-//! Without npm the tests are skipped with a message; with npm but no install they fail, naming
-//! the setup script.
+//! They need Node.js and the install: they run with the `system-tests` feature (scripts/test),
+//! and fail naming the setup script when it has not run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -24,21 +24,14 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The install directory, or `None` (with a message) when npm is absent.
-fn inspector_dir() -> Option<PathBuf> {
+/// The install directory (these tests run with the `system-tests` feature, after
+/// scripts/setup).
+fn inspector_dir() -> PathBuf {
     let dir = std::env::var_os("PROMPTD_INSPECTOR_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo().join(".deps/inspector"));
     if dir.join(INSPECTOR_ENTRY).is_file() {
-        return Some(dir);
-    }
-    let npm = Command::new("npm").arg("--version").output();
-    if !npm.is_ok_and(|o| o.status.success()) {
-        eprintln!(
-            "SKIPPED: npm is not installed, so the MCP Inspector CLI client tests do not run \
-             (install Node.js 20+ and run scripts/setup)"
-        );
-        return None;
+        return dir;
     }
     panic!(
         "the MCP Inspector CLI is not installed in {}: run scripts/setup (or \
@@ -185,11 +178,13 @@ fn text(result: &Value) -> &str {
     result["content"][0]["text"].as_str().unwrap()
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the MCP Inspector CLI (Node.js) (scripts/setup installs it)"
+)]
 #[test]
 fn the_mcp_inspector_cli_lists_and_calls_every_tool_and_prompt() {
-    let Some(dir) = inspector_dir() else {
-        return;
-    };
+    let dir = inspector_dir();
     let inspector = Inspector::new(dir);
 
     // tools/list: every tool, every schema compiled by the Inspector's ajv without a warning.
@@ -310,11 +305,13 @@ fn the_mcp_inspector_cli_lists_and_calls_every_tool_and_prompt() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the MCP Inspector CLI (Node.js) (scripts/setup installs it)"
+)]
 #[test]
 fn a_string_that_is_not_an_object_is_refused_naming_the_parameter() {
-    let Some(dir) = inspector_dir() else {
-        return;
-    };
+    let dir = inspector_dir();
     let inspector = Inspector::new(dir);
     let entry = inspector.dir.join(INSPECTOR_ENTRY);
     let server = format!(
@@ -346,11 +343,13 @@ fn a_string_that_is_not_an_object_is_refused_naming_the_parameter() {
 
 /// Over streamable HTTP with a session: `prompts/list`, `prompts/get` and a `tools/call`, each
 /// answered as one JSON body.
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the MCP Inspector CLI (Node.js) (scripts/setup installs it)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_mcp_inspector_cli_gets_prompts_and_calls_a_tool_over_http() {
-    let Some(dir) = inspector_dir() else {
-        return;
-    };
+    let dir = inspector_dir();
     let cwd = tempfile::tempdir().unwrap();
     let prompts = repo().join("tests/fixtures/mcp/prompts");
     let (mut child, url, _log) = crate::support::mcp::http_server(

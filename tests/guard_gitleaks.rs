@@ -19,6 +19,10 @@ fn with_gitleaks(bin: PathBuf) -> GuardOptions {
     }
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs gitleaks (scripts/setup installs it)"
+)]
 #[test]
 fn promptd_verdict_is_never_weaker_than_gitleaks_on_the_corpus() {
     let guard = Guard::new(with_gitleaks(require_gitleaks())).unwrap();
@@ -87,6 +91,10 @@ fn promptd_verdict_is_never_weaker_than_gitleaks_on_the_corpus() {
     }
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs gitleaks (scripts/setup installs it)"
+)]
 #[test]
 fn gitleaks_findings_point_at_the_secret_so_redaction_removes_it() {
     let guard = Guard::new(with_gitleaks(require_gitleaks())).unwrap();
@@ -118,6 +126,10 @@ fn gitleaks_findings_point_at_the_secret_so_redaction_removes_it() {
     assert!(redacted.contains("[REDACTED:github-pat#1]"), "{redacted}");
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs gitleaks (scripts/setup installs it)"
+)]
 #[test]
 fn the_pinned_config_ignores_environment_ignore_files_and_allow_comments() {
     let bin = require_gitleaks();
@@ -154,6 +166,10 @@ fn the_pinned_config_ignores_environment_ignore_files_and_allow_comments() {
     assert!(!String::from_utf8_lossy(&out.stderr).contains(&token));
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs gitleaks (scripts/setup installs it)"
+)]
 #[test]
 fn a_user_rules_file_is_the_config_gitleaks_runs_with() {
     let bin = require_gitleaks();
@@ -225,6 +241,10 @@ fn an_error_exit_fails_the_scan() {
     assert!(err.to_string().contains("exit status 1"), "{err}");
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs gitleaks (scripts/setup installs it)"
+)]
 #[test]
 fn gitleaks_rejecting_its_config_fails_the_scan() {
     // Valid for promptd (Rust's regex knows the `u` flag), rejected by the RE2 engine gitleaks
@@ -258,6 +278,10 @@ fn a_silent_exit_without_report_fails_the_scan() {
     assert!(matches!(err, GuardError::GitleaksReport { .. }), "{err}");
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs gitleaks (scripts/setup installs it)"
+)]
 #[test]
 fn a_timeout_kills_gitleaks_and_fails_the_scan() {
     let guard = Guard::new(GuardOptions {

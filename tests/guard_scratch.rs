@@ -15,6 +15,10 @@ use std::time::Duration;
 use promptd::guard::{Guard, GuardOptions, ScanInput};
 use support::guard::{Fake, fake_secret, require_gitleaks};
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs gitleaks (scripts/setup installs it)"
+)]
 #[test]
 fn the_scratch_directory_is_private_and_always_removed() {
     let tmp = tempfile::tempdir().unwrap();

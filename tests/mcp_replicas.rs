@@ -284,6 +284,10 @@ async fn one_client_alternates_between_two_stateless_replicas() {
     assert_eq!(sample(&before[0], failed_get), 1.0);
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs nginx (scripts/setup installs it)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stateless_replicas_behind_real_nginx_serve_an_rmcp_client() {
     let nginx = which_nginx();

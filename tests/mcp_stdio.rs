@@ -68,6 +68,10 @@ async fn stdio_hot_reload_of_a_kubernetes_volume() {
 /// A prompt folder on a FUSE file system, written to from outside the mount (as another
 /// machine writes to a share): no file event arrives, so the server polls it, by itself, and
 /// `--watch-poll` sets how often.
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs bindfs and /dev/fuse (scripts/setup installs it)"
+)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_a_prompt_folder_on_fuse_is_polled() {
     for flags in [&[][..], &["--watch-poll", "100"][..]] {

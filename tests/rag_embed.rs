@@ -41,6 +41,10 @@ fn assert_sane_vectors(embedder: &Embedder, dim: usize) -> (f32, f32) {
     (related, unrelated)
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding models and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn int8_model_gives_sane_vectors() {
     let (model, runtime) = model_paths();
@@ -58,12 +62,20 @@ fn int8_model_gives_sane_vectors() {
     assert!(unrelated < 0.2, "unrelated {unrelated}");
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding models and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn static_model_gives_sane_vectors_without_a_runtime() {
     let embedder = Embedder::load(&static_model_config()).unwrap();
     assert_sane_vectors(&embedder, STATIC_MODEL_DIM);
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding models and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn repositories_share_one_loaded_model_while_any_uses_it() {
     // Run options no other test uses, so no other test holds this copy.
@@ -91,6 +103,10 @@ fn repositories_share_one_loaded_model_while_any_uses_it() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding models and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn hybrid_ranking_with_the_static_model() {
     let repo = fixture_repo();
@@ -119,6 +135,10 @@ fn hybrid_ranking_with_the_static_model() {
     assert_eq!(reopened.index(&|_| {}).unwrap().embedded, 0);
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding models and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn hybrid_ranking_uses_cached_vectors() {
     let repo = fixture_repo();
@@ -174,6 +194,10 @@ fn hybrid_ranking_uses_cached_vectors() {
     assert_eq!(after.embedded, 1);
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding models and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn long_lived_retriever_embeds_in_the_background() {
     let repo = fixture_repo();

@@ -72,6 +72,10 @@ fn context(dir: &Path) -> ContextRun {
     }
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding model and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn one_shot_context_loads_the_model_only_when_vectors_are_cached() {
     let repo = fixture_repo();
@@ -111,6 +115,10 @@ fn one_shot_context_loads_the_model_only_when_vectors_are_cached() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding model and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn long_lived_retriever_still_loads_the_model_on_a_lexical_index() {
     let repo = fixture_repo();
@@ -146,6 +154,10 @@ fn long_lived_retriever_still_loads_the_model_on_a_lexical_index() {
     );
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding model and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn vectors_of_another_token_window_are_not_used() {
     let repo = fixture_repo();
@@ -178,6 +190,10 @@ fn vectors_of_another_token_window_are_not_used() {
     assert!(same.stats.model_loaded);
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding model and ONNX Runtime (scripts/setup installs it)"
+)]
 #[test]
 fn embedding_keeps_input_order_and_cuts_long_texts() {
     let embedder = Embedder::load(&model_config()).unwrap();

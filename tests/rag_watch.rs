@@ -330,6 +330,10 @@ fn concurrent_vector_cache_writers_never_interleave_records() {
 /// changes a share: no file event arrives, so a long-lived retriever does not trust a watcher
 /// there, and a refresh looks at the folders (their stamps, as without a watcher) and sees the
 /// change.
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs bindfs and /dev/fuse (scripts/setup installs it)"
+)]
 #[test]
 fn a_repository_on_fuse_is_walked_instead_of_watched() {
     let repo = fixture_repo();

@@ -26,6 +26,10 @@ fn control<'a>(tab: &'a headless_chrome::Tab, field: &str) -> headless_chrome::E
     .unwrap_or_else(|e| panic!("the control of `{field}`: {e}"))
 }
 
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs Chromium (scripts/setup installs it)"
+)]
 #[test]
 fn an_author_browses_fills_edits_and_sees_hostile_text_as_text() {
     let dir = tempfile::tempdir().unwrap();
