@@ -3,9 +3,10 @@
 //! `<repo>/.rag/`, the optional embedding model with its on-disk vector cache, ranking and
 //! filtering, and the formatted `ACTIVE FILE` / `REFERENCE CONTEXT` sections handed to the LLM.
 //!
-//! Two ways in: [`Retriever`] is long-lived (an MCP server keeps one per repository: the model is
-//! loaded once, re-indexing and embedding run on background threads, a folder watcher names what
-//! changed) and [`retrieve`] answers one query and returns. A process that answers once and
+//! Two ways in: [`Retriever`] is long-lived (a server keeps one per open repository, a bounded
+//! number of them: re-indexing and embedding run on background threads, a folder watcher names
+//! what changed, and repositories share one loaded model, [`embed::Embedder::shared`]) and
+//! [`retrieve`] answers one query and returns. A process that answers once and
 //! exits (the `promptd context`, `index`, `enhance` and `compose` commands) runs a retriever
 //! with [`RagConfig::one_shot`], as [`retrieve`] does.
 //!
