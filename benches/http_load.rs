@@ -24,7 +24,7 @@
 //! Paced clients wait for their send times on timer file descriptors (nanosecond deadlines), and
 //! each paced run also prints how late the generator itself sent. `HTTP_LOAD_TIMER=tokio` waits
 //! with tokio's timers instead, as this bench first did: they round every deadline up to the next
-//! millisecond, so requests went out 0.8-0.9 ms late (median), that wait counted as latency, and
+//! millisecond, so requests went out late, that wait counted as latency, and
 //! the requests due within one millisecond arrived together, which the server handled for less
 //! CPU each than the evenly spaced arrivals of clients that are not synchronised.
 

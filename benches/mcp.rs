@@ -634,7 +634,7 @@ fn large_registry(bin: &Path, n: usize, calls: usize) {
         s.close();
         // The listings parsed above are freed; glibc's allocator consolidates their chunks at a
         // later allocation, which would otherwise fall inside the next spawn's timed window
-        // (120-170 ms before its first system call, after a listing of 100,000 prompts).
+        // (a delay before its first system call, after a listing of 100,000 prompts).
         // SAFETY: malloc_trim only tidies the allocator's own free lists.
         unsafe {
             libc::malloc_trim(0);

@@ -1,12 +1,12 @@
 //! The `promptd` binary: everything lives in the library; this only hands over to the CLI.
 
 // mimalloc: indexing a large repository allocates per chunk and per token on several threads,
-// where glibc's malloc showed as a sixth of the profile.
+// where glibc's malloc showed prominently in profiles.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// No transparent huge pages: mimalloc advises them for its arenas, and an idle server then
-/// holds a whole 2 MiB page for every few KiB it touched (12 of its 14 MB of anonymous memory).
+/// holds a whole 2 MiB page for every few KiB it touched (most of its anonymous memory).
 /// Run as a constructor, before the first allocation maps the first arena.
 #[cfg(target_os = "linux")]
 #[used]

@@ -210,7 +210,7 @@ fn index(retriever: &Retriever) -> Result<(), String> {
 /// retriever builds it anew; the vector cache stays (vectors are keyed by chunk content). An
 /// index refreshed along the history ranks differently from one built on the same tree
 /// (tantivy counts deleted documents in BM25 statistics until segments merge, and merges run
-/// in the background), which made two runs disagree on the order of a third of the cases.
+/// in the background), which made two runs disagree on the order of many cases.
 fn fresh_index(tree: &Path) -> Result<(), String> {
     let rag_dir = RagDir::of(tree);
     for file in [rag_dir.manifest(), rag_dir.manifest_next()] {

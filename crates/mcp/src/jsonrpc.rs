@@ -183,8 +183,8 @@ impl Probe {
 /// The requests clients send most (`prompts/get`, `tools/call`, `prompts/list`, `tools/list`)
 /// in their plain shape, parsed into the message rmcp's own parse gives, without its cost:
 /// rmcp's message type tries its kinds in turn and flattens the request into the envelope and
-/// the params' `_meta` out of them, each step over a buffered copy of the message (a tenth of a
-/// stdio `prompts/get`'s CPU). Here the envelope is read with its params left raw, the params
+/// the params' `_meta` out of them, each step over a buffered copy of the message (a visible share of
+/// a stdio `prompts/get`'s CPU). Here the envelope is read with its params left raw, the params
 /// are parsed straight into their type, and their `_meta` is moved into the request's extensions
 /// where rmcp's parse puts it (rmcp's own client sends one with every request). `None` for
 /// anything else (another method, a field beside the four of a request, an escaped method name,

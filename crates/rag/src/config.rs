@@ -174,8 +174,8 @@ pub struct RagConfig {
     /// background holds the model for [`super::embed::BACKGROUND_TURN`] chunks at a time).
     pub embed_batch: usize,
     /// Word pieces of each chunk the model sees (at most 256, the model's own limit); vectors
-    /// of another window are not reused. 128 embeds about twice as many chunks per CPU-second
-    /// as 256 (`RAG_BENCH_EMBED_ONLY=1 RAG_BENCH_EMBED_TOKENS=128,256 cargo bench --bench rag`).
+    /// of another window are not reused. A shorter window embeds more chunks per CPU-second
+    /// (`RAG_BENCH_EMBED_ONLY=1 RAG_BENCH_EMBED_TOKENS=128,256 cargo bench --bench rag`).
     pub embed_max_tokens: usize,
     /// Compute missing chunk vectors on a background thread after a refresh or a query that
     /// found some missing (a long-lived retriever). [`RagConfig::one_shot`] turns it off: such a

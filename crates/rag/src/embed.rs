@@ -34,7 +34,7 @@ use super::store::RagDir;
 /// history benchmark it ranks as well as the lexical default, the static model below it.
 pub const DEFAULT_MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// The static model's directory name under `$PROMPTD_DEPS_DIR/models/`: used when the
-/// transformer is not installed, or when `modelDir` names it (hundreds of times faster).
+/// transformer is not installed, or when `modelDir` names it (far faster, with lower ranking quality).
 pub const STATIC_MODEL_NAME: &str = "wordllama-l2-256";
 /// The dimension of [`STATIC_MODEL_NAME`]'s vectors.
 pub const STATIC_MODEL_DIM: usize = 256;

@@ -291,7 +291,7 @@ impl WordCache {
 ///
 /// Identifiers repeat endlessly in code, so the stemmed tokens of each distinct identifier are
 /// cached: a repeated identifier costs one hash lookup instead of lower-casing, splitting,
-/// stop-word checks and stemming of every part (a sixth of full-index time before).
+/// stop-word checks and stemming of every part.
 #[derive(Default)]
 pub struct CodeTokenizer {
     buffer: Vec<Token>,

@@ -1,10 +1,10 @@
 //! The memory of tree-sitter parses.
 //!
 //! tree-sitter allocates one C block per syntax node. [`install_parser_allocator`] routes those
-//! allocations to mimalloc (with glibc's malloc they were a sixth of full-index time on large
+//! allocations to mimalloc (glibc's malloc made them a large share of indexing time on large
 //! trees), and [`parse`] gives every parse a mimalloc heap of its own, destroyed in one step when
-//! the parse ends instead of a `free` per node (deleting trees node by node was about a tenth of
-//! full-index time).
+//! the parse ends instead of a `free` per node (deleting trees node by node showed in indexing
+//! profiles).
 //!
 //! [`parse`] is the one way the crate parses: it makes the parser and the tree inside a fresh
 //! heap, lends the root node to a walk, then destroys the heap. The parser and the tree are
@@ -61,7 +61,7 @@ thread_local! {
 
 /// One parse's memory. Dropping it frees the parser, the syntax tree and its cursors at once
 /// (`mi_heap_destroy`) instead of a `free` per node: deleting trees node by node, and the
-/// allocator work around it, was about a tenth of full-index time.
+/// allocator work around it, showed in indexing profiles.
 ///
 /// Everything tree-sitter allocates while the heap is entered must be created inside it and
 /// never used after it is dropped: [`parse`] keeps the parser and tree in `ManuallyDrop` so
@@ -88,7 +88,7 @@ impl Drop for ParseHeap {
 }
 
 /// Routes tree-sitter's C allocations (one per syntax node) to mimalloc, into the current
-/// [`ParseHeap`]: with glibc's malloc they were a sixth of full-index time on large trees. Runs
+/// [`ParseHeap`]: glibc's malloc made them a large share of indexing time on large trees. Runs
 /// once, before the first parser exists; every parser of the crate is made by [`parse`], so no
 /// tree-sitter object allocated by another allocator can reach these functions.
 fn install_parser_allocator() {

@@ -8,7 +8,7 @@
 //!
 //! Files that say in their first lines that they are generated (`@generated`, `DO NOT EDIT`,
 //! "automatically generated", as rustfmt and Go tooling read them) are chunked by lines: they
-//! stay searchable, but parsing bindings and tables was a sixth of all parse time on real trees
+//! stay searchable, but parsing bindings and tables dominated parse time on real trees
 //! and their definitions are not what a user edits.
 //!
 //! Here: the chunk types and the assembly of units into chunks (merge, window, trim), the
