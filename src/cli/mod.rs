@@ -1,7 +1,7 @@
 //! The command-line interface: it parses flags (clap derive, here and in the command modules)
 //! and prints. Every command calls the same library ([`crate::library`]) or stage
-//! ([`crate::stages`]) functions the MCP server calls; `serve` hands the library to
-//! [`crate::mcp`], the only command that imports the MCP adapter.
+//! ([`crate::stages`]) functions the MCP server calls; `serve` and `studio` hand the
+//! library to [`crate::mcp`], the only commands that start the MCP adapter.
 
 pub mod common;
 pub mod rag;

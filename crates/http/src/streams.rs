@@ -20,9 +20,11 @@ use std::time::Duration;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use rmcp::transport::common::http_header::EVENT_STREAM_MIME_TYPE;
 
 use crate::auth::peer_key;
+
+/// The media type of server-sent events.
+const EVENT_STREAM: &str = "text/event-stream";
 use promptd_base::limits::Limits;
 
 /// The stream bounds, from [`Limits`] and the open-file limit.
@@ -143,7 +145,7 @@ impl EventStreams {
             && response
                 .headers()
                 .get(header::CONTENT_TYPE)
-                .is_some_and(|v| v.as_bytes().starts_with(EVENT_STREAM_MIME_TYPE.as_bytes()));
+                .is_some_and(|v| v.as_bytes().starts_with(EVENT_STREAM.as_bytes()));
         if !is_stream {
             return response;
         }

@@ -3,7 +3,7 @@
 //! library (`wit-get-prompts`) or the stages (`enhance_prompt`, `compose_prompt`), and convert the
 //! answer into a tool result. The client's roots and how its request came (stdio, or HTTP with
 //! or without the server's token) become the [`Caller`] the stages check workspaces against.
-//! Adding a tool means a catalog entry and one [`ToolEntry`] in [`TOOLS`].
+//! Adding a tool means a catalog entry and one [`ToolEntry`] in [`CALLS`].
 
 use std::future::Future;
 use std::os::unix::ffi::OsStringExt;
@@ -58,7 +58,7 @@ pub struct ToolEntry {
 }
 
 /// The call of every catalog tool.
-pub static TOOLS: &[ToolEntry] = &[
+pub static CALLS: &[ToolEntry] = &[
     ToolEntry {
         name: GET_PROMPTS,
         call: get_prompts_call,
@@ -103,7 +103,7 @@ pub fn definitions() -> &'static [Tool] {
 
 /// A tool's call by name.
 pub fn find(name: &str) -> Option<&'static ToolEntry> {
-    TOOLS.iter().find(|t| t.name == name)
+    CALLS.iter().find(|t| t.name == name)
 }
 
 /// Tool arguments as a typed request; a mismatch is -32602 naming the tool.
@@ -456,7 +456,7 @@ mod tests {
             .iter()
             .map(|t| t.name)
             .collect();
-        let calls: Vec<&str> = TOOLS.iter().map(|t| t.name).collect();
+        let calls: Vec<&str> = CALLS.iter().map(|t| t.name).collect();
         let listed: Vec<&str> = definitions().iter().map(|t| &*t.name).collect();
         assert_eq!(calls, catalog);
         assert_eq!(listed, catalog);

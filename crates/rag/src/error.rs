@@ -1,4 +1,4 @@
-//! What goes wrong in retrieval: one error type for every stage of it, each variant naming the
+//! What goes wrong in retrieval: one error type for every step of it, each variant naming the
 //! path or setting at fault. A missing embedding model is not an error (ranking degrades to
 //! lexical with a warning).
 

@@ -39,7 +39,7 @@ const REFRESH_DEBOUNCE: Duration = Duration::from_secs(2);
 /// `top_k * candidate_multiplier` references.
 const ACTIVE_FILE_SLACK: usize = 16;
 
-/// Stage of an index run, for progress bars.
+/// Phase of an index run, for progress bars.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub enum IndexPhase {

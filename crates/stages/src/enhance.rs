@@ -229,13 +229,9 @@ impl Enhancer {
             }
         };
         warnings.extend(context.warnings.iter().cloned());
-        let summary = ContextSummary {
-            active_file: req.active_file_rel.clone(),
-            chunks: context.chunks.len(),
-            tokens: count_tokens(&context.formatted),
-        };
 
-        // 3. Render the rewrite template with the stage outputs.
+        // 3. Render the rewrite template with the stage outputs (on the blocking pool, with the
+        //    context's token count).
         let mut args = Map::new();
         args.insert("user_prompt".into(), Value::String(req.prompt.clone()));
         if let Some(rel) = &req.active_file_rel {
@@ -250,10 +246,19 @@ impl Enhancer {
                 Value::String(name.to_string_lossy().into_owned()),
             );
         }
-        let rendered = self
-            .snapshot
-            .render(TEMPLATE, &args, &self.clock)
-            .map_err(EnhanceError::Template)?;
+        let (snapshot, clock, formatted) =
+            (self.snapshot.clone(), self.clock, context.formatted.clone());
+        let (tokens, rendered) = crate::blocking(move || {
+            let tokens = count_tokens(&formatted);
+            (tokens, snapshot.render(TEMPLATE, &args, &clock))
+        })
+        .await;
+        let summary = ContextSummary {
+            active_file: req.active_file_rel.clone(),
+            chunks: context.chunks.len(),
+            tokens,
+        };
+        let rendered = rendered.map_err(EnhanceError::Template)?;
         warnings.extend(rendered.warnings);
         let system = rendered.text;
 

@@ -132,7 +132,7 @@ impl Entry {
 
 /// Every prompt of a snapshot, user prompts and system prompts apart, each sorted by name.
 #[derive(Debug, Clone, Serialize)]
-pub struct Catalog {
+pub struct PromptList {
     /// The first [`LIST_CAP`] user prompts that match the query.
     pub prompts: Vec<Entry>,
     /// The first [`LIST_CAP`] system prompts that match the query.
@@ -150,9 +150,13 @@ pub struct Catalog {
 /// query, not by one page of all of them.
 pub const LIST_CAP: usize = 1000;
 
-/// The catalog of `snapshot`: the prompts whose name, title, description, dialect, file or
+/// The prompt list of `snapshot`: the prompts whose name, title, description, dialect, file or
 /// argument names contain every word of `query` (all when `None`).
-pub fn catalog(snapshot: &Snapshot, options: &StudioOptions, query: Option<&str>) -> Catalog {
+pub fn prompt_list(
+    snapshot: &Snapshot,
+    options: &StudioOptions,
+    query: Option<&str>,
+) -> PromptList {
     let words: Vec<String> = query
         .unwrap_or_default()
         .split_whitespace()
@@ -194,7 +198,7 @@ pub fn catalog(snapshot: &Snapshot, options: &StudioOptions, query: Option<&str>
     };
     let (prompts, prompts_total) = section(prompts);
     let (system, system_total) = section(system);
-    Catalog {
+    PromptList {
         prompts,
         system,
         prompts_total,

@@ -31,7 +31,7 @@ use serde::Serialize;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::WatchStream;
 
-use super::{Catalog, Output, PromptView, StudioOptions};
+use super::{Output, PromptList, PromptView, StudioOptions};
 use promptd_core::library::PromptLibrary;
 
 /// Where the page lives.
@@ -160,7 +160,7 @@ fn args(pairs: &[(String, String)]) -> serde_json::Map<String, serde_json::Value
 
 #[derive(Serialize)]
 struct PageContext<'a> {
-    catalog: &'a Catalog,
+    list: &'a PromptList,
     view: Option<&'a PromptView>,
     /// A `?prompt=` the registry does not hold.
     missing: Option<&'a str>,
@@ -180,7 +180,7 @@ async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Res
             .iter()
             .find(|(k, _)| k == "q")
             .map(|(_, v)| v.as_str());
-        let catalog = super::catalog(&snapshot, &options, query);
+        let list = super::prompt_list(&snapshot, &options, query);
         let name = prompt_name(&pairs);
         let view = name.and_then(|n| {
             super::prompt_view(&snapshot, n, &args(&pairs), library.clock(), &options)
@@ -189,7 +189,7 @@ async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Res
         html_page(
             "page.html",
             &PageContext {
-                catalog: &catalog,
+                list: &list,
                 view: view.as_ref(),
                 missing,
                 output: view.as_ref().map(|v| &v.output),

@@ -127,17 +127,17 @@ pub fn compose_prompt(
     request: &ComposeRequest,
     system: Option<&str>,
 ) -> Result<ComposedPrompt, ComposeError> {
-    let stages = gather_parts(request)?;
+    let parts = gather_parts(request)?;
     let system_name = system.unwrap_or(DEFAULT_SYSTEM_PROMPT);
     let system_prompt = snapshot
         .render(system_name, &Map::new(), clock)
         .map_err(|e| ComposeError::Template(e.to_string()))?;
     let system_text = system_prompt.text.as_str();
 
-    let text = Frame::new(snapshot, clock, system_text, &stages)?.render(&request.query)?;
+    let text = Frame::new(snapshot, clock, system_text, &parts)?.render(&request.query)?;
     let mut warnings = system_prompt.warnings.clone();
     let (prefix_start, prefix) =
-        match find_prefix(snapshot, clock, request, system_text, &stages, &text)? {
+        match find_prefix(snapshot, clock, request, system_text, &parts, &text)? {
             Some(found) => found,
             None => {
                 warnings.push(format!(
@@ -152,19 +152,19 @@ pub fn compose_prompt(
         tokens_per_block: BlockTokens {
             user: count_tokens(&request.query),
             system: count_tokens(system_text),
-            tools: stages.tokens.tools,
-            rules: stages.tokens.rules,
-            docs: stages.tokens.docs,
+            tools: parts.tokens.tools,
+            rules: parts.tokens.rules,
+            docs: parts.tokens.docs,
             total: count_tokens(&text),
         },
         prefix,
         prefix_start,
         text,
         ledger: ComposeLedger {
-            rules: stages.rules.ledger,
-            tool_issues: stages.tool_issues,
-            docs_included: stages.docs_included,
-            docs_dropped: stages.docs_dropped,
+            rules: parts.rules.ledger,
+            tool_issues: parts.tool_issues,
+            docs_included: parts.docs_included,
+            docs_dropped: parts.docs_dropped,
         },
         warnings,
         findings: Vec::new(),
@@ -183,7 +183,7 @@ impl<'a> Frame<'a> {
         snapshot: &'a Snapshot,
         clock: &'a Clock,
         system_prompt: &str,
-        stages: &ComposeParts,
+        parts: &ComposeParts,
     ) -> Result<Self, ComposeError> {
         let mut args = Map::new();
         args.insert(
@@ -192,7 +192,7 @@ impl<'a> Frame<'a> {
         );
         args.insert(
             "stages".into(),
-            serde_json::to_value(stages).map_err(|e| ComposeError::Template(e.to_string()))?,
+            serde_json::to_value(parts).map_err(|e| ComposeError::Template(e.to_string()))?,
         );
         Ok(Self {
             snapshot,
@@ -220,10 +220,10 @@ fn find_prefix(
     clock: &Clock,
     request: &ComposeRequest,
     system_prompt: &str,
-    stages: &ComposeParts,
+    parts: &ComposeParts,
     text: &str,
 ) -> Result<Option<(usize, String)>, ComposeError> {
-    let mut probe = Frame::new(snapshot, clock, system_prompt, &stages.cacheable())?;
+    let mut probe = Frame::new(snapshot, clock, system_prompt, &parts.cacheable())?;
     let marked = probe.render(QUERY_MARK)?;
     let Some(prefix) = query_free_run(&marked) else {
         return Ok(None);
@@ -232,8 +232,8 @@ fn find_prefix(
     // frame writes after it, such as an empty block's, is not part of the run in the text).
     let parts = [
         system_prompt.trim(),
-        stages.tools_block.trim(),
-        stages.rules_always_on_block.trim(),
+        parts.tools_block.trim(),
+        parts.rules_always_on_block.trim(),
     ];
     if prefix.is_empty() || !parts.iter().all(|part| prefix.contains(part)) {
         return Ok(None);

@@ -3,7 +3,7 @@
 //! query.
 //!
 //! Design principle: *stages produce variables, templates render them*. [`gather_parts`]
-//! (module `stages`) runs the stages — [`rules`] (project rules discovered in the workspace,
+//! (module `parts`) runs the stages — [`rules`] (project rules discovered in the workspace,
 //! applied whole), [`tools`] (the MCP server's own tools plus `.promptd/tools/*.json` in
 //! Plandex's shape, validated) and [`docs`] (retrieved or `--doc` chunks fitted into a token
 //! budget) — and returns [`ComposeParts`], a `Serialize` (camelCase) value. [`compose_prompt`]
