@@ -1,9 +1,10 @@
 //! enhance_prompt end to end, excluding the LLM: scan the prompt, retrieve (warm index), scan
-//! the context, render the rewrite template. The repository is a copy of a real crate from the
-//! local cargo registry (minijinja 3.0.5); retrieval is lexical (no vectors are computed here).
+//! the context, render the rewrite template. The repository is a copy of a real crate, the
+//! vendored minijinja 3.0.5 (`vendor/minijinja`, always in the checkout); retrieval is lexical
+//! (no vectors are computed here).
 
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -14,17 +15,6 @@ use promptd::library::{LibraryOptions, PromptLibrary};
 use promptd::rag::RagConfig;
 use promptd::registry::{BuiltinSource, PromptSource};
 use promptd::stages::{RetrieversUnder, validate_enhance};
-
-fn registry_crate(name: &str) -> Option<PathBuf> {
-    let home = std::env::var_os("CARGO_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
-    std::fs::read_dir(home.join("registry/src"))
-        .ok()?
-        .flatten()
-        .map(|d| d.path().join(name))
-        .find(|p| p.is_dir())
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -39,10 +29,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(src) = registry_crate("minijinja-3.0.5") else {
-        eprintln!("minijinja-3.0.5 is not in the cargo registry: run `cargo fetch` first");
-        return;
-    };
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("vendor/minijinja");
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("minijinja");
     copy_dir(&src, &repo);
