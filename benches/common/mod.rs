@@ -7,14 +7,14 @@ use std::path::{Path, PathBuf};
 
 /// The binary under measurement: `$PROMPTD_BIN`, else `target/release/promptd` as `cargo build
 /// --release` makes it. The build runs every time (a no-op when up to date): `cargo bench` writes
-/// its own build of the binary (the bench profile, other symbol names, so the linker's symbol
-/// order does not apply) to the same path, and the release build puts the user's binary back.
+/// its own build of the binary (the bench profile) to the same path, and the release build puts
+/// the user's binary back.
 pub fn release_binary() -> PathBuf {
     if let Some(p) = std::env::var_os("PROMPTD_BIN") {
         return PathBuf::from(p);
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    // Run in the repository: cargo reads `.cargo/config.toml` from where it runs.
+    // Run in the repository, where the workspace's manifest is.
     let status = std::process::Command::new(env!("CARGO"))
         .args(["build", "--release", "--bin", "promptd"])
         .current_dir(root)
