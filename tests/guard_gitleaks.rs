@@ -278,17 +278,23 @@ fn a_silent_exit_without_report_fails_the_scan() {
     assert!(matches!(err, GuardError::GitleaksReport { .. }), "{err}");
 }
 
-#[cfg_attr(
-    not(feature = "system-tests"),
-    ignore = "needs gitleaks (scripts/setup installs it)"
-)]
 #[test]
 fn a_timeout_kills_gitleaks_and_fails_the_scan() {
+    // A gitleaks that never answers: the scan fails at the timeout, long before it would exit.
+    let dir = tempfile::tempdir().unwrap();
+    let slow = dir.path().join("gitleaks");
+    std::fs::write(&slow, "#!/bin/sh\nexec sleep 30\n").unwrap();
+    std::fs::set_permissions(&slow, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let guard = Guard::new(GuardOptions {
-        timeout: Duration::from_millis(1),
-        ..with_gitleaks(require_gitleaks())
+        timeout: Duration::from_millis(300),
+        ..with_gitleaks(slow)
     })
     .unwrap();
+    let started = std::time::Instant::now();
     let err = guard.scan(&one_input()).unwrap_err();
     assert!(matches!(err, GuardError::GitleaksTimeout { .. }), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not killed at the timeout"
+    );
 }
