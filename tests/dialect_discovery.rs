@@ -89,6 +89,31 @@ fn every_dialect_folder_is_discovered_in_the_working_directory() {
     assert!(!off.contains_key("onboard"), "{off:?}");
 }
 
+/// VS Code reads only `*.prompt.md` from `.github/prompts`: a README or a partial beside the
+/// prompts is not one, found by discovery or given with `--prompts`.
+#[test]
+fn a_vscode_prompt_folder_serves_only_prompt_md_files() {
+    let repo = tempfile::tempdir().unwrap();
+    let folder = repo.path().join(".github/prompts");
+    std::fs::create_dir_all(folder.join("_partials")).unwrap();
+    std::fs::write(folder.join("fix.prompt.md"), "Fix ${input:what}\n").unwrap();
+    std::fs::write(folder.join("README.md"), "# Our prompts\n").unwrap();
+    std::fs::write(folder.join("_partials/tone.md"), "Be brief.\n").unwrap();
+    std::fs::write(folder.join("_partials/style.prompt.md"), "Style\n").unwrap();
+    let expected: BTreeMap<String, String> = [("fix", "vscode"), ("_partials:style", "vscode")]
+        .into_iter()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .collect();
+    let discovered = dialects(&open(repo.path(), |o| o.no_builtin_prompts = true));
+    assert_eq!(discovered, expected);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let given = dialects(&open(elsewhere.path(), |o| {
+        o.no_builtin_prompts = true;
+        o.prompt_dirs = vec![folder.clone()];
+    }));
+    assert_eq!(given, expected);
+}
+
 #[test]
 fn a_dialect_folder_given_with_prompts_reads_the_same() {
     let repo = repo();
@@ -294,7 +319,12 @@ fn a_symlinked_dialect_folder_keeps_the_dialect_of_its_location() {
             "Run $ARGUMENTS now\n",
             "claude",
         ),
-        (".github/prompts", "fix.md", "Fix ${input:what}\n", "vscode"),
+        (
+            ".github/prompts",
+            "fix.prompt.md",
+            "Fix ${input:what}\n",
+            "vscode",
+        ),
         (
             ".gemini/commands",
             "plan.toml",

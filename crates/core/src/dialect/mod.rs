@@ -155,6 +155,11 @@ impl Dialect {
     pub fn accepts(self, file_name: &str) -> bool {
         match self {
             Dialect::Gemini => file_name.ends_with(".toml"),
+            // VS Code loads only `*.prompt.md` from a prompt folder ("Prompt files are Markdown
+            // files with the .prompt.md extension", code.visualstudio.com/docs/copilot/
+            // customization/prompt-files, as of VS Code 1.107): a `README.md` or a partial
+            // beside them is not a prompt.
+            Dialect::Vscode => file_name.ends_with(".prompt.md"),
             _ => file_name.ends_with(".md"),
         }
     }
