@@ -157,8 +157,8 @@ impl Dialect {
             Dialect::Gemini => file_name.ends_with(".toml"),
             // VS Code loads only `*.prompt.md` from a prompt folder ("Prompt files are Markdown
             // files with the .prompt.md extension", code.visualstudio.com/docs/copilot/
-            // customization/prompt-files, as of VS Code 1.107): a `README.md` or a partial
-            // beside them is not a prompt.
+            // customization/prompt-files, the page as published on 2026-11-28): a `README.md`
+            // or a partial beside them is not a prompt.
             Dialect::Vscode => file_name.ends_with(".prompt.md"),
             _ => file_name.ends_with(".md"),
         }
