@@ -95,7 +95,7 @@ fn get_errors_exit_1_with_a_clear_message() {
 
     let o = promptd(&["get", "no_such_prompt"]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("Prompt 'no_such_prompt' not found"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown prompt `no_such_prompt`"));
 
     let o = promptd(&["get", "code_review", "--arg", "oops"]);
     assert_eq!(o.status.code(), Some(1));

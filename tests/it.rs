@@ -63,3 +63,4 @@ mod stages_reload;
 mod studio_browser;
 mod studio_collections;
 mod studio_http;
+mod suggestions;

@@ -331,6 +331,17 @@ fn get(common: &CommonArgs, args: &GetArgs, out: &mut dyn Write) -> Result<u8> {
             1
         });
     }
+    if resp.metadata.found == Some(false) {
+        // The contract's message points agents at the tool; a CLI user gets the command.
+        eprintln!(
+            "error: unknown prompt `{}` (`promptd list` shows every prompt)",
+            args.name
+        );
+        for w in &resp.warnings {
+            eprintln!("{w}");
+        }
+        return Ok(1);
+    }
     for w in &resp.warnings {
         eprintln!("warning: {w}");
     }

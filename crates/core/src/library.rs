@@ -946,6 +946,46 @@ pub fn not_found_message(name: &str) -> String {
     )
 }
 
+/// The names among `candidates` a caller who typed `name` most likely meant, best first (at
+/// most three): the same name in another case, the same name in another namespace
+/// (`git:fix-issue` for `fix-issue`, or the reverse), then names within a small edit distance.
+pub fn similar_names<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let typed = name.to_lowercase();
+    let last = |n: &str| n.rsplit(':').next().unwrap_or(n).to_string();
+    let typed_last = last(&typed);
+    let mut scored: Vec<(f64, &str)> = candidates
+        .into_iter()
+        .filter_map(|c| {
+            let lower = c.to_lowercase();
+            if lower == typed {
+                return Some((3.0, c));
+            }
+            if last(&lower) == typed_last {
+                return Some((2.0, c));
+            }
+            let score = strsim::jaro_winkler(&typed, &lower);
+            let close =
+                strsim::damerau_levenshtein(&typed, &lower) <= (typed.chars().count() / 4).max(1);
+            (close || score >= 0.9).then_some((score, c))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, c)| c.to_string())
+        .collect()
+}
+
+/// "did you mean `a`, `b`?" for `names`, or `None` when there are none.
+pub fn did_you_mean(names: &[String]) -> Option<String> {
+    if names.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+    Some(format!("did you mean {}?", quoted.join(", ")))
+}
+
 /// Why a prompt's content is missing from a listing or batch, in the contract's words.
 fn content_failure_warning(name: &str, e: &RenderError) -> String {
     format!("Failed to load content for prompt '{name}': {e}")
@@ -1098,6 +1138,12 @@ fn get_prompts(
         metadata.prompt_name = Some(name.clone());
         let Some(t) = lookup(name) else {
             metadata.found = Some(false);
+            let visible = snap
+                .registry
+                .prompts()
+                .filter(|t| visibility.shows(t))
+                .map(|t| t.name.as_str());
+            warnings.extend(did_you_mean(&similar_names(name, visible)));
             return Ok(GetPromptsResponse {
                 success: false,
                 data: None,
@@ -1224,6 +1270,28 @@ pub fn options_from_flags(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn similar_names_prefer_another_namespace_then_small_edits() {
+        let names = [
+            "git:fix-issue",
+            "code_review",
+            "write_tests",
+            "fix-it",
+            "review",
+        ];
+        assert_eq!(similar_names("fix-issue", names)[0], "git:fix-issue");
+        assert_eq!(similar_names("git:fix-issue", ["fix-issue"]), ["fix-issue"]);
+        assert_eq!(similar_names("code_reveiw", names), ["code_review"]);
+        assert_eq!(similar_names("Code_Review", names)[0], "code_review");
+        assert!(similar_names("zzzzzzzz", names).is_empty());
+        assert!(similar_names("x", names).len() <= 3);
+        assert_eq!(did_you_mean(&[]), None);
+        assert_eq!(
+            did_you_mean(&["a".into(), "b".into()]).unwrap(),
+            "did you mean `a`, `b`?"
+        );
+    }
     use crate::registry::DirSource;
 
     #[test]

@@ -107,11 +107,20 @@ pub fn render_error(e: &RenderError) -> ErrorData {
     }
 }
 
-/// The error for a prompt name the server does not offer.
-pub fn unknown_prompt(name: &str) -> ErrorData {
-    render_error(&RenderError::UnknownPrompt {
+/// The error for a prompt name the server does not offer (-32602), with the offered names the
+/// caller most likely meant in the message and as `data.suggestions`.
+pub fn unknown_prompt(name: &str, suggestions: Vec<String>) -> ErrorData {
+    let mut message = RenderError::UnknownPrompt {
         name: name.to_string(),
-    })
+    }
+    .to_string();
+    if let Some(hint) = promptd_core::library::did_you_mean(&suggestions) {
+        message = format!("{message}; {hint}");
+    }
+    ErrorData::invalid_params(
+        message,
+        Some(serde_json::json!({ "suggestions": suggestions })),
+    )
 }
 
 /// Completion values for an argument: its suggestions that start with the typed prefix

@@ -21,7 +21,7 @@ use super::jsonrpc::WrittenResults;
 use super::tool_calls::{self, ToolContext};
 use promptd_base::metrics::Method;
 use promptd_base::workspace::ClientOrigin;
-use promptd_core::library::{PromptLibrary, Visibility};
+use promptd_core::library::{PromptLibrary, Snapshot, Visibility, similar_names};
 use promptd_core::registry::PromptTemplate;
 use promptd_stages::{ClientRoots, Stages};
 
@@ -119,6 +119,17 @@ impl PromptServer {
     fn offered(&self, t: &PromptTemplate) -> bool {
         self.visibility().shows(t)
     }
+
+    /// The error for `name`, which this server does not offer, with the offered names the
+    /// caller most likely meant.
+    fn unknown_prompt(&self, snap: &Snapshot, name: &str) -> ErrorData {
+        let offered = snap
+            .registry
+            .prompts()
+            .filter(|t| self.offered(t))
+            .map(|t| t.name.as_str());
+        convert::unknown_prompt(name, similar_names(name, offered))
+    }
 }
 
 /// Counts an answered request in the process's metrics and passes its result on.
@@ -146,7 +157,7 @@ impl PromptServer {
         };
         let snap = self.library().snapshot();
         let Some(t) = snap.registry.get(&prompt.name).filter(|t| self.offered(t)) else {
-            return Err(convert::unknown_prompt(&prompt.name));
+            return Err(self.unknown_prompt(&snap, &prompt.name));
         };
         let info = t
             .arguments
@@ -223,7 +234,7 @@ impl ServerHandler for PromptServer {
         self.library().wait_loaded().await;
         let snap = self.library().snapshot();
         let result = match snap.registry.get(&request.name).filter(|t| self.offered(t)) {
-            None => Err(convert::unknown_prompt(&request.name)),
+            None => Err(self.unknown_prompt(&snap, &request.name)),
             Some(t) => snap
                 .render_template(
                     t,

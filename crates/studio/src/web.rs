@@ -217,16 +217,27 @@ async fn render(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> R
             );
         };
         let Some(prompt) = state.options.prompt(&snapshot, name) else {
-            return plain(
-                StatusCode::NOT_FOUND,
-                &promptd_core::library::not_found_message(name),
-            );
+            let mut text = promptd_core::library::not_found_message(name);
+            let similar = state.options.similar(&snapshot, name);
+            if let Some(hint) = promptd_core::library::did_you_mean(&similar) {
+                text = format!("{text} {}", upper_first(&hint));
+            }
+            return plain(StatusCode::NOT_FOUND, &format!("{text}\n"));
         };
         let output = super::render(&snapshot, prompt, &args(&pairs), library.clock());
         html_page("output.html", &OutputContext { output: &output })
     })
     .await;
     built.unwrap_or_else(|_| fault("the render could not be built"))
+}
+
+/// `text` with its first letter in upper case.
+fn upper_first(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// How often an idle event stream sends a comment (below any idle-connection timeout).
