@@ -131,6 +131,49 @@ fn check_exit_codes() {
     assert!(stdout(&o).contains("error[include-cycle]"));
 }
 
+/// A default is checked as a supplied value would be: outside its enum, of the wrong type or
+/// out of bounds it is an error naming the argument and its line; a templated default is
+/// checked when it renders.
+#[test]
+fn check_refuses_a_default_a_caller_could_not_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("paint.md"),
+        "---\ndescription: Paint\narguments:\n  colour:\n    enum: [red, green]\n    default: purple\n  coats:\n    type: integer\n    minimum: 1\n    default: 0\n  day:\n    default: \"{{ today }}\"\n---\nPaint {{ coats }} coats of {{ colour }} on {{ day }}.\n",
+    )
+    .unwrap();
+    let prompts = dir.path().to_str().unwrap();
+    let o = promptd(&["--prompts", prompts, "check"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains(
+            "paint.md:4:1: error[argument-default]: the default of argument `colour` is refused"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "paint.md:7:1: error[argument-default]: the default of argument `coats` is refused"
+        ),
+        "{out}"
+    );
+    assert!(
+        !out.contains("`day`"),
+        "a templated default is checked when it renders: {out}"
+    );
+    // The same value passed explicitly is refused too.
+    let o = promptd(&[
+        "--prompts",
+        prompts,
+        "get",
+        "paint",
+        "--arg",
+        "colour=purple",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+}
+
 #[test]
 fn malformed_config_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();

@@ -101,6 +101,25 @@ fn check_prompt(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
             format!("argument `{argument}` has an invalid JSON Schema: {message}"),
         ));
     }
+    for (line, e) in snap
+        .renderer
+        .check_defaults(&prompt.name)
+        .unwrap_or_default()
+    {
+        let message = match e {
+            RenderError::InvalidArgument {
+                argument, message, ..
+            } => format!("the default of argument `{argument}` is refused: {message}"),
+            other => other.to_string(),
+        };
+        out.push(diag(
+            prompt,
+            Severity::Error,
+            line.max(1),
+            "argument-default",
+            message,
+        ));
+    }
     let Some(analysis) = snap.renderer.analysis(&prompt.name) else {
         return;
     };

@@ -493,6 +493,32 @@ impl Renderer {
         (0..prompt.arguments.len()).try_for_each(|i| cache.validator(prompt, i).map(|_| ()))
     }
 
+    /// Checks every argument default of a prompt as a value the caller supplied would be
+    /// checked (type, enum, bounds, schema; used by `check`): each refused default as (its
+    /// argument's line, the error). A default that is a template (`{{ … }}`, rendered over
+    /// the lower layers) is checked when it renders, not here.
+    pub fn check_defaults(&self, name: &str) -> Result<Vec<(usize, RenderError)>, RenderError> {
+        let prompt = self.prompt(name)?;
+        let cache = self.cache(prompt)?;
+        let mut refused = Vec::new();
+        for spec in &prompt.arguments {
+            let Some(default) = &spec.default else {
+                continue;
+            };
+            if default
+                .as_str()
+                .is_some_and(|s| s.contains("{{") || s.contains("{%"))
+            {
+                continue;
+            }
+            let one = Map::from_iter([(spec.name.clone(), default.clone())]);
+            if let Err(e) = self.coerce_arguments(prompt, cache, &one) {
+                refused.push((spec.line, e));
+            }
+        }
+        Ok(refused)
+    }
+
     fn prompt(&self, name: &str) -> Result<&Arc<PromptTemplate>, RenderError> {
         self.registry
             .get(name)
