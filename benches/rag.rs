@@ -430,8 +430,8 @@ fn main() {
     // 1. Full lexical index of a large real tree.
     let tree = registry_tree();
     restore_touched(&tree);
-    // Several builds: on a shared VM the CPU time of identical work moves by a fifth with the
-    // host's load, so one run says little. Each run and the best and median are printed.
+    // Several builds: on a shared VM the CPU time of identical work moves a lot with the host's
+    // load, so one run says little. Each run and the best and median are printed.
     let runs: usize = std::env::var("RAG_BENCH_FULL_INDEX_RUNS")
         .ok()
         .and_then(|n| n.parse().ok())

@@ -320,7 +320,7 @@ async fn the_whole_flow_through_the_real_binary_over_mcp() {
 /// percent-encoded); a client without roots gets the server's directory and a warning.
 #[tokio::test]
 async fn a_long_retrieval_never_holds_up_the_other_requests() {
-    // Enough files that the first index of the repository takes well over a second.
+    // Enough files that the first index of the repository takes a while.
     let repo = tempfile::tempdir().unwrap();
     let src = repo.path().join("src");
     std::fs::create_dir_all(&src).unwrap();

@@ -430,7 +430,7 @@ fn stdio_unread_answers_hold_back_input_not_memory() {
     writeln!(stdin, "{INITIALIZED}").unwrap();
     let baseline = peak_rss_of(child.id()).unwrap();
     let started = Instant::now();
-    // Each answer is the listing of the built-in prompts (tens of KB).
+    // Each answer is the listing of the built-in prompts.
     let writer = std::thread::spawn(move || {
         for id in 0..REQUESTS {
             let request = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",

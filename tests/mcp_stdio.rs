@@ -262,8 +262,8 @@ fn stdio_busy_poll_ends_when_the_client_goes_quiet() {
 /// idle server does not keep the size of its last answers resident.
 #[test]
 fn stdio_memory_of_large_tool_answers_is_returned_when_the_session_goes_quiet() {
-    // A listing of about 8 MB of JSON (too large for the listing to keep): tens of MB built
-    // and freed by each answer.
+    // A listing of about 8 MB of JSON (too large for the listing to keep): several times that
+    // built and freed by each answer.
     let prompts = tempfile::tempdir().unwrap();
     let description = "d".repeat(8192);
     for i in 0..1000 {

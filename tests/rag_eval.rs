@@ -1,7 +1,7 @@
 //! Retrieval quality on labelled queries (`tests/fixtures/rag/eval/*.yaml`) over real crates
 //! from the local cargo registry: file-level Acc@1, Acc@3, Acc@k and MRR for several ranking
 //! configurations. Run through `scripts/eval-retrieval` (release build, real model); ignored in
-//! the default test run because embedding a few thousand chunks takes minutes the first time
+//! the default test run because embedding a few thousand chunks is slow the first time
 //! (vectors are cached under `target/rag-eval/`).
 
 use crate::support::rag;

@@ -106,7 +106,7 @@ fn one_shot_context_loads_the_model_only_when_vectors_are_cached() {
         "{}",
         hybrid.stderr
     );
-    // ONNX Runtime and the model's weights are tens of MiB the lexical run never touched.
+    // ONNX Runtime and the model's weights are large, and the lexical run never touched them.
     assert!(
         hybrid.peak_rss_mib > lexical.peak_rss_mib + 20.0,
         "peak RSS lexical {:.1} MiB, hybrid {:.1} MiB",

@@ -41,7 +41,7 @@ impl Repo {
 }
 
 /// The benchmark's repositories: well-kept projects with descriptive fix commits, in four
-/// languages, small enough that a full index takes seconds.
+/// languages, small enough to index quickly.
 pub const REPOS: &[Repo] = &[
     Repo {
         slug: "psf/requests",

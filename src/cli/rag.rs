@@ -262,7 +262,7 @@ pub fn run_context(
         write!(out, "{}", result.formatted)?;
     }
     // The process ends after this answer: the OS reclaims the index state (on a large
-    // repository, freeing it one allocation at a time took tens of milliseconds) and releases
+    // repository, freeing it one allocation at a time is slow) and releases
     // its file locks. Nothing is pending: a one-shot refresh has committed before answering.
     std::mem::forget(retrievers);
     Ok(0)

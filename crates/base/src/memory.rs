@@ -1,7 +1,7 @@
 //! Freed memory returned to the system once the process goes quiet. mimalloc keeps the pages of
 //! freed blocks for reuse and gives them back (purges them) only on later allocator activity,
-//! so a server that goes idle right after a large answer (a listing of 10,000 prompts is a few
-//! MB, built and serialized more than once) would hold that memory until its next request.
+//! so a server that goes idle right after a large answer (the listing of a large registry,
+//! built and serialized more than once) would hold that memory until its next request.
 //!
 //! Whatever does work worth trimming after says so ([`note_activity`]: every MCP request,
 //! every snapshot swap); [`trim_when_quiet`] waits until [`QUIET`] passes without any and then

@@ -46,7 +46,7 @@ fn count_in_parts(bpe: &CoreBPE, text: &str) -> usize {
     total + count(&text[start..])
 }
 
-/// Builds the tokenizer's tables on a background thread (tens of milliseconds), so a caller that
+/// Builds the tokenizer's tables on a background thread (which takes a moment), so a caller that
 /// counts tokens later, after other work, does not wait for them then.
 pub fn load_in_background() {
     std::thread::spawn(|| {

@@ -187,8 +187,8 @@ impl Snapshot {
         get_prompts(self, clock, req, visibility, &self.limits)
     }
 
-    /// Builds the cached metadata-only listings now (a few ms for 1,000 prompts) instead of on
-    /// the first `wit-get-prompts` listing.
+    /// Builds the cached metadata-only listings now instead of on the first `wit-get-prompts`
+    /// listing.
     pub fn warm(&self) {
         self.warm_from(None);
     }
@@ -657,8 +657,7 @@ struct ListingWire<'a> {
 }
 
 impl PromptListing {
-    /// A listing's JSON up to this many bytes is kept with it (about 2,500 prompts like the
-    /// bench's generated ones, 800 like the built-in ones); above, its text and value would
+    /// A listing's JSON up to this many bytes is kept with it; above, its text and value would
     /// cost more memory than writing it costs time.
     const KEEP_JSON_BYTES: usize = 1 << 20;
     /// A listing of more prompts is not kept, and not written to find out.

@@ -212,9 +212,8 @@ where
     let config_name = library.config_path().file_name().map(|n| n.to_os_string());
     let task_watcher = watcher.clone();
     let task = tokio::spawn(async move {
-        // Adding a watch makes the kernel visit every cached entry of the folder (milliseconds
-        // for a folder of many thousand prompts): done on a blocking thread, beside the
-        // handshake.
+        // Adding a watch makes the kernel visit every cached entry of the folder (slow for a
+        // folder of many thousand prompts): done on a blocking thread, beside the handshake.
         let adding = (library.clone(), task_watcher.clone(), roots.clone());
         let watching = tokio::task::spawn_blocking(move || {
             let (library, watcher, roots) = adding;

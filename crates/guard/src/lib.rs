@@ -32,7 +32,7 @@ use external::GitleaksRunner;
 use rules::RuleSet;
 use scanner::Scanner;
 
-/// Default limit for one gitleaks run (it starts in well under a second; big batches take longer).
+/// Default limit for one gitleaks run (it starts quickly; big batches take longer).
 pub const DEFAULT_GITLEAKS_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Errors of the secret guard. Any of them means "not scanned": callers must block.

@@ -146,8 +146,8 @@ impl LastAnswer {
 /// A stdin pipe that, found empty, is read again for a moment before the task waits for epoll.
 ///
 /// A client usually sends its next request as soon as it has read an answer. If the server's
-/// thread has gone to sleep by then, that request has to wake it first: tens of microseconds on
-/// a virtual machine whose idle CPUs halt. So until `window` has passed since the last answer
+/// thread has gone to sleep by then, that request has to wake it first, which is slow on a
+/// virtual machine whose idle CPUs halt. So until `window` has passed since the last answer
 /// was written, a read that finds nothing yields the CPU to any other runnable thread
 /// (`sched_yield`: a client on the same CPU reads its answer at once) and the runtime to its
 /// other tasks (the next request's handler, its answer's write), and is tried again; after that

@@ -234,7 +234,7 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
                 ctx.written.as_ref(),
             )
         };
-        // One prompt, or the cached metadata listing, takes microseconds: answered in place.
+        // One prompt, or the cached metadata listing, is quick: answered in place.
         // Rendering a batch can take a while: off the request loop (stdio is one thread).
         if inline {
             return answer();

@@ -412,7 +412,7 @@ struct SavedStamp {
 }
 
 /// A folder opened once, so its entries are `stat`ed relative to it instead of by their full
-/// paths (on 110k files, the kernel's path lookups were most of a one-shot refresh).
+/// paths (on large trees, the kernel's path lookups dominated a one-shot refresh).
 struct Folder {
     #[cfg(unix)]
     fd: rustix::fd::OwnedFd,

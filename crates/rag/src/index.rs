@@ -979,7 +979,7 @@ type FileStamp = (u64, u64);
 /// error, a stray write, a deleted file) shows here, before a search or a commit trips over it.
 /// Segment files are written once and never modified, so a file is checked only when its size
 /// or mtime differs from when it last passed (recorded in [`RagDir::index_verified`]): opening
-/// an unchanged index of a large repository reads none of its hundreds of megabytes.
+/// an unchanged index of a large repository reads none of its segment data.
 fn damaged_files(rag_dir: &RagDir, index: &Index) -> Result<Vec<String>, String> {
     let metas = index.load_metas().map_err(|e| e.to_string())?;
     let segments: HashSet<String> = metas

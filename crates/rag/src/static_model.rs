@@ -1,7 +1,7 @@
 //! Static embeddings: one vector per vocabulary token, pooled by a (weighted) mean and scaled
 //! to unit length, the way Model2Vec and WordLlama models compute a text's vector. No network
-//! runs, so a chunk costs one tokenization and a few hundred additions: thousands of chunks a
-//! second on one core, where a transformer takes tens.
+//! runs, so a chunk costs one tokenization and a few hundred additions: far more chunks a second
+//! on one core than a transformer manages.
 //!
 //! A model directory holds `tokenizer.json` (Hugging Face tokenizers) and `model.safetensors`
 //! with the token table (`embeddings`, `embedding.weight`, or its one 2-D tensor; f32, f16, bf16

@@ -90,7 +90,7 @@ pub struct ArgumentSpec {
     pub minimum: Option<Box<Value>>,
     pub maximum: Option<Box<Value>>,
     /// A full JSON Schema given under `schema:`; overrides the fields above for validation.
-    /// (Boxed, like the bounds: most arguments have none, and a `Value` is 72 bytes.)
+    /// (Boxed, like the bounds: most arguments have none, and a `Value` is several words wide.)
     pub schema: Option<Box<Value>>,
     /// 1-based line of the argument in the prompt file.
     #[serde(skip)]
@@ -321,7 +321,7 @@ pub(crate) fn parse_prompt_file_hashed(
         message,
     })?;
     // Kept for the life of the snapshot: no spare capacity (a grown vector of two arguments
-    // holds room for four, 464 bytes).
+    // holds room for four).
     tpl.arguments.shrink_to_fit();
     tpl.directives.shrink_to_fit();
     tpl.parse_warnings.shrink_to_fit();

@@ -173,7 +173,7 @@ fn period<S: Copy>(layers: &[(&Map<String, Value>, S)]) -> Result<Option<(i64, S
 }
 
 /// `2026-01-15`: what `format("%Y-%m-%d")` writes, without parsing the format on every render
-/// (chrono's strftime parser was a twentieth of a `prompts/get`).
+/// (chrono's strftime parser showed in `prompts/get` profiles).
 fn iso_date(d: NaiveDate) -> String {
     if (0..=9999).contains(&d.year()) {
         format!("{:04}-{:02}-{:02}", d.year(), d.month(), d.day())
