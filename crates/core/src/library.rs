@@ -123,6 +123,17 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The prompts `visibility` shows whose names a caller who asked for `name` most likely
+    /// meant ([`similar_names`]).
+    pub fn similar_names(&self, name: &str, visibility: Visibility) -> Vec<String> {
+        let shown = self
+            .registry
+            .prompts()
+            .filter(|t| visibility.shows(t))
+            .map(|t| t.name.as_str());
+        similar_names(name, shown)
+    }
+
     /// A snapshot whose limits are the config's (the defaults when its `limits` section is
     /// invalid; [`PromptLibrary`] refuses such a config before it gets here).
     pub fn new(registry: Registry, config: Arc<ProjectConfig>) -> Snapshot {
@@ -1137,12 +1148,7 @@ fn get_prompts(
         metadata.prompt_name = Some(name.clone());
         let Some(t) = lookup(name) else {
             metadata.found = Some(false);
-            let visible = snap
-                .registry
-                .prompts()
-                .filter(|t| visibility.shows(t))
-                .map(|t| t.name.as_str());
-            warnings.extend(did_you_mean(&similar_names(name, visible)));
+            warnings.extend(did_you_mean(&snap.similar_names(name, visibility)));
             return Ok(GetPromptsResponse {
                 success: false,
                 data: None,

@@ -21,7 +21,7 @@ use super::jsonrpc::WrittenResults;
 use super::tool_calls::{self, ToolContext};
 use promptd_base::metrics::Method;
 use promptd_base::workspace::ClientOrigin;
-use promptd_core::library::{PromptLibrary, Snapshot, Visibility, similar_names};
+use promptd_core::library::{PromptLibrary, Snapshot, Visibility};
 use promptd_core::registry::PromptTemplate;
 use promptd_stages::{ClientRoots, Stages};
 
@@ -123,12 +123,7 @@ impl PromptServer {
     /// The error for `name`, which this server does not offer, with the offered names the
     /// caller most likely meant.
     fn unknown_prompt(&self, snap: &Snapshot, name: &str) -> ErrorData {
-        let offered = snap
-            .registry
-            .prompts()
-            .filter(|t| self.offered(t))
-            .map(|t| t.name.as_str());
-        convert::unknown_prompt(name, similar_names(name, offered))
+        convert::unknown_prompt(name, snap.similar_names(name, self.visibility()))
     }
 }
 

@@ -61,16 +61,6 @@ impl StudioOptions {
             .filter(|t| self.visibility.shows(t))
     }
 
-    /// The shown prompts' names a visitor who asked for `name` most likely meant.
-    pub fn similar(&self, snapshot: &Snapshot, name: &str) -> Vec<String> {
-        let shown = snapshot
-            .registry
-            .prompts()
-            .filter(|t| self.visibility.shows(t))
-            .map(|t| t.name.as_str());
-        promptd_core::library::similar_names(name, shown)
-    }
-
     /// `path` as `promptd test` shows it: relative to the project when inside it (without a
     /// file-system call per path, which a list of 100,000 prompts would pay).
     fn shown(&self, path: &str) -> String {

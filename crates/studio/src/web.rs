@@ -218,7 +218,7 @@ async fn render(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> R
         };
         let Some(prompt) = state.options.prompt(&snapshot, name) else {
             let mut text = promptd_core::library::not_found_message(name);
-            let similar = state.options.similar(&snapshot, name);
+            let similar = snapshot.similar_names(name, state.options.visibility);
             if let Some(hint) = promptd_core::library::did_you_mean(&similar) {
                 text = format!("{text} {}", upper_first(&hint));
             }
