@@ -317,11 +317,6 @@ impl RepositoryRetrievers {
         drop(closed);
     }
 
-    /// How many repositories are open.
-    pub fn open_count(&self) -> usize {
-        self.slots().len()
-    }
-
     /// Remembers `slot` for `repo`; what it pushes out is dropped after the lock is released.
     fn keep(&self, repo: PathBuf, slot: Slot) {
         let pushed_out = self.slots().push(repo, slot);
@@ -335,7 +330,9 @@ impl RepositoryRetrievers {
         config: &RagConfig,
     ) -> Result<Arc<Retriever>, RagError> {
         let repo = workspace.root();
-        let rebuild = match self.slots().get(repo) {
+        // Held while opening (opening is fast), so two first requests open one retriever.
+        let mut open = self.slots();
+        let rebuild = match open.get(repo) {
             Some(Slot::Open(r)) if r.config() == config => return Ok(r.clone()),
             // Opened under other settings: reopened under these.
             Some(Slot::Open(_)) | None => None,
@@ -346,7 +343,9 @@ impl RepositoryRetrievers {
             Some(reason) => Retriever::open_rebuilt(workspace, config.clone(), reason),
         };
         let r = Arc::new(r?);
-        self.keep(repo.to_path_buf(), Slot::Open(r.clone()));
+        let pushed_out = open.push(repo.to_path_buf(), Slot::Open(r.clone()));
+        drop(open);
+        drop(pushed_out);
         Ok(r)
     }
 
