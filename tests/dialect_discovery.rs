@@ -239,7 +239,7 @@ async fn lists_and_gets_one_prompt_per_dialect(s: mcp::Session) {
             "tools:api-scaffold",
             "claude",
             json!({"arguments": "users v2"}),
-            "Create the `users` resource (version v2)",
+            "Create the `users` resource (version v2, then $2)",
         ),
         (
             "git:commit",

@@ -82,7 +82,7 @@ fn positional_placeholders_cannot_multiply_an_argument_past_the_render_limit() {
     let root = repo.path().join(".claude/commands");
     std::fs::create_dir_all(&root).unwrap();
     std::fs::write(root.join("bomb.md"), "$ARGUMENTS $1 ".repeat(20_000)).unwrap();
-    std::fs::write(root.join("ok.md"), "Fine $1\n").unwrap();
+    std::fs::write(root.join("ok.md"), "Fine $0\n").unwrap();
     let lib = PromptLibrary::open(LibraryOptions {
         cwd: repo.path().to_path_buf(),
         no_builtin_prompts: true,

@@ -77,14 +77,11 @@ fn known_elsewhere(name: &str, config: &ProjectConfig) -> bool {
 
 fn check_prompt(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnostic>) {
     let first = out.len();
-    for (line, message) in &prompt.parse_warnings {
-        out.push(diag(
-            prompt,
-            Severity::Warning,
-            *line,
-            "argument-field",
-            message.clone(),
-        ));
+    for w in &prompt.parse_warnings {
+        out.push(Diagnostic {
+            column: w.column.max(1),
+            ..diag(prompt, Severity::Warning, w.line, w.code, w.message.clone())
+        });
     }
     if let Err(RenderError::InvalidSchema {
         line,

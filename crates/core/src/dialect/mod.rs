@@ -10,8 +10,8 @@
 //! | [`Dialect::Jinja`] | any other `*.md` | minijinja (plain fallback), in `render` |
 //! | [`Dialect::Plain`] | `engine: plain` | `{{ key }}` |
 //! | [`Dialect::Vscode`] | `*.prompt.md`, a `.github/prompts` folder | `${input:x}`, `${file}`, … |
-//! | [`Dialect::Claude`] | a `.claude/commands` folder | `$ARGUMENTS`, `$1`…`$9` |
-//! | [`Dialect::Codex`] | a `.codex/prompts` folder | `$ARGUMENTS`, `$1`…`$9`, `$NAME`, `$$` |
+//! | [`Dialect::Claude`] | a `.claude/commands` folder | `$ARGUMENTS`, `$ARGUMENTS[N]`, `$N`, `$name` |
+//! | [`Dialect::Codex`] | a `.codex/prompts` folder | `$ARGUMENTS`, `$1`…`$9`, or `$NAME` |
 //! | [`Dialect::Gemini`] | `*.toml` under a `.gemini/commands` folder | `{{args}}` |
 //! | [`Dialect::Cursor`] | a `.cursor/commands` folder | none |
 //!
@@ -49,7 +49,7 @@ pub enum Dialect {
     Vscode,
     /// Claude Code commands.
     Claude,
-    /// Codex CLI prompts: Claude's placeholders plus named `$NAME` ones and the `$$` escape.
+    /// Codex CLI prompts: positional or named `$NAME` placeholders.
     Codex,
     /// Gemini CLI commands (TOML).
     Gemini,
@@ -164,15 +164,54 @@ impl Dialect {
         }
     }
 
-    /// The body cut into verbatim text and slots.
-    pub fn segments(self, body: &str) -> Vec<Segment<'_>> {
+    /// The body cut into verbatim text and slots; `metadata` is the file's frontmatter (Claude
+    /// Code's named arguments are declared there).
+    pub fn segments<'a>(self, body: &'a str, metadata: &Map<String, Value>) -> Vec<Segment<'a>> {
         match self {
             Dialect::Jinja | Dialect::Plain => plain::segments(body),
             Dialect::Vscode => vscode::segments(body),
-            Dialect::Claude => claude::segments(body, false),
-            Dialect::Codex => claude::segments(body, true),
+            Dialect::Claude => claude::claude_segments(body, &claude::argument_names(metadata)),
+            Dialect::Codex => claude::codex_segments(body),
             Dialect::Gemini => gemini::segments(body),
             Dialect::Cursor => cursor::segments(body),
+        }
+    }
+
+    /// The argument that holds the text typed after the command, when this dialect's tool
+    /// appends it to a prompt whose placeholders did not take it.
+    fn trailing_argument(self) -> Option<&'static str> {
+        match self {
+            Dialect::Claude => Some(claude::ARGUMENTS),
+            Dialect::Gemini => Some(gemini::ARGS),
+            _ => None,
+        }
+    }
+
+    /// What the tool appends for typed text `value` after a render that used `used` of a body
+    /// cut into `segments`:
+    /// - Claude Code: `\nARGUMENTS: <text>` when nothing was substituted (2.1.233,
+    ///   `utils/argumentSubstitution.ts`; "If `$ARGUMENTS` is not present in the content,
+    ///   arguments are appended", code.claude.com/docs/en/skills);
+    /// - Gemini CLI: two newlines and the command as typed (`/name text`) when the prompt has
+    ///   no `{{args}}` (0.61, `DefaultArgumentProcessor` in
+    ///   `packages/cli/src/services/prompt-processors/argumentProcessor.ts`, and "Default
+    ///   argument processing" at geminicli.com/docs/cli/custom-commands).
+    fn trailing(
+        self,
+        name: &str,
+        segments: &[Segment<'_>],
+        used: &[String],
+        value: &str,
+    ) -> Option<String> {
+        if value.is_empty() {
+            return None;
+        }
+        match self {
+            Dialect::Claude if used.is_empty() => Some(format!("\nARGUMENTS: {value}")),
+            Dialect::Gemini if !segments.iter().any(|s| matches!(s, Segment::Slot { .. })) => {
+                Some(format!("\n\n/{name} {value}"))
+            }
+            _ => None,
         }
     }
 
@@ -187,8 +226,9 @@ impl Dialect {
     }
 
     /// The arguments this dialect's placeholders in `body` declare, in order of first
-    /// appearance; `body_line` is the file line where the body starts, `metadata` the file's
-    /// frontmatter (some dialects describe an argument there).
+    /// appearance, then the text typed after the command when the tool appends it; `body_line`
+    /// is the file line where the body starts, `metadata` the file's frontmatter (some dialects
+    /// describe an argument there).
     pub fn placeholder_arguments(
         self,
         body: &str,
@@ -196,7 +236,7 @@ impl Dialect {
         metadata: &Map<String, Value>,
     ) -> Vec<PlaceholderArgument> {
         let mut out: Vec<PlaceholderArgument> = Vec::new();
-        for seg in self.segments(body) {
+        for seg in self.segments(body, metadata) {
             let Segment::Slot { raw, slot } = seg else {
                 continue;
             };
@@ -221,17 +261,37 @@ impl Dialect {
                 line: line_at(body, offset, body_line),
             });
         }
+        if let Some(name) = self.trailing_argument()
+            && !out.iter().any(|a| a.name == name)
+        {
+            let appended = match self {
+                Dialect::Gemini => "appended after a blank line as the typed command",
+                _ => "appended as `ARGUMENTS: …`",
+            };
+            let hint = self.argument_hint(name, metadata);
+            out.push(PlaceholderArgument {
+                name: name.to_string(),
+                required: false,
+                description: Some(match hint {
+                    Some(h) => format!("{h} ({appended})"),
+                    None => format!("the text typed after the command ({appended})"),
+                }),
+                line: body_line,
+            });
+        }
         out
     }
 
-    /// Substitutes a body: each slot's value from `lookup`, text verbatim.
+    /// Substitutes the body of command `name` as its tool does: each slot's value from
+    /// `lookup`, text verbatim, and typed text appended where the tool appends it.
     pub fn substitute(
         self,
         body: &str,
+        command: Command<'_>,
         lookup: impl Fn(&str) -> Option<String>,
         max_len: usize,
     ) -> Result<(String, Vec<String>), TooLarge> {
-        substitute(&self.segments(body), lookup, max_len)
+        self.substitute_wrapped(body, command, lookup, |_, v| v, max_len)
     }
 
     /// Like [`substitute`](Self::substitute), each slot's final value passed through `wrap`
@@ -239,12 +299,33 @@ impl Dialect {
     pub fn substitute_wrapped(
         self,
         body: &str,
+        command: Command<'_>,
         lookup: impl Fn(&str) -> Option<String>,
         wrap: impl Fn(&str, String) -> String,
         max_len: usize,
     ) -> Result<(String, Vec<String>), TooLarge> {
-        segment::substitute_wrapped(&self.segments(body), lookup, wrap, max_len)
+        let segments = self.segments(body, command.metadata);
+        let (mut text, mut used) = segment::substitute_wrapped(&segments, &lookup, &wrap, max_len)?;
+        if let Some(name) = self.trailing_argument()
+            && let Some(value) = lookup(name)
+            && let Some(tail) = self.trailing(command.name, &segments, &used, &wrap(name, value))
+        {
+            if text.len() + tail.len() > max_len {
+                return Err(TooLarge { limit: max_len });
+            }
+            text.push_str(&tail);
+            used.push(name.to_string());
+        }
+        Ok((text, used))
     }
+}
+
+/// What a render of another tool's command knows besides its arguments: the command's name
+/// (Gemini CLI appends the typed command) and its frontmatter (Claude Code's named arguments).
+#[derive(Debug, Clone, Copy)]
+pub struct Command<'a> {
+    pub name: &'a str,
+    pub metadata: &'a Map<String, Value>,
 }
 
 /// An argument a dialect's placeholders declare.

@@ -36,8 +36,10 @@ pub struct Slot {
 pub enum Key {
     /// The value of an argument.
     Arg(String),
-    /// Word `index` (1-based) of an argument split like the shell.
+    /// Word `index` (counted from 0) of an argument split like the shell.
     Word { of: &'static str, index: usize },
+    /// The words of an argument split like the shell, joined by single spaces.
+    Joined { of: &'static str },
     /// A fixed text (`$$` is `$`).
     Literal(&'static str),
 }
@@ -47,7 +49,7 @@ impl Key {
     pub fn argument(&self) -> Option<&str> {
         match self {
             Key::Arg(a) => Some(a),
-            Key::Word { of, .. } => Some(of),
+            Key::Word { of, .. } | Key::Joined { of } => Some(of),
             Key::Literal(_) => None,
         }
     }
@@ -95,14 +97,30 @@ pub fn substitute_wrapped(
             }
             Segment::Slot { raw, slot } => (raw, slot),
         };
-        let value = match &slot.key {
-            Key::Literal(s) => Some((*s).to_string()),
-            Key::Arg(name) => lookup(name),
-            Key::Word { of, index } => words
-                .entry(of)
-                .or_insert_with(|| lookup(of).map(|v| shell_words(&v)))
-                .as_ref()
-                .map(|w| w.get(index - 1).cloned().unwrap_or_default()),
+        // A word that was not typed is missing; when the argument was given at all, the slot
+        // still counts as using it.
+        let (value, uses) = match &slot.key {
+            Key::Literal(s) => (Some((*s).to_string()), false),
+            Key::Arg(name) => {
+                let v = lookup(name);
+                let given = v.is_some();
+                (v, given)
+            }
+            Key::Word { of, index } => {
+                let words = words
+                    .entry(of)
+                    .or_insert_with(|| lookup(of).map(|v| shell_words(&v)));
+                let word = words.as_ref().and_then(|w| w.get(*index).cloned());
+                let given = words.is_some() && (word.is_some() || !slot.keep_when_missing);
+                (word, given)
+            }
+            Key::Joined { of } => {
+                let words = words
+                    .entry(of)
+                    .or_insert_with(|| lookup(of).map(|v| shell_words(&v)));
+                let given = words.is_some();
+                (words.as_ref().map(|w| w.join(" ")), given)
+            }
         };
         match value {
             Some(v) => {
@@ -111,14 +129,15 @@ pub fn substitute_wrapped(
                     None => v,
                 };
                 push(&mut text, &v)?;
-                if let Some(a) = slot.key.argument()
-                    && !used.iter().any(|u| u == a)
-                {
-                    used.push(a.to_string());
-                }
             }
             None if slot.keep_when_missing => push(&mut text, raw)?,
             None => {}
+        }
+        if uses
+            && let Some(a) = slot.key.argument()
+            && !used.iter().any(|u| u == a)
+        {
+            used.push(a.to_string());
         }
     }
     Ok((text, used))

@@ -139,7 +139,7 @@ fn lossless(
             }
         }
         // Arguments are the values of the slots that name one.
-        for seg in dialect.segments(&body) {
+        for seg in dialect.segments(&body, &Map::new()) {
             if let Segment::Slot { raw, slot } = seg
                 && let Key::Arg(name) = &slot.key
             {
@@ -150,13 +150,24 @@ fn lossless(
             "arguments".into(),
             Value::String("w1 w2 w3 w4 w5 w6 w7 w8 w9".into()),
         );
+        let meta = Map::new();
+        let command = Command {
+            name: "cmd",
+            metadata: &meta,
+        };
         let (out, _) = dialect
             .substitute(
                 &body,
+                command,
                 |k| args.get(k).and_then(Value::as_str).map(str::to_string),
                 1 << 20,
             )
             .unwrap();
+        // Claude Code appends the typed text when no placeholder took it.
+        let took = |p: &Piece| matches!(p, Piece::Slot { raw, value } if raw != value);
+        if dialect == Dialect::Claude && !pieces.iter().any(took) {
+            expected.push_str("\nARGUMENTS: w1 w2 w3 w4 w5 w6 w7 w8 w9");
+        }
         assert_eq!(out, expected, "{dialect:?} body {body:?}");
     }
 }
@@ -218,10 +229,24 @@ fn claude_renders_losslessly() {
     lossless(
         Dialect::Claude,
         &|rng| {
-            let raw = pick(rng, &["$ARGUMENTS", "$1", "$9"]);
+            let raw = pick(
+                rng,
+                &[
+                    "$ARGUMENTS",
+                    "$0",
+                    "$1",
+                    "$ARGUMENTS[2]",
+                    "$12",
+                    "$ARGUMENTS[9]",
+                ],
+            );
             let value = match raw {
                 "$ARGUMENTS" => "w1 w2 w3 w4 w5 w6 w7 w8 w9".to_string(),
-                r => format!("w{}", &r[1..]),
+                "$0" => "w1".into(),
+                "$1" => "w2".into(),
+                "$ARGUMENTS[2]" => "w3".into(),
+                // Nine words were typed: word 9 and word 12 stay as written.
+                other => other.into(),
             };
             Piece::Slot {
                 raw: raw.into(),
@@ -230,7 +255,9 @@ fn claude_renders_losslessly() {
         },
         &|s| {
             !s.ends_with('$')
-                && claude::segments(s, false)
+                && !s.ends_with('\\')
+                && !s.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '[')
+                && claude::claude_segments(s, &[])
                     .iter()
                     .all(|s| matches!(s, Segment::Text(_)))
         },
@@ -242,28 +269,162 @@ fn codex_renders_losslessly() {
     lossless(
         Dialect::Codex,
         &|rng| {
-            let raw = pick(rng, &["$ARGUMENTS", "$1", "$9", "$$", "$TICKET_ID", "$X2"]);
+            let raw = pick(rng, &["$ARGUMENTS", "$1", "$9", "$$"]);
             let value = match raw {
                 "$ARGUMENTS" => "w1 w2 w3 w4 w5 w6 w7 w8 w9".to_string(),
-                "$$" => "$".to_string(),
-                r if r.len() == 2 && r.as_bytes()[1].is_ascii_digit() => format!("w{}", &r[1..]),
-                r => value_of(Dialect::Claude, r),
+                // Codex leaves `$$` as it is.
+                "$$" => "$$".to_string(),
+                r => format!("w{}", &r[1..]),
             };
             Piece::Slot {
                 raw: raw.into(),
                 value,
             }
         },
-        // Text must not hold a `$` that starts a placeholder: `$$`, or `$` at its end (the
-        // generator may put a placeholder right after it).
+        // Text must not hold a `$` that starts a placeholder: `$$`, `$` at its end (the
+        // generator may put a placeholder right after it), or a named `$NAME`.
         &|s| {
             !s.contains("$$")
                 && !s.ends_with('$')
-                && claude::segments(s, true)
+                && claude::codex_segments(s)
                     .iter()
                     .all(|s| matches!(s, Segment::Text(_)))
         },
     );
+}
+
+/// Renders `body` of `dialect` with `args` and frontmatter `meta`.
+fn render_with(
+    dialect: Dialect,
+    body: &str,
+    meta: &Map<String, Value>,
+    args: &[(&str, &str)],
+) -> String {
+    let command = Command {
+        name: "git:commit",
+        metadata: meta,
+    };
+    dialect
+        .substitute(
+            body,
+            command,
+            |k| {
+                args.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            },
+            1 << 20,
+        )
+        .unwrap()
+        .0
+}
+
+#[test]
+fn claude_positionals_count_from_zero_and_keep_what_was_not_typed() {
+    let none = Map::new();
+    let r =
+        |body: &str, args: &str| render_with(Dialect::Claude, body, &none, &[("arguments", args)]);
+    assert_eq!(
+        r("$0|$1|$ARGUMENTS[1]|$2|$ARGUMENTS[2]", "a 'b c'"),
+        "a|b c|b c|$2|$ARGUMENTS[2]"
+    );
+    // Prices and shell snippets are text unless that many words are typed.
+    assert_eq!(
+        r(
+            "costs $5,000 or $36,000, $10M, $87.40 and $500; awk '{print $1}' x $0",
+            "one"
+        ),
+        "costs $5,000 or $36,000, $10M, $87.40 and $500; awk '{print $1}' x one"
+    );
+    assert_eq!(r("awk '{print $1}'", "one two"), "awk '{print two}'");
+    // `\$` before a placeholder is a literal `$`; elsewhere a backslash is text.
+    assert_eq!(r("\\$0 and \\$HOME and $0", "x"), "$0 and \\$HOME and x");
+    // Nothing substituted: the typed text is appended; nothing typed, nothing appended.
+    assert_eq!(
+        r("Review the code.", "src/lib.rs"),
+        "Review the code.\nARGUMENTS: src/lib.rs"
+    );
+    assert_eq!(r("Cost $3 each.", "one"), "Cost $3 each.\nARGUMENTS: one");
+    assert_eq!(r("Review the code.", ""), "Review the code.");
+    assert_eq!(r("Fix $ARGUMENTS now", "bug 1"), "Fix bug 1 now");
+    // `$HOME` and `$$` are text for Claude Code.
+    assert_eq!(r("$HOME $$ $ARGUMENTS", "x"), "$HOME $$ x");
+}
+
+#[test]
+fn claude_named_arguments_come_from_frontmatter_positions() {
+    let mut meta = Map::new();
+    meta.insert(
+        "arguments".into(),
+        serde_json::json!(["component", "from", "to"]),
+    );
+    let body = "Move $component from $from to $to ($components, $to[0], $ARGUMENTS)";
+    assert_eq!(
+        render_with(
+            Dialect::Claude,
+            body,
+            &meta,
+            &[("arguments", "Search React")]
+        ),
+        "Move Search from React to  ($components, $to[0], Search React)"
+    );
+    meta.insert("arguments".into(), Value::String("component 2 from".into()));
+    assert_eq!(claude::argument_names(&meta), ["component", "from"]);
+    let args = Dialect::Claude.placeholder_arguments("Move $component", 3, &meta);
+    assert_eq!(args.len(), 1);
+    assert_eq!(args[0].name, "arguments");
+    assert_eq!(args[0].description.as_deref(), Some("[component] [from]"));
+}
+
+#[test]
+fn codex_keeps_dollar_dollar_and_named_prompts_fill_only_names() {
+    let none = Map::new();
+    let r = |body: &str, args: &[(&str, &str)]| render_with(Dialect::Codex, body, &none, args);
+    assert_eq!(
+        r(
+            "$1 and $2, all: $ARGUMENTS, cost $$5, $0",
+            &[("arguments", "a 'b c'")]
+        ),
+        "a and b c, all: a b c, cost $$5, $0"
+    );
+    assert_eq!(r("$3 left", &[("arguments", "a")]), " left");
+    // A prompt with a named placeholder takes only names: `$1`, `$ARGUMENTS`, `$$X` stay.
+    assert_eq!(
+        r(
+            "Ticket $TICKET_ID by $1 ($ARGUMENTS, $$USER)",
+            &[("TICKET_ID", "T-7"), ("arguments", "x")]
+        ),
+        "Ticket T-7 by $1 ($ARGUMENTS, $$USER)"
+    );
+    let args = Dialect::Codex.placeholder_arguments("Ticket $TICKET_ID by $1", 1, &none);
+    assert_eq!(args.len(), 1);
+    assert!(args[0].required);
+    // Codex drops text typed after a prompt without placeholders.
+    assert_eq!(
+        r("No placeholder.", &[("arguments", "x")]),
+        "No placeholder."
+    );
+    assert!(
+        Dialect::Codex
+            .placeholder_arguments("No placeholder.", 1, &none)
+            .is_empty()
+    );
+}
+
+#[test]
+fn gemini_appends_the_typed_command_when_the_prompt_has_no_args() {
+    let none = Map::new();
+    let r = |body: &str, args: &str| render_with(Dialect::Gemini, body, &none, &[("args", args)]);
+    assert_eq!(
+        r("Write a commit message.", "fix the bug"),
+        "Write a commit message.\n\n/git:commit fix the bug"
+    );
+    assert_eq!(r("Write a commit message.", ""), "Write a commit message.");
+    assert_eq!(r("Commit: {{args}}.", "fix"), "Commit: fix.");
+    let args = Dialect::Gemini.placeholder_arguments("Write.", 1, &none);
+    assert_eq!(args.len(), 1);
+    assert_eq!(args[0].name, "args");
+    assert!(!args[0].required);
 }
 
 #[test]

@@ -15,9 +15,14 @@ fn render(tpl: &PromptTemplate, args: &[(&str, &str)]) -> String {
         .iter()
         .map(|(k, v)| (k.to_string(), Value::String(v.to_string())))
         .collect();
+    let command = crate::dialect::Command {
+        name: &tpl.name,
+        metadata: &tpl.metadata,
+    };
     tpl.dialect
         .substitute(
             &tpl.body,
+            command,
             |k| args.get(k).and_then(Value::as_str).map(str::to_string),
             1 << 20,
         )
@@ -68,24 +73,43 @@ fn vscode_inputs_are_required_and_variables_optional() {
 
 #[test]
 fn codex_arguments_positional_named_and_dollar() {
-    let t = parse(
+    let positional = parse(
         "---\nargument-hint: <file> <mode>\nallowed-tools: Bash(git:*)\n---\n\
-         Fix $1 in $2 mode ($ARGUMENTS), cost $$5, ticket $TICKET, home $HOME, $0 $a\n",
+         Fix $1 in $2 mode ($ARGUMENTS), cost $$5, home $home, $0 $a\n",
         "fix.md",
         Some(Dialect::Codex),
     );
-    let names: Vec<_> = t.arguments.iter().map(|a| a.name.as_str()).collect();
-    assert_eq!(names, ["arguments", "TICKET", "HOME"]);
-    assert_eq!(t.arguments[0].description.as_deref(), Some("<file> <mode>"));
+    let names: Vec<_> = positional
+        .arguments
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(names, ["arguments"]);
     assert_eq!(
-        render(&t, &[("arguments", "'a b.rs' fast"), ("TICKET", "T-1")]),
-        "Fix a b.rs in fast mode ('a b.rs' fast), cost $5, ticket T-1, home $HOME, $0 $a\n"
+        positional.arguments[0].description.as_deref(),
+        Some("<file> <mode>")
     );
     assert_eq!(
-        render(&t, &[]),
-        "Fix  in  mode (), cost $5, ticket $TICKET, home $HOME, $0 $a\n"
+        render(&positional, &[("arguments", "'a b.rs' fast")]),
+        "Fix a b.rs in fast mode (a b.rs fast), cost $$5, home $home, $0 $a\n"
     );
-    assert_eq!(tool_metadata(&t.metadata).len(), 2);
+    assert_eq!(
+        render(&positional, &[]),
+        "Fix  in  mode (), cost $$5, home $home, $0 $a\n"
+    );
+    assert_eq!(tool_metadata(&positional.metadata).len(), 2);
+    // With a named placeholder, Codex fills names only.
+    let named = parse(
+        "Fix $1 ($ARGUMENTS), cost $$5, ticket $TICKET, home $HOME\n",
+        "fix.md",
+        Some(Dialect::Codex),
+    );
+    let names: Vec<_> = named.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["TICKET", "HOME"]);
+    assert_eq!(
+        render(&named, &[("TICKET", "T-1"), ("HOME", "/h")]),
+        "Fix $1 ($ARGUMENTS), cost $$5, ticket T-1, home /h\n"
+    );
 }
 
 #[test]
@@ -165,4 +189,65 @@ fn real_world_constructs_of_public_collections() {
         render(&t, &[("arguments", "me")]),
         "Run: echo \"$WORK_DIR\" for me; AS $$ BEGIN END; $$\n"
     );
+}
+
+#[test]
+fn a_header_claude_code_loads_is_read_as_claude_code_reads_it() {
+    // Claude Code's own documentation example is not YAML (`[a] [b]` is a list, then text).
+    let t = parse(
+        "---\nargument-hint: [pr-number] [priority]\ndescription: Review: the PR\nallowed-tools: Bash(gh pr view:*)\n---\nReview $0 at $1\n",
+        "review.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(t.description.as_deref(), Some("Review: the PR"));
+    assert_eq!(
+        t.metadata["argument-hint"],
+        Value::String("[pr-number] [priority]".into())
+    );
+    let w = &t.parse_warnings[0];
+    assert_eq!((w.line, w.code), (2, "lenient-frontmatter"));
+    assert!(w.column > 1, "{w:?}");
+    assert!(
+        w.message.contains("as Claude Code reads it"),
+        "{}",
+        w.message
+    );
+    // A hint YAML reads as a list is kept as written.
+    let t = parse(
+        "---\nargument-hint: [workflow-name]\n---\nRun $ARGUMENTS\n",
+        "run.md",
+        Some(Dialect::Claude),
+    );
+    assert_eq!(
+        t.metadata["argument-hint"],
+        Value::String("[workflow-name]".into())
+    );
+    assert_eq!(
+        t.arguments[0].description.as_deref(),
+        Some("[workflow-name]")
+    );
+    assert!(t.parse_warnings.is_empty());
+}
+
+#[test]
+fn a_header_no_yaml_reading_accepts_is_read_as_lines_and_the_file_kept() {
+    let t = parse(
+        "---\ndescription: a: b: {c\n  - stray\nmodel: opus\n---\nBody\n",
+        "x.md",
+        Some(Dialect::Vscode),
+    );
+    assert_eq!(t.description.as_deref(), Some("a: b: {c"));
+    assert_eq!(t.metadata["model"], Value::String("opus".into()));
+    assert_eq!(t.body, "Body\n");
+    assert_eq!(t.parse_warnings.len(), 1);
+    // promptd's own files stay strict: the error names the line.
+    let e = parse_prompt_file_in(
+        "---\ndescription: a: b\n---\nBody\n",
+        "p.md",
+        "p.md",
+        PromptCategory::User,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.line, 2);
 }

@@ -292,6 +292,95 @@ impl LenientFrontmatter {
     }
 }
 
+/// YAML indicators that make an unquoted value fail to parse.
+fn has_yaml_indicator(value: &str) -> bool {
+    value.contains(|c| "{}[]*&#!|>%@`".contains(c)) || value.contains(": ")
+}
+
+/// `value` as a YAML double-quoted scalar.
+fn double_quoted(value: &str) -> String {
+    format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Claude Code's second reading of a header its YAML parser refused (2.1.233,
+/// `utils/frontmatterParser.ts`, `quoteProblematicValues`): each `key: value` line (key of
+/// letters, `_` and `-` at the line start) whose value is not already quoted and holds a YAML
+/// indicator (`{}[]*&#!|>%@` and a backtick, or `: `) gets its value double-quoted, so
+/// `argument-hint: [pr-number] [priority]` and `description: Fix: the bug` read as text. Lines
+/// keep their numbers.
+pub fn quote_problematic_values(yaml: &str) -> String {
+    yaml.split('\n')
+        .map(|line| {
+            let Some((key, value)) = top_level_pair(line) else {
+                return line.to_string();
+            };
+            let quoted = ['"', '\'']
+                .iter()
+                .any(|q| value.starts_with(*q) && value.ends_with(*q));
+            if quoted || value.is_empty() || !has_yaml_indicator(value) {
+                line.to_string()
+            } else {
+                format!("{key}: {}", double_quoted(value))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A line `key: value` with `key` of letters, `_` and `-` at the line start and a value after
+/// at least one space (Claude Code's `^([a-zA-Z_-]+):\s+(.+)$`), the value trimmed.
+fn top_level_pair(line: &str) -> Option<(&str, &str)> {
+    let (key, rest) = line.split_once(':')?;
+    let ok_key = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'_' || b == b'-');
+    let value = rest.trim_end_matches('\r');
+    (ok_key && value.starts_with(char::is_whitespace) && !value.trim().is_empty())
+        .then(|| (key, value.trim()))
+}
+
+/// The last reading of a header no YAML reading accepts, as tools that read `key: value` lines
+/// do (Codex 0.171, `codex-rs/core/src/custom_prompts.rs`, reads `description` and
+/// `argument-hint` this way): each top-level `key: value` line is a text value, `- item` lines
+/// under a key without a value are its list, every other line is skipped, and a repeated key
+/// keeps its first value. The result is strict YAML with the same line numbers.
+pub fn key_value_yaml(yaml: &str) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut list_open = false;
+    yaml.split('\n')
+        .map(|raw| {
+            let line = raw.trim_end_matches('\r');
+            if list_open
+                && line.starts_with([' ', '\t', '-'])
+                && let Some(item) = line.trim_start().strip_prefix('-')
+            {
+                return format!("  - {}", double_quoted(unquote(item)));
+            }
+            list_open = false;
+            let Some((key, value)) = line.split_once(':') else {
+                return String::new();
+            };
+            let key_ok = !key.is_empty()
+                && !key.starts_with(char::is_whitespace)
+                && !key.starts_with(['-', '#'])
+                && !seen.contains(&key);
+            if !key_ok {
+                return String::new();
+            }
+            seen.push(key);
+            let value = value.trim();
+            if value.is_empty() {
+                list_open = true;
+                format!("{}:", double_quoted(key))
+            } else {
+                format!("{}: {}", double_quoted(key), double_quoted(unquote(value)))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 fn yaml_scalar(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
@@ -381,6 +470,34 @@ mod tests {
         assert_eq!(front.items("paths"), ["x, y"]);
         assert!(front.flag("alwaysApply"));
         assert!(front.items("absent").is_empty());
+    }
+
+    #[test]
+    fn problematic_values_are_quoted_as_claude_code_quotes_them() {
+        let yaml = "argument-hint: [pr-number] [priority]\ndescription: Fix: the bug\nname: \"kept\"\ntime: 12:30\n  nested: a: b";
+        let quoted = quote_problematic_values(yaml);
+        assert_eq!(
+            quoted,
+            "argument-hint: \"[pr-number] [priority]\"\ndescription: \"Fix: the bug\"\nname: \"kept\"\ntime: 12:30\n  nested: a: b"
+        );
+        assert_eq!(
+            yaml_to_json(&quote_problematic_values(
+                "argument-hint: <optional: a \"b\">"
+            ))
+            .unwrap(),
+            serde_json::json!({"argument-hint": "<optional: a \"b\">"})
+        );
+    }
+
+    #[test]
+    fn key_value_lines_read_what_no_yaml_reading_accepts() {
+        let yaml = "description: a: b: [c\n  stray: x\ntools:\n  - Read\n  - 'Bash(git *)'\ndescription: second\n{broken";
+        let strict = key_value_yaml(yaml);
+        assert_eq!(strict.split('\n').count(), yaml.split('\n').count());
+        assert_eq!(
+            yaml_to_json(&strict).unwrap(),
+            serde_json::json!({"description": "a: b: [c", "tools": ["Read", "Bash(git *)"]})
+        );
     }
 
     #[test]

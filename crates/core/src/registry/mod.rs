@@ -45,8 +45,8 @@ pub use source::{
 };
 use template::parse_prompt_file_hashed;
 pub use template::{
-    ArgType, ArgumentSpec, Engine, PromptCategory, PromptFileError, PromptTemplate, content_hash,
-    is_safe_segment, parse_prompt_file, parse_prompt_file_in,
+    ArgType, ArgumentSpec, Engine, ParseWarning, PromptCategory, PromptFileError, PromptTemplate,
+    content_hash, is_safe_segment, parse_prompt_file, parse_prompt_file_in,
 };
 
 /// How bad a diagnostic is.

@@ -14,7 +14,9 @@ use saphyr::{MarkedYaml, Scalar, ScalarStyle, YamlData};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::frontmatter::{load_marked, scalar_text, split_frontmatter, to_json};
+use super::frontmatter::{
+    key_value_yaml, load_marked, quote_problematic_values, scalar_text, split_frontmatter, to_json,
+};
 use crate::dialect::{self, Dialect, display_value};
 
 /// Whether a prompt is offered to users or used internally by a stage.
@@ -210,9 +212,19 @@ pub struct PromptTemplate {
     pub rel_path: String,
     /// Content hash of the whole file.
     pub version_hash: String,
-    /// Non-fatal notes found while parsing (unknown argument fields, ...): (line, message).
+    /// Non-fatal notes found while parsing (unknown argument fields, a header read leniently).
     #[serde(skip)]
-    pub parse_warnings: Vec<(usize, String)>,
+    pub parse_warnings: Vec<ParseWarning>,
+}
+
+/// A non-fatal note about a prompt file, at a file position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseWarning {
+    pub line: usize,
+    pub column: usize,
+    /// The lint code `check` reports it under.
+    pub code: &'static str,
+    pub message: String,
 }
 
 /// A problem with one prompt file, at a position when known.
@@ -310,7 +322,11 @@ pub(crate) fn parse_prompt_file_hashed(
         tpl.body_line = body_line;
         if let Some(yaml) = yaml {
             let fm = Frontmatter { path, line_base: 1 };
-            fm.apply(yaml, &mut tpl)?;
+            if dialect.is_promptd() {
+                fm.apply(yaml, &mut tpl)?;
+            } else {
+                fm.apply_leniently(yaml, &mut tpl);
+            }
         }
     }
     complete(&mut tpl);
@@ -398,6 +414,52 @@ impl Frontmatter<'_> {
         self.line_base + node.span.start.line()
     }
 
+    /// Reads another tool's header as that tool does: strict YAML first; then Claude Code's
+    /// quoting of values YAML refuses ([`quote_problematic_values`]); then `key: value` lines
+    /// ([`key_value_yaml`]). A file its tool loads is never refused over its header: what no
+    /// reading accepts is left out, and the first reading's error becomes a warning at its
+    /// line and column.
+    fn apply_leniently(&self, yaml: &str, tpl: &mut PromptTemplate) {
+        let fresh = tpl.clone();
+        let Err(strict) = self.apply(yaml, tpl) else {
+            return;
+        };
+        let readings = [
+            (
+                "as Claude Code reads it (values with YAML indicators quoted)",
+                quote_problematic_values(yaml),
+            ),
+            ("as `key: value` lines", key_value_yaml(yaml)),
+        ];
+        let mut how = "without it (no reading accepts it)";
+        for (label, text) in readings {
+            *tpl = fresh.clone();
+            if self.apply(&text, tpl).is_ok() {
+                how = label;
+                break;
+            }
+            *tpl = fresh.clone();
+        }
+        tpl.parse_warnings.push(ParseWarning {
+            line: strict.line,
+            column: strict.column,
+            code: "lenient-frontmatter",
+            message: format!(
+                "the frontmatter is not strict YAML ({}); read {how}",
+                strict.message
+            ),
+        });
+    }
+
+    /// A header value as written on its key's line (`[pr-number]`, which YAML would read as a
+    /// list), for values a tool reads as text.
+    fn written(&self, yaml: &str, key: &MarkedYaml) -> Option<String> {
+        let line = yaml.lines().nth(key.span.start.line().checked_sub(1)?)?;
+        let (_, value) = line.split_once(':')?;
+        let value = value.trim();
+        (!value.is_empty()).then(|| value.to_string())
+    }
+
     fn apply(&self, yaml: &str, tpl: &mut PromptTemplate) -> Result<(), PromptFileError> {
         let docs = load_marked(yaml).map_err(|e| {
             let m = e.marker();
@@ -481,6 +543,17 @@ impl Frontmatter<'_> {
                     }
                 },
                 "arguments" => tpl.arguments = self.arguments(v, tpl)?,
+                // Claude Code and Codex show `argument-hint` as text: `[pr-number]` as written,
+                // not the list YAML makes of it.
+                "argument-hint" if !tpl.dialect.is_promptd() => {
+                    let value = match to_json(v) {
+                        Value::Array(_) | Value::Object(_) => self
+                            .written(yaml, k)
+                            .map_or_else(|| to_json(v), Value::String),
+                        other => other,
+                    };
+                    tpl.metadata.insert("argument-hint".into(), value);
+                }
                 other => {
                     tpl.metadata.insert(other.to_string(), to_json(v));
                 }
@@ -642,10 +715,12 @@ impl Frontmatter<'_> {
                     }
                     spec.schema = Some(Box::new(value));
                 }
-                other => tpl.parse_warnings.push((
-                    self.line_of(k),
-                    format!("argument `{}`: unknown field `{other}` ignored", spec.name),
-                )),
+                other => tpl.parse_warnings.push(ParseWarning {
+                    line: self.line_of(k),
+                    column: k.span.start.col() + 1,
+                    code: "argument-field",
+                    message: format!("argument `{}`: unknown field `{other}` ignored", spec.name),
+                }),
             }
         }
         Ok(spec)

@@ -37,7 +37,7 @@ pub use clock::{Clock, ClockError, computed_variables};
 pub use coerce::coerce;
 pub use marks::{MarkedMessage, Segment, SegmentKind};
 
-use crate::dialect::{Dialect, display_value, jinja, plain};
+use crate::dialect::{Command, Dialect, display_value, jinja, plain};
 use crate::registry::{
     ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError,
 };
@@ -793,6 +793,10 @@ impl Renderer {
                     .dialect
                     .substitute_wrapped(
                         &prompt.body,
+                        Command {
+                            name: &prompt.name,
+                            metadata: &prompt.metadata,
+                        },
                         substituted,
                         wrap,
                         self.limits.max_render_bytes,
