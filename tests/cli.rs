@@ -175,6 +175,52 @@ fn check_refuses_a_default_a_caller_could_not_pass() {
 }
 
 #[test]
+fn a_jinja_typo_is_an_error_on_get_and_check_never_raw_text() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("greet.md"),
+        "---\ndescription: Greet\n---\n{% if name %}yes{% endiff %}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("hello.md"),
+        "---\ndescription: Hello\n---\nHello\nthere {{ name }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("report.md"),
+        "---\ndescription: Report\n---\nChart {{ .Values.image }} for {{ team }}.\n",
+    )
+    .unwrap();
+    let prompts = dir.path().to_str().unwrap();
+    for (name, at) in [("greet", "greet.md:4:"), ("hello", "hello.md:5:")] {
+        let o = promptd(&["--prompts", prompts, "get", name, "--arg", "name=Ada"]);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(
+            stdout(&o).is_empty(),
+            "no raw template text: {}",
+            stdout(&o)
+        );
+        assert!(err.contains(at) && err.contains("syntax error"), "{err}");
+    }
+    let o = promptd(&["--prompts", prompts, "check"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("greet.md:4:"), "{out}");
+    assert!(out.contains("error[template-syntax]"), "{out}");
+    assert!(out.contains("hello.md:5:"), "{out}");
+    // A file shown not to be Jinja (a Helm chart's `{{ .Values.image }}`) is still served.
+    assert!(
+        out.contains("report.md:4:1: warning[plain-fallback]"),
+        "{out}"
+    );
+    let o = promptd(&["--prompts", prompts, "get", "report", "--arg", "team=core"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "Chart {{ .Values.image }} for core.\n");
+}
+
+#[test]
 fn malformed_config_names_file_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join(".ado-mcp-config.json");

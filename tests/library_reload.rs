@@ -167,18 +167,18 @@ fn a_prompt_that_never_was_jinja_still_loads_by_plain_fallback() {
     let file = dir.path().join("legacy.md");
     std::fs::write(
         &file,
-        "---\ntitle: Legacy\n---\nUse {% raw-ish %} with {{ who }}.\n",
+        "---\ntitle: Legacy\n---\nUse {{#raw-ish}} with {{ who }}.\n",
     )
     .unwrap();
     let lib = open(dir.path());
     let r = lib.render("legacy", &args(json!({"who": "Ann"}))).unwrap();
     assert_eq!(r.engine, Engine::Plain);
-    assert_eq!(r.text, "Use {% raw-ish %} with Ann.\n");
+    assert_eq!(r.text, "Use {{#raw-ish}} with Ann.\n");
 
     // Edited, still not Jinja: taken, served by plain fallback as before.
     std::fs::write(
         &file,
-        "---\ntitle: Legacy\n---\nNow {% still-not-jinja %} for {{ who }}.\n",
+        "---\ntitle: Legacy\n---\nNow {{ still not jinja }} for {{ who }}.\n",
     )
     .unwrap();
     let outcome = lib.reload();
@@ -186,7 +186,25 @@ fn a_prompt_that_never_was_jinja_still_loads_by_plain_fallback() {
     assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
     let r = lib.render("legacy", &args(json!({"who": "Ann"}))).unwrap();
     assert_eq!(r.engine, Engine::Plain);
-    assert_eq!(r.text, "Now {% still-not-jinja %} for Ann.\n");
+    assert_eq!(r.text, "Now {{ still not jinja }} for Ann.\n");
+
+    // An edit that makes it a Jinja template with a mistake (a statement, or a `{{` left
+    // open) is refused: the last good version stays.
+    for broken in [
+        "---\ntitle: Legacy\n---\n{% if who %}Now {{ who }}\n",
+        "---\ntitle: Legacy\n---\nNow {{ who }\n",
+    ] {
+        std::fs::write(&file, broken).unwrap();
+        let outcome = lib.reload();
+        assert_eq!(outcome.problems.len(), 1, "{:?}", outcome.problems);
+        assert!(
+            outcome.problems[0].ends_with(KEPT),
+            "{:?}",
+            outcome.problems
+        );
+        let r = lib.render("legacy", &args(json!({"who": "Ann"}))).unwrap();
+        assert_eq!(r.text, "Now {{ still not jinja }} for Ann.\n");
+    }
 }
 
 #[test]
@@ -195,8 +213,9 @@ fn files_without_a_last_good_version_load_as_on_first_load() {
     std::fs::write(dir.path().join("ok.md"), "---\ntitle: Ok\n---\nok\n").unwrap();
     let lib = open(dir.path());
 
-    // New files after startup: a broken `engine: jinja` one is served and fails at get, a
-    // broken one without engine falls back to plain substitution.
+    // New files after startup: a broken `engine: jinja` one is served and fails at get, and so
+    // does a Jinja template without engine; one shown not to be Jinja falls back to plain
+    // substitution.
     std::fs::write(
         dir.path().join("strict.md"),
         "---\nengine: jinja\n---\n{% if x %}\n",
@@ -204,6 +223,11 @@ fn files_without_a_last_good_version_load_as_on_first_load() {
     .unwrap();
     std::fs::write(
         dir.path().join("loose.md"),
+        "---\n---\n{{ 90_days }} {{ who }}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("typo.md"),
         "---\n---\n{% if x %} {{ who }}\n",
     )
     .unwrap();
@@ -212,10 +236,15 @@ fn files_without_a_last_good_version_load_as_on_first_load() {
     assert!(outcome.problems.is_empty(), "{:?}", outcome.problems);
     let err = lib.render("strict", &Map::new()).unwrap_err();
     assert!(
-        err.to_string().contains("strict.md:4: syntax error"),
+        err.to_string().contains("strict.md:4:9: syntax error"),
         "{err}"
     );
-    assert_eq!(text(&lib, "loose"), "{% if x %} Ann\n");
+    let err = lib.render("typo", &Map::new()).unwrap_err();
+    assert!(
+        err.to_string().contains("typo.md:3:21: syntax error"),
+        "{err}"
+    );
+    assert_eq!(text(&lib, "loose"), "{{ 90_days }} Ann\n");
 
     // A file whose YAML never parsed has no last good version either: fixing its template
     // later is not held against it.

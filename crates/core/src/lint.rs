@@ -120,14 +120,23 @@ fn check_prompt(snap: &Snapshot, prompt: &PromptTemplate, out: &mut Vec<Diagnost
     let Some(analysis) = snap.renderer.analysis(&prompt.name) else {
         return;
     };
-    if let Some(RenderError::Template { line, message, .. }) = &analysis.syntax_error {
-        out.push(diag(
-            prompt,
-            Severity::Error,
-            *line,
-            "template-syntax",
-            message.clone(),
-        ));
+    if let Some(RenderError::Template {
+        line,
+        column,
+        message,
+        ..
+    }) = &analysis.syntax_error
+    {
+        out.push(Diagnostic {
+            column: *column,
+            ..diag(
+                prompt,
+                Severity::Error,
+                *line,
+                "template-syntax",
+                message.clone(),
+            )
+        });
         return;
     }
     if let Some(reason) = &analysis.fallback_reason {

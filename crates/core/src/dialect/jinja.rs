@@ -1,6 +1,13 @@
 //! promptd's own dialect: Jinja templates (rendered by `render` with minijinja), with plain
-//! `{{ key }}` substitution for files that are not Jinja. This module holds the rules that keep
-//! that fallback lossless.
+//! `{{ key }}` substitution for files that are not Jinja. This module holds the rules that decide
+//! which files those are and keep that fallback lossless.
+//!
+//! A file without `engine:` whose body does not compile as Jinja is served by plain
+//! substitution only when it is shown not to be Jinja ([`shown_not_jinja`]): its `{{ … }}` are
+//! another tool's (`{{90_days_ago}}`, Handlebars' `{{#if x}}`, Go's `{{ .Values.image }}`,
+//! `{{ your name here }}`). A body that uses a Jinja statement (`{% … %}`) or leaves a `{{`
+//! unclosed on its line (`{{ name }`) is a Jinja template with a mistake: an error, never
+//! served as raw template text.
 
 /// Whether a body uses Jinja statements (`{% … %}`): such a file is a Jinja template. A body
 /// with only `{{ … }}` expressions may as well be another tool's placeholders (GitHub Actions
@@ -15,4 +22,47 @@ pub fn has_statements(body: &str) -> bool {
 /// values.
 pub fn serve_as_plain(declared_engine: bool, body: &str, undefined: &[&str]) -> bool {
     !declared_engine && !undefined.is_empty() && !has_statements(body)
+}
+
+/// Whether a body that does not compile as Jinja is shown not to be Jinja: it uses no statement
+/// (`{%`) and every `{{` is closed by a `}}` later on its line. Anything else is a Jinja
+/// template with a syntax error.
+pub fn shown_not_jinja(body: &str) -> bool {
+    !has_statements(body)
+        && body.lines().all(|line| {
+            let mut rest = line;
+            while let Some(at) = rest.find("{{") {
+                let after = &rest[at + 2..];
+                let Some(close) = after.find("}}") else {
+                    return false;
+                };
+                rest = &after[close + 2..];
+            }
+            true
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn other_tools_placeholders_are_not_jinja_and_jinja_typos_are() {
+        for foreign in [
+            "Report for {{90_days_ago}}",
+            "{{#if ready}}Ship{{/if}} and {{{raw}}}",
+            "image {{ .Values.image }}",
+            "Fill in {{ your product name }} and {{ a }} {{ b }}",
+        ] {
+            assert!(shown_not_jinja(foreign), "{foreign}");
+        }
+        for typo in [
+            "Hello {{ name }\nmore",
+            "{% if name %}yes{% endiff %}",
+            "{% for x in xs %}{{ x }}",
+            "a {{ b }} and {{ c",
+        ] {
+            assert!(!shown_not_jinja(typo), "{typo}");
+        }
+    }
 }

@@ -1279,18 +1279,24 @@ fn broken_template(
     good: &PromptTemplate,
     check: TemplateCheck<'_>,
 ) -> Option<TemplateSyntaxError> {
+    // Another tool's file is never Jinja.
+    if !new.dialect.is_promptd() {
+        return None;
+    }
     match new.engine {
         Some(Engine::Plain) => None,
         Some(Engine::Jinja) => check(new).err(),
         None => {
             let mut e = check(new).err()?;
             let good_was_jinja = good.engine != Some(Engine::Plain) && check(good).is_ok();
-            good_was_jinja.then(|| {
+            if good_was_jinja {
                 e.message.push_str(
                     "; the last good version is a Jinja template (declare `engine: plain` to serve this file as plain text)",
                 );
-                e
-            })
+                return Some(e);
+            }
+            // A Jinja template with a mistake; a file shown not to be Jinja is plain text.
+            (!crate::dialect::jinja::shown_not_jinja(&new.body)).then_some(e)
         }
     }
 }

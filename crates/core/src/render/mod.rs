@@ -107,11 +107,12 @@ pub enum RenderError {
         argument: String,
         message: String,
     },
-    #[error("{path}:{line}: {message}")]
+    #[error("{path}:{line}:{column}: {message}")]
     Template {
         prompt: String,
         path: String,
         line: usize,
+        column: usize,
         message: String,
     },
     #[error("prompt `{prompt}`: include cycle: {}", chain.join(" -> "))]
@@ -412,11 +413,14 @@ impl Renderer {
             Err(e) => {
                 let line = body_line_in_file(prompt, &e);
                 let message = jinja_message(&e);
-                if prompt.engine == Some(Engine::Jinja) {
+                // Plain substitution serves only a file shown not to be Jinja (see
+                // `dialect::jinja`); a Jinja template's syntax error is an error.
+                if prompt.engine == Some(Engine::Jinja) || !jinja::shown_not_jinja(&prompt.body) {
                     analysis.syntax_error = Some(RenderError::Template {
                         prompt: prompt.name.clone(),
                         path: prompt.path.clone(),
                         line,
+                        column: body_column(prompt, &e),
                         message,
                     });
                 } else {
@@ -1026,20 +1030,26 @@ impl Renderer {
 
     fn template_error(&self, prompt: &PromptTemplate, e: &minijinja::Error) -> RenderError {
         // Errors inside an included file name that file and its own line.
-        let (path, line) = match e.name() {
+        let (path, line, column) = match e.name() {
             Some(n) if n != prompt.name => match self.registry.resolve_include(n) {
                 Ok(Some(inc)) => (
                     inc.path,
                     e.line().map_or(inc.body_line, |l| l + inc.body_line - 1),
+                    1,
                 ),
-                _ => (prompt.path.clone(), prompt.body_line),
+                _ => (prompt.path.clone(), prompt.body_line, 1),
             },
-            _ => (prompt.path.clone(), body_line_in_file(prompt, e)),
+            _ => (
+                prompt.path.clone(),
+                body_line_in_file(prompt, e),
+                body_column(prompt, e),
+            ),
         };
         RenderError::Template {
             prompt: prompt.name.clone(),
             path,
             line,
+            column,
             message: jinja_message(e),
         }
     }
@@ -1148,15 +1158,19 @@ pub fn check_syntax(prompt: &PromptTemplate) -> Result<(), TemplateSyntaxError> 
     let Err(e) = env.template_from_str(&prompt.body) else {
         return Ok(());
     };
-    let column = e.range().map_or(1, |r| {
+    Err(TemplateSyntaxError {
+        line: body_line_in_file(prompt, &e),
+        column: body_column(prompt, &e),
+        message: jinja_message(&e),
+    })
+}
+
+/// The 1-based column (in characters) of an error in a prompt's own body.
+fn body_column(prompt: &PromptTemplate, e: &minijinja::Error) -> usize {
+    e.range().map_or(1, |r| {
         let before = prompt.body.get(..r.start).unwrap_or_default();
         let line_start = before.rfind('\n').map_or(0, |i| i + 1);
         before[line_start..].chars().count() + 1
-    });
-    Err(TemplateSyntaxError {
-        line: body_line_in_file(prompt, &e),
-        column,
-        message: jinja_message(&e),
     })
 }
 
