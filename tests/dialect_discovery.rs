@@ -403,3 +403,63 @@ fn a_symlinked_dialect_folder_keeps_the_dialect_of_its_location() {
         "a link out of the folder is not served"
     );
 }
+
+/// A `prompts/` folder loads its subfolders as command folders do (`area/review.md` is
+/// `area:review`); `system/` holds system prompts and `partials/` or `_…` hold include files.
+#[test]
+fn a_prompts_folder_loads_its_subfolders_namespaced() {
+    let repo = tempfile::tempdir().unwrap();
+    let prompts = repo.path().join("prompts");
+    for (rel, text) in [
+        ("top.md", "Top {{ who }}\n"),
+        (
+            "billing/refund.md",
+            "---\ndescription: Refund\n---\nRefund {{ order }}\n",
+        ),
+        (
+            "billing/eu/vat.md",
+            "{% include \"partials/footer.md\" %}VAT\n",
+        ),
+        ("partials/footer.md", "Footer. "),
+        ("_shared/tone.md", "Be kind.\n"),
+        ("billing/_draft.md", "Not yet.\n"),
+        ("system/helper.md", "System helper\n"),
+    ] {
+        let path = prompts.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let lib = open(repo.path(), |o| o.no_builtin_prompts = true);
+    let names: Vec<String> = dialects(&lib).into_keys().collect();
+    assert_eq!(names, ["billing:eu:vat", "billing:refund", "top"]);
+    let snap = lib.snapshot();
+    let system = snap.registry.get("helper").expect("system prompt");
+    assert_eq!(system.category, promptd::registry::PromptCategory::System);
+    let mut args = Map::new();
+    args.insert("order".into(), json!("A-1"));
+    assert_eq!(
+        lib.render("billing:refund", &args).unwrap().text,
+        "Refund A-1\n"
+    );
+    assert_eq!(
+        lib.render("billing:eu:vat", &Map::new()).unwrap().text,
+        "Footer. VAT\n"
+    );
+
+    // A new file in a new nested folder is taken on reload.
+    let deep = prompts.join("billing/us/tax");
+    std::fs::create_dir_all(&deep).unwrap();
+    std::fs::write(deep.join("sales.md"), "Sales tax\n").unwrap();
+    let outcome = lib.reload();
+    assert!(outcome.changed, "{:?}", outcome.problems);
+    assert_eq!(
+        lib.render("billing:us:tax:sales", &Map::new())
+            .unwrap()
+            .text,
+        "Sales tax\n"
+    );
+    // The watcher watches the nested folders of a prompts folder too.
+    let targets = promptd::watch::watch_targets(&lib);
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap();
+    assert!(targets.contains(&canon(&deep)), "{targets:?}");
+}

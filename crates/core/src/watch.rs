@@ -123,16 +123,14 @@ impl Drop for LibraryWatcher {
     }
 }
 
-/// The folders to watch: each on-disk prompt root, its `system/` folder when present, and the
-/// folder of the config file (whether or not the file exists yet).
+/// The folders to watch: each on-disk prompt root and every folder below it, and the folder of
+/// the config file (whether or not the file exists yet).
 pub fn watch_targets(library: &PromptLibrary) -> Vec<PathBuf> {
     let mut out = BTreeSet::new();
     for root in library.roots() {
         if let Some(dir) = root.dir() {
             out.insert(dir.to_path_buf());
-            if root.dialect().is_some_and(|d| d.nested()) {
-                subfolders(dir, &mut out);
-            }
+            subfolders(dir, &mut out);
             let system = dir.join("system");
             if system.is_dir() {
                 out.insert(system);

@@ -146,7 +146,8 @@ impl Dialect {
         matches!(self, Dialect::Jinja | Dialect::Plain)
     }
 
-    /// Whether a folder of this dialect is scanned recursively (subfolders namespace names).
+    /// Whether a folder of this dialect holds only that tool's files, every subfolder a
+    /// namespace (a promptd folder also has `system/` and include folders).
     pub fn nested(self) -> bool {
         !self.is_promptd()
     }

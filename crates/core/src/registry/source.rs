@@ -257,9 +257,17 @@ pub fn check_relative(name: &str, root: &str) -> Result<(), SourceError> {
     }
 }
 
-/// A folder on disk. A folder of another tool's dialect (`.claude/commands`, …) is read with
-/// its subfolders (which namespace the names); a promptd folder holds `*.md` user prompts and
-/// `system/*.md` system prompts, and its other subfolders are include files.
+/// Whether a file or folder of a promptd folder holds include files rather than prompts: its
+/// name starts with `_`, or it is a folder named `partials`.
+pub fn is_include_name(name: &str) -> bool {
+    name.starts_with('_') || name == "partials"
+}
+
+/// A folder on disk, read with its subfolders, which namespace the names (`area/review.md` is
+/// `area:review`). A folder of another tool's dialect (`.claude/commands`, …) holds that tool's
+/// files; a promptd folder holds `*.md` user prompts, `system/*.md` system prompts, and include
+/// files that are not prompts in folders named `partials` or starting with `_` (and files
+/// starting with `_`).
 #[derive(Debug, Clone)]
 pub struct DirSource {
     root: PathBuf,
@@ -301,7 +309,7 @@ impl DirSource {
         match self.dialect {
             Some(d) if d.nested() => self.scan_nested(d, stamped, &mut out, &mut skipped)?,
             _ => {
-                self.scan("", PromptCategory::User, stamped, &mut out, &mut skipped)?;
+                self.scan_nested(Dialect::Jinja, stamped, &mut out, &mut skipped)?;
                 self.scan(
                     "system",
                     PromptCategory::System,
@@ -316,8 +324,9 @@ impl DirSource {
         Ok((out, skipped))
     }
 
-    /// Every file of a dialect folder and its subfolders. Symlinked folders are not followed, so
-    /// the walk ends. A subfolder that cannot be read, and an entry whose name is not UTF-8,
+    /// Every file of a dialect folder and its subfolders (for a promptd folder, without
+    /// `system/` and include folders: [`is_include_name`]). Symlinked folders are not followed,
+    /// so the walk ends. A subfolder that cannot be read, and an entry whose name is not UTF-8,
     /// are left out and reported in `skipped`.
     fn scan_nested(
         &self,
@@ -354,6 +363,11 @@ impl DirSource {
                 } else {
                     format!("{sub}/{name}")
                 };
+                if dialect.is_promptd()
+                    && (is_include_name(name) || (kind.is_dir() && rel == "system"))
+                {
+                    continue;
+                }
                 if kind.is_dir() {
                     pending.push(rel);
                 } else if dialect.accepts(name)
@@ -503,9 +517,10 @@ impl PromptSource for DirSource {
                     return None;
                 }
                 match folders {
-                    [] => PromptCategory::User,
                     ["system"] => PromptCategory::System,
-                    _ => return None,
+                    [first, ..] if *first == "system" => return None,
+                    _ if parts.iter().any(|p| is_include_name(p)) => return None,
+                    _ => PromptCategory::User,
                 }
             }
         };
