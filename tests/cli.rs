@@ -237,3 +237,59 @@ fn malformed_config_names_file_line_and_column() {
         "{err}"
     );
 }
+
+#[test]
+fn files_that_fail_to_load_are_counted_and_named_by_list_and_wit_get_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("ok.md"),
+        "---\ndescription: Fine\n---\nFine\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("broken.md"),
+        "---\ndescription: [unclosed\n---\nBody\n",
+    )
+    .unwrap();
+    let prompts = dir.path().to_str().unwrap();
+    let o = promptd(&["--prompts", prompts, "--no-builtin-prompts", "list"]);
+    assert_eq!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("1 prompt file not loaded: "), "{err}");
+    assert!(err.contains("broken.md:3:1"), "{err}");
+    assert!(stdout(&o).contains("ok"), "{}", stdout(&o));
+    let o = promptd(&[
+        "--prompts",
+        prompts,
+        "--no-builtin-prompts",
+        "list",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // The listing's partial success: served prompts, and each failed file as a warning and in
+    // `metadata.notLoaded`.
+    assert_eq!(v["success"], true);
+    let names: Vec<&str> = v["data"]["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"ok") && !names.contains(&"broken"),
+        "{names:?}"
+    );
+    let failed = &v["metadata"]["notLoaded"][0];
+    assert!(
+        failed["path"].as_str().unwrap().ends_with("broken.md"),
+        "{v}"
+    );
+    assert_eq!(failed["line"], 3);
+    assert!(failed["column"].as_u64().unwrap() >= 1);
+    assert!(failed["message"].as_str().unwrap().contains("YAML"), "{v}");
+    let warning = v["warnings"][0].as_str().unwrap();
+    assert!(
+        warning.contains("broken.md:3:1") && warning.contains("not loaded"),
+        "{warning}"
+    );
+}

@@ -127,7 +127,7 @@ fn single_prompt_whose_template_fails_is_a_partial_success() {
     assert!(
         r.errors[0].starts_with("Failed to load prompt content: ")
             && r.errors[0]
-                .ends_with("broken_render.md:4: invalid operation: unable to calculate 1 / 0"),
+                .ends_with("broken_render.md:4:4: invalid operation: unable to calculate 1 / 0"),
         "{:?}",
         r.errors
     );

@@ -470,3 +470,22 @@ async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
     );
     assert!(!err.contains("  "), "stray spaces: {err:?}");
 }
+
+#[tokio::test]
+async fn the_page_lists_the_files_that_failed_to_load_with_their_position() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    std::fs::write(
+        dir.path().join("prompts/broken.md"),
+        "---\ndescription: [unclosed\n---\nBody\n",
+    )
+    .unwrap();
+    let (_child, url, _log) = http_server(dir.path(), &[]).await;
+    let (status, _, page) = get(client().get(format!("{}/", base(&url)))).await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains(r#"<h2 id="not-loaded-title">Not loaded <span class="count">1</span>"#),
+        "{page}"
+    );
+    assert!(page.contains("broken.md:3:1"), "{page}");
+}

@@ -239,6 +239,7 @@ fn list(common: &CommonArgs, args: &ListArgs, out: &mut dyn Write) -> Result<u8>
             ..Default::default()
         });
         print_json(out, &resp)?;
+        report_not_loaded(&lib.snapshot().registry);
         return Ok(0);
     }
     let snap = lib.snapshot();
@@ -287,7 +288,22 @@ fn list(common: &CommonArgs, args: &ListArgs, out: &mut dyn Write) -> Result<u8>
     for d in snap.registry.diagnostics() {
         eprintln!("{d}");
     }
+    report_not_loaded(&snap.registry);
     Ok(0)
+}
+
+/// Says on stderr how many prompt files failed to load, and which.
+fn report_not_loaded(registry: &crate::registry::Registry) {
+    let failed = registry.not_loaded();
+    if !failed.is_empty() {
+        let names: Vec<&str> = failed.iter().map(|d| d.path.as_str()).collect();
+        eprintln!(
+            "{} prompt file{} not loaded: {}",
+            failed.len(),
+            if failed.len() == 1 { "" } else { "s" },
+            names.join(", ")
+        );
+    }
 }
 
 /// Parses `--args-json` and `--arg k=v` into one map (`--arg` wins).

@@ -742,6 +742,44 @@ pub struct GetPromptsMetadata {
     /// Number of arguments the caller passed in `args`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub template_args_provided: Option<usize>,
+    /// In a listing, the prompt files that failed to load (each also a warning), so that a
+    /// missing prompt has an answer; absent when every file loaded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_loaded: Option<Vec<NotLoaded>>,
+}
+
+/// A prompt file that failed to load, at the position of its first error.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotLoaded {
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl NotLoaded {
+    /// Every file of `registry` that failed to load.
+    pub fn of(registry: &Registry) -> Vec<NotLoaded> {
+        registry
+            .not_loaded()
+            .into_iter()
+            .map(|d| NotLoaded {
+                path: d.path.clone(),
+                line: d.line,
+                column: d.column,
+                message: d.message.clone(),
+            })
+            .collect()
+    }
+
+    /// The warning a listing carries for it.
+    pub fn warning(&self) -> String {
+        format!(
+            "{}:{}:{}: not loaded: {}",
+            self.path, self.line, self.column, self.message
+        )
+    }
 }
 
 impl GetPromptsMetadata {
@@ -754,6 +792,7 @@ impl GetPromptsMetadata {
             total_prompts: None,
             content_included: None,
             template_args_provided: None,
+            not_loaded: None,
         }
     }
 }
@@ -1197,6 +1236,13 @@ fn get_prompts(
 
     metadata.content_included = Some(req.include_content);
     metadata.template_args_provided = Some(args.len());
+    if names.is_none() {
+        let failed = NotLoaded::of(&snap.registry);
+        if !failed.is_empty() {
+            warnings.extend(failed.iter().map(NotLoaded::warning));
+            metadata.not_loaded = Some(failed);
+        }
+    }
     if names.is_none() && !req.include_content {
         let listing = snap.metadata_listing(include_system);
         metadata.total_prompts = Some(listing.total_count());

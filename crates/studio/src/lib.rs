@@ -144,6 +144,8 @@ pub struct PromptList {
     pub query: Option<String>,
     /// The registry's version.
     pub version: String,
+    /// The prompt files that failed to load, as `file:line:col: reason`.
+    pub not_loaded: Vec<String>,
 }
 
 /// The most entries a section of the list holds: a registry of 100,000 prompts is browsed by
@@ -205,6 +207,20 @@ pub fn prompt_list(
         system_total,
         query: query.map(str::to_string).filter(|q| !q.trim().is_empty()),
         version: snapshot.version.clone(),
+        not_loaded: snapshot
+            .registry
+            .not_loaded()
+            .into_iter()
+            .map(|d| {
+                format!(
+                    "{}:{}:{}: {}",
+                    options.shown(&d.path),
+                    d.line,
+                    d.column,
+                    d.message
+                )
+            })
+            .collect(),
     }
 }
 

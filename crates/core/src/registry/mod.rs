@@ -690,6 +690,24 @@ impl Registry {
         &self.diagnostics
     }
 
+    /// The files that failed to load and are served in no version: the first error of each
+    /// file that no served prompt comes from, in path order.
+    pub fn not_loaded(&self) -> Vec<&Diagnostic> {
+        let served: std::collections::HashSet<&str> =
+            self.prompts.values().map(|p| p.path.as_str()).collect();
+        let mut out: Vec<&Diagnostic> = Vec::new();
+        for d in &self.diagnostics {
+            if d.severity == Severity::Error
+                && !served.contains(d.path.as_str())
+                && !out.iter().any(|o| o.path == d.path)
+            {
+                out.push(d);
+            }
+        }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out
+    }
+
     /// Prompts hidden by later roots.
     pub fn shadowed(&self) -> &[Shadowing] {
         &self.shadowed
