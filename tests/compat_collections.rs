@@ -135,7 +135,9 @@ fn prompt_files(dir: &Path) -> Vec<String> {
             };
             if kind.is_dir() {
                 walk(root, &path, out);
-            } else if kind.is_file() && is_prompt_file(&path) {
+            } else if (kind.is_file() || (kind.is_symlink() && path.is_file()))
+                && is_prompt_file(&path)
+            {
                 let rel = path.strip_prefix(root).unwrap_or(&path);
                 out.push(rel.to_string_lossy().replace('\\', "/"));
             }
@@ -397,20 +399,26 @@ fn claude_expand(body: &str, names: &[String], text: &str) -> String {
         if let Some(r) = rest.strip_prefix("ARGUMENTS[") {
             let d = leading_digits(r);
             if !d.is_empty() && r[d.len()..].starts_with(']') {
-                hit = Some((10 + d.len() + 1, d.parse::<usize>().ok().and_then(|n| words.get(n))));
+                hit = Some((
+                    10 + d.len() + 1,
+                    d.parse::<usize>().ok().and_then(|n| words.get(n)),
+                ));
             }
         }
-        if hit.is_none() && rest.starts_with("ARGUMENTS") {
-            if !escaped {
-                out.push_str(text);
-                substituted += 1;
-                i = j + 1 + "ARGUMENTS".len();
-                continue;
-            }
+        if hit.is_none() && rest.starts_with("ARGUMENTS") && !escaped {
+            out.push_str(text);
+            substituted += 1;
+            i = j + 1 + "ARGUMENTS".len();
+            continue;
         }
         if hit.is_none() {
             let d = leading_digits(rest);
-            if !d.is_empty() && !rest.as_bytes().get(d.len()).is_some_and(|c| is_word_byte(*c)) {
+            if !d.is_empty()
+                && !rest
+                    .as_bytes()
+                    .get(d.len())
+                    .is_some_and(|c| is_word_byte(*c))
+            {
                 hit = Some((d.len(), d.parse::<usize>().ok().and_then(|n| words.get(n))));
             }
         }
@@ -419,7 +427,10 @@ fn claude_expand(body: &str, names: &[String], text: &str) -> String {
                 let n = &names[k];
                 if !n.is_empty()
                     && rest.starts_with(n.as_str())
-                    && !rest.as_bytes().get(n.len()).is_some_and(|c| is_word_byte(*c))
+                    && !rest
+                        .as_bytes()
+                        .get(n.len())
+                        .is_some_and(|c| is_word_byte(*c))
                 {
                     hit = Some((n.len(), words.get(k)));
                     break;
@@ -663,13 +674,7 @@ fn declared_variables(tool: Tool, text: &str) -> Vec<String> {
             return m
                 .keys()
                 .filter_map(|k| k.as_str())
-                .map(|k| {
-                    k.split(['?', '('])
-                        .next()
-                        .unwrap_or(k)
-                        .trim()
-                        .to_string()
-                })
+                .map(|k| k.split(['?', '(']).next().unwrap_or(k).trim().to_string())
                 .collect();
         }
         y.as_sequence()
@@ -682,10 +687,17 @@ fn declared_variables(tool: Tool, text: &str) -> Vec<String> {
             .unwrap_or_default()
     };
     match tool {
-        Tool::Dotprompt => keys(
-            doc.as_mapping_get("input")
-                .and_then(|i| i.as_mapping_get("schema")),
-        ),
+        Tool::Dotprompt => {
+            let schema = doc
+                .as_mapping_get("input")
+                .and_then(|i| i.as_mapping_get("schema"));
+            // Picoschema names the fields at the top; a JSON Schema (`type: object`) under
+            // `properties`.
+            match schema.and_then(|s| s.as_mapping_get("properties")) {
+                Some(p) if schema.and_then(|s| s.as_mapping_get("type")).is_some() => keys(Some(p)),
+                _ => keys(schema),
+            }
+        }
         Tool::Prompty => {
             let mut v = keys(doc.as_mapping_get("inputs"));
             for k in keys(doc.as_mapping_get("sample")) {
@@ -762,7 +774,10 @@ fn call_for(tool: Tool, rel: &str, text: &str, body: &str) -> Call {
             }
         }
         Tool::VsCode => {
-            for c in INPUT.captures_iter(body).chain(EDITOR_VAR.captures_iter(body)) {
+            for c in INPUT
+                .captures_iter(body)
+                .chain(EDITOR_VAR.captures_iter(body))
+            {
                 call.named.insert(c[1].to_string(), marker(&c[1]));
             }
         }
@@ -829,7 +844,8 @@ enum Wanted {
 
 impl Wanted {
     fn met_by(&self, args: &[String]) -> bool {
-        let text = |a: &String| a.eq_ignore_ascii_case("arguments") || a.eq_ignore_ascii_case("args");
+        let text =
+            |a: &String| a.eq_ignore_ascii_case("arguments") || a.eq_ignore_ascii_case("args");
         match self {
             Wanted::Text => args.iter().any(text),
             Wanted::Named(n) => args.iter().any(|a| a.eq_ignore_ascii_case(n)),
@@ -1085,7 +1101,6 @@ fn spread(values: &mut [usize]) -> String {
     )
 }
 
-
 /// Everything measured for one folder.
 #[derive(Debug, Default)]
 struct Report {
@@ -1138,9 +1153,33 @@ struct Report {
 }
 /// A short label for a folder: its nearest ancestor that is neither hidden nor a dialect folder.
 fn label_of(dir: &Path) -> String {
+    // scripts/compat-corpus exports each collection under `owner+name`; a folder that is not a
+    // tool's hidden one adds its last two components (two folders of one repository).
+    if let Some(repo) = dir.ancestors().find(|a| {
+        a.file_name().is_some_and(|n| {
+            n.to_string_lossy().contains('+') && !n.to_string_lossy().starts_with('.')
+        })
+    }) {
+        let name = repo.file_name().unwrap().to_string_lossy().into_owned();
+        let below: Vec<String> = dir
+            .strip_prefix(repo)
+            .map(|r| {
+                r.components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if below.is_empty() || below.iter().any(|c| c.starts_with('.')) {
+            return name;
+        }
+        return format!(
+            "{name}/{}",
+            below[below.len().saturating_sub(2)..].join("/")
+        );
+    }
     dir.ancestors()
         .filter_map(|a| a.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .find(|n| !n.starts_with('.') && !["commands", "prompts"].contains(&n.as_str()))
+        .find(|n| !n.starts_with('.') && !["commands", "command", "prompts"].contains(&n.as_str()))
         .unwrap_or_else(|| dir.display().to_string())
 }
 
@@ -1328,7 +1367,9 @@ fn measure(
         // The description and argument-hint as the file's own.
         if let Some(d) = own_description(tool, text).filter(|d| !d.is_empty()) {
             rep.with_description += 1;
-            let listed = prompt.and_then(|p| p["description"].as_str()).map(str::trim);
+            let listed = prompt
+                .and_then(|p| p["description"].as_str())
+                .map(str::trim);
             if listed == Some(d.as_str()) {
                 rep.own_description += 1;
             } else {
@@ -1450,7 +1491,7 @@ impl Report {
     fn row(&mut self) -> String {
         let frac = |a: usize, b: usize| format!("{a}/{b}");
         format!(
-            "{:<30} {:<9} {:>5} {:>6} {:>5} {:>11} {:>5} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>5}/{:<5} {:>11} {:>11} {:>7} {:>6.0}",
+            "{:<44} {:<9} {:>5} {:>6} {:>5} {:>11} {:>5} {:>6} {:>6} {:>6} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>5}/{:<5} {:>11} {:>11} {:>7} {:>6.0}",
             self.label,
             self.tool,
             self.files,
@@ -1517,8 +1558,8 @@ impl Report {
 }
 
 const HEADER: &str = "\
-folder                         tool      files listed  once  args decl extra render lossls wsonly  diff n/a   rfail  own desc  own hint loose/lst check E/W   phold/file args/prompt list ms peakMiB
-                                                           (exposed/tool)                                                     listed/yaml             min/med/max min/med/max";
+folder                                       tool      files listed  once  args decl extra render lossls wsonly  diff n/a   rfail  own desc  own hint loose/lst check E/W   phold/file args/prompt list ms peakMiB
+                                                                         (exposed/tool)                                                     listed/yaml             min/med/max min/med/max";
 /// Measures every folder in `dirs` with `bin` (this crate's binary when `None`); returns the
 /// reports and the crashes.
 fn measure_all(bin: Option<&Path>, discover: bool, dirs: &[PathBuf]) -> (Vec<Report>, Vec<String>) {
@@ -1657,7 +1698,6 @@ fn compat_collections() {
     );
 }
 
-
 #[test]
 fn body_drops_frontmatter_and_keeps_every_other_byte() {
     let md = "---\ndescription: d\nname: Shown Title\n---\n\nBody $ARGUMENTS\n";
@@ -1739,7 +1779,10 @@ fn claude_oracle_follows_argument_substitution() {
     );
     // Named arguments map to positions.
     assert_eq!(
-        claude("---\narguments: [issue, branch]\n---\nFix $issue on $branch", "12 main"),
+        claude(
+            "---\narguments: [issue, branch]\n---\nFix $issue on $branch",
+            "12 main"
+        ),
         "Fix 12 on main"
     );
     assert_eq!(
@@ -1747,9 +1790,15 @@ fn claude_oracle_follows_argument_substitution() {
         "main"
     );
     // `\$` escapes; `$HOME` is text.
-    assert_eq!(claude(r"Keep \$ARGUMENTS, use $0", "a"), r"Keep \$ARGUMENTS, use a");
+    assert_eq!(
+        claude(r"Keep \$ARGUMENTS, use $0", "a"),
+        r"Keep \$ARGUMENTS, use a"
+    );
     // Nothing substituted and text given: appended.
-    assert_eq!(claude("Review $HOME", "a b"), "Review $HOME\nARGUMENTS: a b");
+    assert_eq!(
+        claude("Review $HOME", "a b"),
+        "Review $HOME\nARGUMENTS: a b"
+    );
     assert_eq!(claude("Only $7", "a"), "Only $7\nARGUMENTS: a");
     assert_eq!(claude("Plain", ""), "Plain");
 }
@@ -1761,7 +1810,10 @@ fn codex_oracle_follows_prompt_args() {
         ..Default::default()
     };
     assert_eq!(
-        codex_expand("$1 and $2, all $ARGUMENTS, $$ stays, $3 gone", &call("a 'b c'")),
+        codex_expand(
+            "$1 and $2, all $ARGUMENTS, $$ stays, $3 gone",
+            &call("a 'b c'")
+        ),
         "a and b c, all a b c, $$ stays,  gone"
     );
     // A named placeholder switches to key=value: `$1` and `$ARGUMENTS` stay.
@@ -1782,7 +1834,10 @@ fn gemini_oracle_substitutes_args_or_appends_the_command() {
         ..Default::default()
     };
     assert_eq!(gemini_expand("Do {{args}}.", &c), "Do x y.");
-    assert_eq!(gemini_expand("Run !{grep {{args}}}", &c), "Run !{grep 'x y'}");
+    assert_eq!(
+        gemini_expand("Run !{grep {{args}}}", &c),
+        "Run !{grep 'x y'}"
+    );
     assert_eq!(gemini_expand("Plain", &c), "Plain\n\n/git:commit x y");
     assert_eq!(gemini_expand("Plain", &Call::default()), "Plain");
 }
@@ -1807,7 +1862,16 @@ fn template_oracles_fill_declared_variables() {
     );
     assert_eq!(
         expected(Tool::Dotprompt, prompt, &body, &call),
-        Oracle::Text(format!("Write on {} {} .", marker("topic"), marker("style")))
+        Oracle::Text(format!(
+            "Write on {} {} .",
+            marker("topic"),
+            marker("style")
+        ))
+    );
+    let json_schema = "---\ninput:\n  schema:\n    type: object\n    properties:\n      userName: string\n---\nHi {{userName}}";
+    assert_eq!(
+        declared_variables(Tool::Dotprompt, json_schema),
+        ["userName"]
     );
     assert!(matches!(
         template_expand(Tool::Dotprompt, "{{#if x}}y{{/if}}", &call),
@@ -1844,12 +1908,19 @@ fn placeholders_are_the_ones_each_tool_fills() {
         ]
     );
     assert_eq!(
-        wanted(Tool::Claude, "a.md", "Fix $ARGUMENTS, first $0; $WORK_DIR is shell"),
+        wanted(
+            Tool::Claude,
+            "a.md",
+            "Fix $ARGUMENTS, first $0; $WORK_DIR is shell"
+        ),
         [Wanted::Text, Wanted::Word("0".into())]
     );
     // No placeholder, but the tool appends what is typed.
     assert_eq!(wanted(Tool::Claude, "a.md", "Plain"), [Wanted::Text]);
-    assert_eq!(wanted(Tool::Gemini, "a.toml", "prompt = \"Plain\""), [Wanted::Text]);
+    assert_eq!(
+        wanted(Tool::Gemini, "a.toml", "prompt = \"Plain\""),
+        [Wanted::Text]
+    );
     assert!(wanted(Tool::Cursor, "a.md", "Plain $1").is_empty());
     assert_eq!(
         wanted(Tool::Codex, "a.md", "Ticket $TICKET_ID, literal $$1"),
@@ -1865,7 +1936,10 @@ fn placeholders_are_the_ones_each_tool_fills() {
 fn comparison_tells_lossless_from_whitespace_and_loss() {
     assert_eq!(compare("a b\n", "a b\n"), Fidelity::Lossless);
     assert_eq!(compare("\nText\n", "Text"), Fidelity::WhitespaceOnly);
-    assert_eq!(compare("Keep all of this", "Keep all"), Fidelity::Lost { at: 8 });
+    assert_eq!(
+        compare("Keep all of this", "Keep all"),
+        Fidelity::Lost { at: 8 }
+    );
     assert_eq!(chars_lost("Keep all of this", "Keep all"), 8);
     assert_eq!(spread(&mut [5, 1, 3]), "1/3/5");
     let listed = json!({"_meta": {"toolMetadata": {"argument-hint": "[a] [b]"}}});
@@ -1892,6 +1966,11 @@ fn names_map_files_by_path_and_frontmatter() {
         label_of(Path::new("/tmp/compat/suite/.claude/commands")),
         "suite"
     );
+    assert_eq!(
+        label_of(Path::new("/tmp/c/microsoft+prompty/spec/fixtures")),
+        "microsoft+prompty/spec/fixtures"
+    );
+    assert_eq!(label_of(Path::new("/tmp/c/a+b/.claude/commands")), "a+b");
     assert_eq!(
         repository_of(Path::new("/r/repo/.gemini/commands/git")),
         Path::new("/r/repo")
