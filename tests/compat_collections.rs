@@ -114,7 +114,12 @@ fn is_prompt_file(path: &Path) -> bool {
         // VS Code reads only `*.prompt.md` from its prompt folder (code.visualstudio.com/docs/
         // copilot/customization/prompt-files: "Prompt files are Markdown files with the
         // .prompt.md extension").
-        Some("md") => !p.contains(".github/prompts/") || name.ends_with(".prompt.md"),
+        Some("md") => {
+            // Gemini CLI reads only `*.toml` from its command folder (FileCommandLoader's
+            // `**/*.toml` glob): a README beside the commands is no command.
+            (!p.contains(".github/prompts/") || name.ends_with(".prompt.md"))
+                && !p.contains(".gemini/commands/")
+        }
         Some("toml") => Tool::of(path) == Tool::Gemini,
         Some("prompt") => !name.starts_with('_'),
         Some("prompty") => true,
@@ -377,80 +382,83 @@ fn claude_argument_names(text: &str) -> Vec<String> {
 ///   split like a shell; an index with no word is kept as written (`$5,000`, `$10M` and `$87.40`
 ///   stay when fewer words are given);
 /// - `$name` for a name of frontmatter `arguments:` is the word at that name's position;
-/// - `\$` before any of these escapes it (kept as written);
+/// - `\$` before any of these (and not itself after a backslash) is a literal `$`: the backslash
+///   goes, the placeholder stays as written;
+/// - a name with no word is empty (it still counts as substituted);
 /// - when nothing was substituted and the argument text is not empty, `\nARGUMENTS: <text>` is
 ///   appended.
 fn claude_expand(body: &str, names: &[String], text: &str) -> String {
+    /// What a `$` starts: its length after the `$` and the text it becomes (`None`: kept).
+    enum Hit<'a> {
+        Value(usize, &'a str),
+        Missing,
+    }
     let words = shell_split(text);
     // Longest name first, so `$file_path` is not read as `$file` followed by text.
     let mut order: Vec<usize> = (0..names.len()).collect();
     order.sort_by_key(|&k| std::cmp::Reverse(names[k].len()));
+    let word = |n: &str| n.parse::<usize>().ok().and_then(|n| words.get(n));
     let mut out = String::with_capacity(body.len());
     let mut substituted = 0;
     let mut i = 0;
     let b = body.as_bytes();
     while let Some(off) = body[i..].find('$') {
         let j = i + off;
-        out.push_str(&body[i..j]);
         let rest = &body[j + 1..];
-        let escaped = j > 0 && b[j - 1] == b'\\';
-        // (length of the placeholder after `$`, its value when given)
-        let mut hit: Option<(usize, Option<&String>)> = None;
-        if let Some(r) = rest.strip_prefix("ARGUMENTS[") {
+        let escaped = j > 0 && b[j - 1] == b'\\' && !(j > 1 && b[j - 2] == b'\\');
+        let named = order.iter().find_map(|&k| {
+            let n = &names[k];
+            let ends = !rest
+                .as_bytes()
+                .get(n.len())
+                .is_some_and(|c| is_word_byte(*c) || *c == b'[');
+            (!n.is_empty() && rest.starts_with(n.as_str()) && ends)
+                .then(|| Hit::Value(n.len(), words.get(k).map_or("", String::as_str)))
+        });
+        let indexed = || {
+            let r = rest.strip_prefix("ARGUMENTS[")?;
             let d = leading_digits(r);
-            if !d.is_empty() && r[d.len()..].starts_with(']') {
-                hit = Some((
-                    10 + d.len() + 1,
-                    d.parse::<usize>().ok().and_then(|n| words.get(n)),
-                ));
-            }
-        }
-        if hit.is_none() && rest.starts_with("ARGUMENTS") && !escaped {
-            out.push_str(text);
-            substituted += 1;
-            i = j + 1 + "ARGUMENTS".len();
-            continue;
-        }
-        if hit.is_none() {
+            (!d.is_empty() && r[d.len()..].starts_with(']')).then(|| match word(d) {
+                Some(w) => Hit::Value(10 + d.len() + 1, w.as_str()),
+                None => Hit::Missing,
+            })
+        };
+        let shorthand = || {
             let d = leading_digits(rest);
-            if !d.is_empty()
-                && !rest
-                    .as_bytes()
-                    .get(d.len())
-                    .is_some_and(|c| is_word_byte(*c))
-            {
-                hit = Some((d.len(), d.parse::<usize>().ok().and_then(|n| words.get(n))));
-            }
-        }
-        if hit.is_none() {
-            for &k in &order {
-                let n = &names[k];
-                if !n.is_empty()
-                    && rest.starts_with(n.as_str())
-                    && !rest
-                        .as_bytes()
-                        .get(n.len())
-                        .is_some_and(|c| is_word_byte(*c))
-                {
-                    hit = Some((n.len(), words.get(k)));
-                    break;
-                }
-            }
-        }
+            let ends = !rest
+                .as_bytes()
+                .get(d.len())
+                .is_some_and(|c| is_word_byte(*c));
+            (!d.is_empty() && ends).then(|| match word(d) {
+                Some(w) => Hit::Value(d.len(), w.as_str()),
+                None => Hit::Missing,
+            })
+        };
+        let whole = || {
+            rest.starts_with("ARGUMENTS")
+                .then_some(Hit::Value("ARGUMENTS".len(), text))
+        };
+        let hit = named.or_else(indexed).or_else(shorthand).or_else(whole);
         match hit {
-            Some((len, Some(v))) if !escaped => {
+            Some(_) if escaped => {
+                out.push_str(&body[i..j - 1]);
+                out.push('$');
+                i = j + 1;
+            }
+            Some(Hit::Value(len, v)) => {
+                out.push_str(&body[i..j]);
                 out.push_str(v);
                 substituted += 1;
                 i = j + 1 + len;
             }
-            _ => {
-                out.push('$');
+            Some(Hit::Missing) | None => {
+                out.push_str(&body[i..=j]);
                 i = j + 1;
             }
         }
     }
     out.push_str(&body[i..]);
-    if substituted == 0 && !text.trim().is_empty() {
+    if substituted == 0 && !text.is_empty() {
         out.push_str("\nARGUMENTS: ");
         out.push_str(text);
     }
@@ -1864,10 +1872,16 @@ fn claude_oracle_follows_argument_substitution() {
         claude("---\narguments: issue branch\n---\n$branch", "12 main"),
         "main"
     );
-    // `\$` escapes; `$HOME` is text.
+    // `\$` escapes (the backslash goes), `\\$` does not; `$HOME` is text.
     assert_eq!(
         claude(r"Keep \$ARGUMENTS, use $0", "a"),
-        r"Keep \$ARGUMENTS, use a"
+        "Keep $ARGUMENTS, use a"
+    );
+    assert_eq!(claude(r"Keep \\$0", "a"), r"Keep \\a");
+    // A named argument with no word is empty.
+    assert_eq!(
+        claude("---\narguments: [issue, branch]\n---\n[$branch]", "12"),
+        "[]"
     );
     // Nothing substituted and text given: appended.
     assert_eq!(
