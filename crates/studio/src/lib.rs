@@ -75,6 +75,17 @@ impl StudioOptions {
             None => path.display().to_string(),
         }
     }
+
+    /// A load diagnostic as `file:line:col: reason`, its file [`shown`](Self::shown).
+    fn located(&self, d: &promptd_core::registry::Diagnostic) -> String {
+        format!(
+            "{}:{}:{}: {}",
+            self.shown(&d.path),
+            d.line,
+            d.column,
+            d.message
+        )
+    }
 }
 
 /// One prompt in the list.
@@ -211,15 +222,7 @@ pub fn prompt_list(
             .registry
             .not_loaded()
             .into_iter()
-            .map(|d| {
-                format!(
-                    "{}:{}:{}: {}",
-                    options.shown(&d.path),
-                    d.line,
-                    d.column,
-                    d.message
-                )
-            })
+            .map(|d| options.located(d))
             .collect(),
     }
 }
@@ -604,15 +607,7 @@ pub fn prompt_view(
         .diagnostics()
         .iter()
         .filter(|d| d.path == prompt.path && d.severity == Severity::Error)
-        .map(|d| {
-            format!(
-                "{}:{}:{}: {}",
-                options.shown(&d.path),
-                d.line,
-                d.column,
-                d.message
-            )
-        })
+        .map(|d| options.located(d))
         .collect();
     let cases = cases(snapshot, prompt, clock, options);
     let form_key = {
