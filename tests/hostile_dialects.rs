@@ -99,3 +99,36 @@ fn positional_placeholders_cannot_multiply_an_argument_past_the_render_limit() {
     ok.insert("arguments".into(), json!("a b"));
     assert_eq!(lib.render("ok", &ok).unwrap().text, "Fine a\n");
 }
+
+#[test]
+fn thousands_of_named_arguments_cannot_make_a_render_quadratic() {
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path().join(".claude/commands");
+    std::fs::create_dir_all(&root).unwrap();
+    let names: Vec<String> = (0..4_000)
+        .map(|i| format!("a{}", "a".repeat(i % 120)))
+        .collect();
+    let header = format!("---\narguments: [{}]\n---\n", names.join(", "));
+    std::fs::write(
+        root.join("many.md"),
+        format!("{header}{}", "$aaaaaaaaaaaaaaaa ".repeat(25_000)),
+    )
+    .unwrap();
+    let lib = PromptLibrary::open(LibraryOptions {
+        cwd: repo.path().to_path_buf(),
+        no_builtin_prompts: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut args = Map::new();
+    args.insert("arguments".into(), json!("x y"));
+    let started = std::time::Instant::now();
+    let r = lib.render("many", &args);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    // Only the first 64 names are read: `$aaaaaaaaaaaaaaaa` is the 17th name (empty, no word).
+    assert!(r.unwrap().text.starts_with("  "));
+}

@@ -29,20 +29,30 @@ use super::segment::{Key, Segment, Slot, display_value};
 /// The argument holding everything typed after the command.
 pub const ARGUMENTS: &str = "arguments";
 
+/// The most named arguments read, and their longest name: every `$` of a body is compared with
+/// each name, so a hostile header cannot make a render quadratic.
+const MAX_NAMES: usize = 64;
+const MAX_NAME_BYTES: usize = 128;
+
 /// Claude Code's named arguments: frontmatter `arguments:` as a list of names or one
-/// space-separated string; empty and all-digit names are dropped (they would be `$0`, `$1`).
+/// space-separated string; empty and all-digit names are dropped (they would be `$0`, `$1`), and
+/// so are names past [`MAX_NAMES`] or longer than [`MAX_NAME_BYTES`].
 pub fn argument_names(meta: &Map<String, Value>) -> Vec<String> {
-    let valid = |n: &str| !n.trim().is_empty() && !n.bytes().all(|b| b.is_ascii_digit());
+    let valid = |n: &str| {
+        !n.trim().is_empty() && n.len() <= MAX_NAME_BYTES && !n.bytes().all(|b| b.is_ascii_digit())
+    };
     match meta.get("arguments") {
         Some(Value::Array(items)) => items
             .iter()
             .filter_map(Value::as_str)
             .filter(|n| valid(n))
+            .take(MAX_NAMES)
             .map(str::to_string)
             .collect(),
         Some(Value::String(s)) => s
             .split_whitespace()
             .filter(|n| valid(n))
+            .take(MAX_NAMES)
             .map(str::to_string)
             .collect(),
         _ => Vec::new(),
