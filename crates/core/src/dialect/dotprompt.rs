@@ -7,7 +7,8 @@
 //!
 //! - Names: `[name](.[variant]).prompt`, the variant being the last dot-separated part, folders
 //!   part of the name (`js/src/stores/dir.ts`, `parsePromptFilename`). promptd keeps the variant
-//!   in the name (`greet.formal`), since two prompts cannot share one name.
+//!   in the name (`greet.formal`, as Genkit names a variant's action: `${name}.${variant}`,
+//!   firebase/genkit `js/genkit/src/genkit.ts`), since two prompts cannot share one name.
 //! - Partials: files whose name starts with `_` are partials, not prompts (`dir.ts`,
 //!   `isPartial`); `{{> name}}` loads `_name.prompt` (`dir.ts`, `loadPartial`), resolved before
 //!   the template compiles (`js/src/dotprompt.ts`, `resolvePartials`).

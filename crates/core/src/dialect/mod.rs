@@ -207,9 +207,9 @@ impl Dialect {
     }
 
     /// Whether a file of a promptd folder (`prompts/`, a `--prompts` folder of no other
-    /// dialect) is a prompt file: promptd's `*.md`, Dotprompt's `*.prompt` (Genkit's default
-    /// prompt folder is `./prompts`) but not its partials (`_x.prompt`), and Prompty's
-    /// `*.prompty`.
+    /// dialect) is a prompt file: promptd's `*.md`, Dotprompt's `*.prompt` (Genkit loads
+    /// `promptDir ?? './prompts'`, firebase/genkit `js/genkit/src/genkit.ts`) but not its
+    /// partials (`_x.prompt`), and Prompty's `*.prompty`.
     pub fn promptd_folder_accepts(file_name: &str) -> bool {
         file_name.ends_with(".md")
             || dotprompt::is_prompt_file(file_name)

@@ -1279,6 +1279,11 @@ fn broken_template(
     good: &PromptTemplate,
     check: TemplateCheck<'_>,
 ) -> Option<TemplateSyntaxError> {
+    // Dotprompt (Handlebars) and Prompty (Jinja2) bodies are compiled by their own engine when
+    // the file is parsed: a Jinja check says nothing about them.
+    if new.dialect.has_engine() {
+        return None;
+    }
     match new.engine {
         Some(Engine::Plain) => None,
         Some(Engine::Jinja) => check(new).err(),
@@ -1325,6 +1330,8 @@ pub const DISCOVERED_FOLDERS: &[&str] = &[
     ".claude/commands",
     ".gemini/commands",
     ".cursor/commands",
+    ".opencode/command",
+    ".opencode/commands",
 ];
 
 /// The root list: built-ins (system prompts only unless `builtin_user_prompts`), then each
