@@ -419,7 +419,10 @@ fn dotprompt_prompty_and_opencode_files_are_discovered() {
     write("prompts/hello.prompt", "Hello {{name}}!\n{{> footer}}\n");
     write("prompts/hello.brief.prompt", "Hi {{name}}.\n");
     write("prompts/_footer.prompt", "-- sent by {{name}}'s assistant");
-    write("prompts/ask.prompty", "---\ninputs:\n  q: {kind: string}\n---\nuser:\n{{ q }}\n");
+    write(
+        "prompts/ask.prompty",
+        "---\ninputs:\n  q: {kind: string}\n---\nuser:\n{{ q }}\n",
+    );
     write("prompts/notes.md", "Notes on {{ topic }}\n");
     write(".opencode/command/fix.md", "Fix $1 then $2\n");
     write(".opencode/commands/ops/deploy.md", "Deploy $ARGUMENTS\n");
@@ -503,8 +506,15 @@ fn a_template_that_does_not_compile_names_its_file_line() {
         .map(|d| d.to_string())
         .collect();
     let joined = errors.join("\n");
-    assert!(joined.contains("bad.prompt:5:"), "{joined}");
-    assert!(joined.contains("bad.prompty:5:"), "{joined}");
+    // An unclosed block is found where the input ends (after the last line).
+    assert!(
+        joined.contains("bad.prompt:7:1:") && joined.contains("invalid Handlebars template"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("bad.prompty:5:18:") && joined.contains("unexpected end of input"),
+        "{joined}"
+    );
     assert!(
         joined.contains("pico.prompt:3:")
             && joined.contains("parenthetical types must be 'object' or 'array', got: date"),

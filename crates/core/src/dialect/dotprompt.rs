@@ -93,7 +93,7 @@ static BLOCK_ARG: LazyLock<Regex> = LazyLock::new(|| {
 
 /// Names a Handlebars body reads at its top level, for a file without `input.schema`: `{{x}}`
 /// and the subject of `{{#if x}}`, `{{#each x}}`, … (not `this` nor helpers).
-fn top_level_names(body: &str) -> Vec<(String, usize)> {
+pub fn top_level_names(body: &str) -> Vec<(String, usize)> {
     let mut out: Vec<(String, usize)> = Vec::new();
     let found = IDENT_EXPR
         .captures_iter(body)
@@ -279,9 +279,10 @@ pub fn input_schema(schema: &Value) -> Result<Value, String> {
         Value::Null => Ok(Value::Null),
         Value::String(s) => pico_scalar(s),
         Value::Object(o) => {
-            let json_schema_type = o.get("type").and_then(Value::as_str).is_some_and(|t| {
-                SCALAR_TYPES.contains(&t) || matches!(t, "object" | "array")
-            });
+            let json_schema_type = o
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| SCALAR_TYPES.contains(&t) || matches!(t, "object" | "array"));
             if json_schema_type {
                 Ok(schema.clone())
             } else if o.get("properties").is_some_and(Value::is_object) {
@@ -306,8 +307,8 @@ pub fn input_arguments(
 ) -> Result<Vec<DeclaredArgument>, (usize, String)> {
     let mut out: Vec<DeclaredArgument> = Vec::new();
     let schema_line = line_of("schema");
-    let schema = input_schema(input.get("schema").unwrap_or(&Value::Null))
-        .map_err(|e| (schema_line, e))?;
+    let schema =
+        input_schema(input.get("schema").unwrap_or(&Value::Null)).map_err(|e| (schema_line, e))?;
     if let Some(props) = schema.get("properties").and_then(Value::as_object) {
         let required: Vec<&str> = schema
             .get("required")
@@ -315,12 +316,20 @@ pub fn input_arguments(
             .map(|r| r.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
         for (name, prop) in props {
-            out.push(declared(name, prop, required.contains(&name.as_str()), line_of(name)));
+            out.push(declared(
+                name,
+                prop,
+                required.contains(&name.as_str()),
+                line_of(name),
+            ));
         }
     }
     if let Some(defaults) = input.get("default") {
         let Some(defaults) = defaults.as_object() else {
-            return Err((line_of("default"), "`input.default` must be a mapping".into()));
+            return Err((
+                line_of("default"),
+                "`input.default` must be a mapping".into(),
+            ));
         };
         for (name, value) in defaults {
             match out.iter_mut().find(|a| &a.name == name) {
@@ -421,7 +430,10 @@ pub fn render(
     expansions(body, &sources)?;
     for (name, src) in &sources {
         hb.register_partial(name, src).map_err(|e| {
-            BodyError::new(format!("partial `{name}`: invalid Handlebars template: {}", e.reason()))
+            BodyError::new(format!(
+                "partial `{name}`: invalid Handlebars template: {}",
+                e.reason()
+            ))
         })?;
     }
     let mut out = Capped {
@@ -433,7 +445,9 @@ pub fn render(
         if out.over {
             return Err(BodyError {
                 too_large: true,
-                ..BodyError::new(format!("substituted text would be larger than {max_len} bytes"))
+                ..BodyError::new(format!(
+                    "substituted text would be larger than {max_len} bytes"
+                ))
             });
         }
         let in_body = e.template_name.is_none();
@@ -553,7 +567,9 @@ fn js_text(v: Option<&Value>) -> String {
 }
 
 fn param<'a>(h: &'a Helper<'_>, i: usize) -> Option<&'a Value> {
-    h.param(i).filter(|p| !p.is_value_missing()).map(|p| p.value())
+    h.param(i)
+        .filter(|p| !p.is_value_missing())
+        .map(|p| p.value())
 }
 
 /// `json(serializable, {hash: {indent}})`: `JSON.stringify(x, null, indent || 0)`.
@@ -580,8 +596,7 @@ fn json_helper(
         let mut buf = Vec::new();
         let fmt = serde_json::ser::PrettyFormatter::with_indent(spaces.as_bytes());
         let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
-        serde::Serialize::serialize(v, &mut ser)
-            .map(|_| String::from_utf8(buf).unwrap_or_default())
+        serde::Serialize::serialize(v, &mut ser).map(|_| String::from_utf8(buf).unwrap_or_default())
     }
     .map_err(|e| RenderErrorReason::Other(e.to_string()))?;
     out.write(&text)?;
@@ -809,10 +824,15 @@ mod tests {
                 ("extra", false, None, None, Some(json!("x"))),
             ]
         );
-        assert_eq!(args[3].enum_values, Some(vec![json!("formal"), json!("casual")]));
+        assert_eq!(
+            args[3].enum_values,
+            Some(vec![json!("formal"), json!("casual")])
+        );
         assert_eq!(
             args[2].schema,
-            Some(json!({"type": "array", "items": {"type": "string"}, "description": "labels to apply"}))
+            Some(
+                json!({"type": "array", "items": {"type": "string"}, "description": "labels to apply"})
+            )
         );
     }
 
@@ -833,7 +853,8 @@ mod tests {
     #[test]
     fn bad_picoschema_is_an_error_at_its_key() {
         let input = json!({"schema": {"when(date)": "string"}});
-        let (line, msg) = input_arguments(&input, |k| if k == "schema" { 4 } else { 9 }).unwrap_err();
+        let (line, msg) =
+            input_arguments(&input, |k| if k == "schema" { 4 } else { 9 }).unwrap_err();
         assert_eq!(line, 4);
         assert_eq!(
             msg,
@@ -864,10 +885,7 @@ mod tests {
             body,
             json!({"name": "A<&>", "vip": false, "tags": ["x", "y"], "scores": {"a": 1, "b": 2}}),
         );
-        assert_eq!(
-            text,
-            "Hi A<&> & <b>guest</b>\n- x (0)\n- y (1)\na=1;b=2;"
-        );
+        assert_eq!(text, "Hi A<&> & <b>guest</b>\n- x (0)\n- y (1)\na=1;b=2;");
     }
 
     #[test]
@@ -878,7 +896,10 @@ mod tests {
     #[test]
     fn dotprompt_helpers() {
         let body = "{{json obj}}|{{json obj indent=2}}|{{#ifEquals a 1}}one{{else}}other{{/ifEquals}}|{{#unlessEquals a 1}}not{{else}}is{{/unlessEquals}}|{{media url=img contentType=\"image/png\"}}|{{media url=img}}";
-        let text = render_with(body, json!({"obj": {"k": [1]}, "a": 1, "img": "http://x/y.png"}));
+        let text = render_with(
+            body,
+            json!({"obj": {"k": [1]}, "a": 1, "img": "http://x/y.png"}),
+        );
         assert_eq!(
             text,
             "{\"k\":[1]}|{\n  \"k\": [\n    1\n  ]\n}|one|is|[media: http://x/y.png (image/png)]|[media: http://x/y.png]"
@@ -930,7 +951,10 @@ mod tests {
 
     #[test]
     fn size_limit_and_syntax_errors() {
-        let data = json!({"xs": vec!["0123456789"; 100]}).as_object().cloned().unwrap();
+        let data = json!({"xs": vec!["0123456789"; 100]})
+            .as_object()
+            .cloned()
+            .unwrap();
         let e = render("{{#each xs}}{{this}}{{/each}}", &data, &|_| None, 100).unwrap_err();
         assert!(e.too_large);
         let e = check_syntax("line one\n{{#if x}}\nno end").unwrap_err();

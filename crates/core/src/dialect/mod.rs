@@ -237,6 +237,19 @@ impl Dialect {
         matches!(self, Dialect::Dotprompt | Dialect::Prompty)
     }
 
+    /// The top-level names a body of an engine dialect reads (Handlebars `{{x}}`,
+    /// `{{#if x}}`, …; Jinja's undeclared variables); none for the other dialects.
+    pub fn template_variables(self, body: &str) -> Vec<String> {
+        match self {
+            Dialect::Dotprompt => dotprompt::top_level_names(body)
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
+            Dialect::Prompty => prompty::template_variables(body),
+            _ => Vec::new(),
+        }
+    }
+
     /// The description of an argument a dialect derives, from the file's frontmatter.
     fn argument_hint(self, name: &str, meta: &Map<String, Value>) -> Option<String> {
         match self {
@@ -437,6 +450,24 @@ fn sanitize_segment(s: &str) -> String {
 /// The description of a prompt without a `description`: its first non-empty body line.
 pub fn first_line_description(body: &str) -> Option<String> {
     body.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches('#').trim().to_string())
+        .filter(|l| !l.is_empty())
+}
+
+/// The description of a Dotprompt or Prompty file without a `description`: its first body line
+/// that is text, not only template tags (`{{role "system"}}`, `{% if x %}`) nor a Prompty role
+/// line (`system:`).
+pub fn first_text_line_description(body: &str) -> Option<String> {
+    static TAGS_ONLY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"^(?:\s*(?:\{\{[^{}]*\}\}|\{%[^%]*%\}))+\s*$|^\s*#?\s*(?i:system|user|assistant|developer)\s*:\s*$",
+        )
+        .expect("tags-only regex")
+    });
+    body.lines()
+        .filter(|l| !TAGS_ONLY.is_match(l))
         .map(str::trim)
         .find(|l| !l.is_empty())
         .map(|l| l.trim_start_matches('#').trim().to_string())

@@ -243,14 +243,20 @@ mod tests {
 
     #[test]
     fn without_placeholders_the_arguments_are_appended() {
-        assert_eq!(run("Review this.\n", Some("src/a.rs")), "Review this.\n\nsrc/a.rs\n");
+        assert_eq!(
+            run("Review this.\n", Some("src/a.rs")),
+            "Review this.\n\nsrc/a.rs\n"
+        );
         assert_eq!(run("Review this.\n", Some("  ")), "Review this.\n");
         assert_eq!(run("Review this.\n", None), "Review this.\n");
     }
 
     #[test]
     fn not_given_is_empty_and_other_dollars_are_text() {
-        assert_eq!(run("[$ARGUMENTS] [$1] $HOME $$ $", None), "[] [] $HOME $$ $");
+        assert_eq!(
+            run("[$ARGUMENTS] [$1] $HOME $$ $", None),
+            "[] [] $HOME $$ $"
+        );
     }
 
     #[test]

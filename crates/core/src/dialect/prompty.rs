@@ -164,7 +164,10 @@ fn property(
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
-            return Err((line, format!("inputs.{name}: `required` must be true or false")));
+            return Err((
+                line,
+                format!("inputs.{name}: `required` must be true or false"),
+            ));
         }
     };
     arg.default = fields.get("default").filter(|d| !d.is_null()).cloned();
@@ -393,7 +396,10 @@ mod tests {
         let sample = json!({"question": "What is 2+2?", "context": "math"});
         let args = input_arguments(Some(&inputs), Some(&sample), |_| 2).unwrap();
         let names: Vec<&str> = args.iter().map(|a| a.name.as_str()).collect();
-        assert_eq!(names, ["firstName", "question", "count", "level", "context"]);
+        assert_eq!(
+            names,
+            ["firstName", "question", "count", "level", "context"]
+        );
         assert_eq!(args[0].default, Some(json!("Jane")));
         assert_eq!(args[0].examples, vec![json!("Ada")]);
         assert_eq!(args[0].description.as_deref(), Some("first name"));
@@ -429,7 +435,8 @@ mod tests {
 
     #[test]
     fn role_lines_cut_messages() {
-        let m = messages("intro\nSystem:\nBe brief.\n\n# user:\nHi\nassistant[name=\"bot\"]:\nHello\n");
+        let m =
+            messages("intro\nSystem:\nBe brief.\n\n# user:\nHi\nassistant[name=\"bot\"]:\nHello\n");
         assert_eq!(
             m,
             vec![
@@ -448,13 +455,19 @@ mod tests {
         let e = check_syntax("ok\n{% if x %}\nno end").unwrap_err();
         assert!(e.line.is_some(), "{e:?}");
         assert!(check_syntax("{{ x }}").is_ok());
-        assert_eq!(template_variables("{{ b }} {{ a }} {% for x in xs %}{{ x }}{% endfor %}"), ["b", "a", "xs"]);
+        assert_eq!(
+            template_variables("{{ b }} {{ a }} {% for x in xs %}{{ x }}{% endfor %}"),
+            ["b", "a", "xs"]
+        );
     }
 
     #[test]
     fn template_formats() {
         assert_eq!(template_format(None), "jinja2");
         assert_eq!(template_format(Some(&json!("mustache"))), "mustache");
-        assert_eq!(template_format(Some(&json!({"format": {"kind": "Jinja2"}}))), "jinja2");
+        assert_eq!(
+            template_format(Some(&json!({"format": {"kind": "Jinja2"}}))),
+            "jinja2"
+        );
     }
 }

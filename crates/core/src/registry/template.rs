@@ -337,15 +337,17 @@ pub(crate) fn parse_prompt_file_hashed(
 fn complete(tpl: &mut PromptTemplate) {
     // A Dotprompt `input.schema` or Prompty `inputs` is the whole list of arguments.
     let declared_inputs = match tpl.dialect {
-        Dialect::Dotprompt => tpl.metadata.get("input").is_some_and(|i| i.get("schema").is_some()),
+        Dialect::Dotprompt => tpl
+            .metadata
+            .get("input")
+            .is_some_and(|i| i.get("schema").is_some()),
         Dialect::Prompty => tpl.metadata.contains_key("inputs"),
         _ => false,
     };
-    if !tpl.dialect.is_promptd() && declared_inputs {
-        if tpl.description.is_none() {
-            tpl.description = dialect::first_line_description(&tpl.body);
-        }
-    } else if !tpl.dialect.is_promptd() {
+    if tpl.dialect.has_engine() && tpl.description.is_none() {
+        tpl.description = dialect::first_text_line_description(&tpl.body);
+    }
+    if !tpl.dialect.is_promptd() && !declared_inputs {
         let derived: Vec<ArgumentSpec> = tpl
             .dialect
             .placeholder_arguments(&tpl.body, tpl.body_line, &tpl.metadata)
@@ -379,9 +381,8 @@ fn read_engine_dialect(tpl: &mut PromptTemplate, text: &str) -> Result<(), Promp
             .position(|l| {
                 let l = l.trim_start().trim_start_matches("- ");
                 let l = l.trim_start_matches(['"', '\'']);
-                l.strip_prefix(key).is_some_and(|rest| {
-                    rest.starts_with([':', '?', '(', '"', '\'', ' '])
-                })
+                l.strip_prefix(key)
+                    .is_some_and(|rest| rest.starts_with([':', '?', '(', '"', '\'', ' ']))
             })
             .map_or(1, |i| i + 1)
     };

@@ -396,6 +396,9 @@ impl Renderer {
             analysis.engine = Engine::Plain;
             analysis.includes.clear();
             analysis.variables = prompt.arguments.iter().map(|a| a.name.clone()).collect();
+            analysis
+                .variables
+                .extend(prompt.dialect.template_variables(&prompt.body));
             return analysis;
         }
         match self.env.get_template(&prompt.name) {
@@ -931,7 +934,9 @@ impl Renderer {
                 RenderError::Template {
                     prompt: prompt.name.clone(),
                     path: prompt.path.clone(),
-                    line: e.line.map_or(prompt.body_line, |l| l + prompt.body_line - 1),
+                    line: e
+                        .line
+                        .map_or(prompt.body_line, |l| l + prompt.body_line - 1),
                     message: e.message,
                 }
             }
