@@ -521,3 +521,32 @@ fn a_template_that_does_not_compile_names_its_file_line() {
         "{joined}"
     );
 }
+
+/// A folder configured as `dotprompt` is read recursively, as Genkit reads its prompt folder:
+/// subfolders namespace the names, and a partial in a subfolder is `{{> sub/name}}`.
+#[test]
+fn a_folder_configured_as_dotprompt_is_read_recursively() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("genkit/mail")).unwrap();
+    std::fs::write(
+        dir.path().join("genkit/mail/welcome.prompt"),
+        "Welcome {{who}}!\n{{> mail/sig}}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("genkit/mail/_sig.prompt"), "Regards").unwrap();
+    std::fs::write(
+        dir.path().join(".ado-mcp-config.json"),
+        r#"{"prompts": {"dialects": {"genkit": "dotprompt"}}}"#,
+    )
+    .unwrap();
+    let lib = open(dir.path(), |o| {
+        o.no_builtin_prompts = true;
+        o.prompt_dirs = vec![dir.path().join("genkit")];
+    });
+    let found = dialects(&lib);
+    assert_eq!(found.keys().collect::<Vec<_>>(), ["mail:welcome"]);
+    let mut args = Map::new();
+    args.insert("who".into(), json!("Ada"));
+    let r = lib.render("mail:welcome", &args).unwrap();
+    assert_eq!(r.text, "Welcome Ada!\nRegards");
+}
