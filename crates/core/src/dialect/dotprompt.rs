@@ -868,6 +868,28 @@ mod tests {
     }
 
     #[test]
+    fn files_names_and_descriptions() {
+        use crate::dialect::{Dialect, first_text_line_description, name_from_path};
+        assert_eq!(
+            Dialect::recognise(None, "mail/greet.formal.prompt"),
+            Dialect::Dotprompt
+        );
+        assert_eq!(
+            name_from_path("mail/greet.formal.prompt"),
+            "mail:greet.formal"
+        );
+        assert!(Dialect::promptd_folder_accepts("greet.prompt"));
+        assert!(!Dialect::promptd_folder_accepts("_footer.prompt"));
+        assert!(Dialect::Dotprompt.accepts("x.prompt") && !Dialect::Dotprompt.accepts("x.md"));
+        assert_eq!(Dialect::parse("genkit"), Some(Dialect::Dotprompt));
+        assert_eq!(Dialect::Dotprompt.as_str(), "dotprompt");
+        assert_eq!(
+            first_text_line_description("{{role \"system\"}}\n\n{{#if x}}\nBe brief, {{name}}.\n"),
+            Some("Be brief, {{name}}.".into())
+        );
+    }
+
+    #[test]
     fn names_variants_and_partials() {
         assert!(is_prompt_file("greet.prompt"));
         assert!(!is_prompt_file("_header.prompt"));

@@ -260,6 +260,28 @@ mod tests {
     }
 
     #[test]
+    fn folders_names_and_directives() {
+        use crate::dialect::{Dialect, directives, name_from_path};
+        use std::path::Path;
+        for folder in ["/r/.opencode/command", "/r/.opencode/commands"] {
+            assert_eq!(
+                Dialect::of_folder(Path::new(folder)),
+                Some(Dialect::Opencode)
+            );
+        }
+        assert_eq!(
+            Dialect::recognise(Some(Dialect::Opencode), "team/review.md"),
+            Dialect::Opencode
+        );
+        assert_eq!(name_from_path("team/review.md"), "team:review");
+        assert!(Dialect::Opencode.accepts("a.md") && !Dialect::Opencode.accepts("a.mdx"));
+        assert_eq!(
+            directives(Dialect::Opencode, "Diff: !`git diff`\nSee @src/lib.rs\n"),
+            vec!["shell", "file"]
+        );
+    }
+
+    #[test]
     fn one_argument_with_its_line() {
         let args = arguments("intro\n\nDo $1 now", 5);
         assert_eq!(args.len(), 1);

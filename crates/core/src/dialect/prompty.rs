@@ -462,6 +462,19 @@ mod tests {
     }
 
     #[test]
+    fn files_and_names() {
+        use crate::dialect::{Dialect, first_text_line_description, name_from_path};
+        assert_eq!(Dialect::recognise(None, "chat.prompty"), Dialect::Prompty);
+        assert_eq!(name_from_path("support/chat.prompty"), "support:chat");
+        assert!(Dialect::promptd_folder_accepts("chat.prompty"));
+        assert_eq!(Dialect::parse("Prompty"), Some(Dialect::Prompty));
+        assert_eq!(
+            first_text_line_description("system:\n{% if a %}\nYou answer.\n"),
+            Some("You answer.".into())
+        );
+    }
+
+    #[test]
     fn template_formats() {
         assert_eq!(template_format(None), "jinja2");
         assert_eq!(template_format(Some(&json!("mustache"))), "mustache");
