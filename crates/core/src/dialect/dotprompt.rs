@@ -71,16 +71,91 @@ impl BodyError {
     }
 }
 
-/// Compiles a body as Handlebars; the error names the body line and column.
+/// Compiles a body as Handlebars; the error names the body line and column (for a block
+/// that is never closed or closed by another name, the line of its opening tag).
 pub fn check_syntax(body: &str) -> Result<(), BodyError> {
-    handlebars::Template::compile(body)
-        .map(|_| ())
-        .map_err(|e| BodyError {
-            line: e.pos().map(|p| p.0),
-            column: e.pos().map(|p| p.1),
-            message: format!("invalid Handlebars template: {}", e.reason()),
-            too_large: false,
-        })
+    let Err(e) = handlebars::Template::compile(body) else {
+        return Ok(());
+    };
+    if let Some(unbalanced) = unbalanced_block(body) {
+        return Err(unbalanced);
+    }
+    Err(BodyError {
+        line: e.pos().map(|p| p.0),
+        column: e.pos().map(|p| p.1),
+        message: format!("invalid Handlebars template: {}", e.reason()),
+        too_large: false,
+    })
+}
+
+/// The first block a body opens and never closes (or closes with another name), for a
+/// clearer message than the parser's.
+fn unbalanced_block(body: &str) -> Option<BodyError> {
+    static COMMENT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?s)\{\{!--.*?--\}\}|\{\{![^}]*\}\}").expect("comment regex")
+    });
+    static TAG: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"\{\{~?\s*(?:([#^])\s*>?\s*|/\s*)([A-Za-z_][A-Za-z0-9_.-]*)")
+            .expect("block tag regex")
+    });
+    // Comments blanked out, every other byte where it was.
+    let mut text = body.to_string();
+    for m in COMMENT.find_iter(body) {
+        text.replace_range(m.range(), &" ".repeat(m.len()));
+    }
+    let at = |offset: usize| {
+        let before = &body[..offset];
+        let line = before.matches('\n').count() + 1;
+        let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+            .chars()
+            .count()
+            + 1;
+        (Some(line), Some(column))
+    };
+    let mut open: Vec<(String, usize)> = Vec::new();
+    for c in TAG.captures_iter(&text) {
+        let start = c.get(0).expect("whole match").start();
+        let name = c[2].to_string();
+        if c.get(1).is_some() {
+            open.push((name, start));
+            continue;
+        }
+        match open.pop() {
+            Some((opened, _)) if opened == name => {}
+            Some((opened, from)) => {
+                let (line, column) = at(start);
+                let (from_line, _) = at(from);
+                return Some(BodyError {
+                    line,
+                    column,
+                    message: format!(
+                        "invalid Handlebars template: `{{{{/{name}}}}}` closes `{{{{#{opened}}}}}` of line {}",
+                        from_line.unwrap_or(1)
+                    ),
+                    too_large: false,
+                });
+            }
+            None => {
+                let (line, column) = at(start);
+                return Some(BodyError {
+                    line,
+                    column,
+                    message: format!(
+                        "invalid Handlebars template: `{{{{/{name}}}}}` closes no block"
+                    ),
+                    too_large: false,
+                });
+            }
+        }
+    }
+    let (name, from) = open.pop()?;
+    let (line, column) = at(from);
+    Some(BodyError {
+        line,
+        column,
+        message: format!("invalid Handlebars template: `{{{{#{name}}}}}` is never closed"),
+        too_large: false,
+    })
 }
 
 static IDENT_EXPR: LazyLock<Regex> = LazyLock::new(|| {
@@ -979,8 +1054,23 @@ mod tests {
             .unwrap();
         let e = render("{{#each xs}}{{this}}{{/each}}", &data, &|_| None, 100).unwrap_err();
         assert!(e.too_large);
-        let e = check_syntax("line one\n{{#if x}}\nno end").unwrap_err();
-        assert!(e.line.is_some(), "{e:?}");
+        let e = check_syntax("line one\n  {{#if x}}\nno end").unwrap_err();
+        assert_eq!((e.line, e.column), (Some(2), Some(3)));
+        assert_eq!(
+            e.message,
+            "invalid Handlebars template: `{{#if}}` is never closed"
+        );
+        let e = check_syntax("{{!-- {{/each}} --}}{{#each xs}}\n{{/if}}").unwrap_err();
+        assert_eq!(e.line, Some(2));
+        assert_eq!(
+            e.message,
+            "invalid Handlebars template: `{{/if}}` closes `{{#each}}` of line 1"
+        );
+        let e = check_syntax("{{name").unwrap_err();
+        assert!(
+            e.message.starts_with("invalid Handlebars template"),
+            "{e:?}"
+        );
         assert!(check_syntax("{{#each xs}}{{this}}{{/each}}").is_ok());
     }
 
