@@ -463,3 +463,149 @@ fn a_prompts_folder_loads_its_subfolders_namespaced() {
     let canon = |p: &Path| std::fs::canonicalize(p).unwrap();
     assert!(targets.contains(&canon(&deep)), "{targets:?}");
 }
+
+/// Dotprompt and Prompty files in a repository's `prompts/` (Genkit's default prompt folder),
+/// OpenCode commands in `.opencode/command/` and `.opencode/commands/` (OpenCode reads both),
+/// found without `--prompts` and the same when the folder is given; a Dotprompt partial
+/// (`_x.prompt`) is not a prompt but renders where `{{> x}}` names it.
+#[test]
+fn dotprompt_prompty_and_opencode_files_are_discovered() {
+    let repo = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = repo.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("prompts/hello.prompt", "Hello {{name}}!\n{{> footer}}\n");
+    write("prompts/hello.brief.prompt", "Hi {{name}}.\n");
+    write("prompts/_footer.prompt", "-- sent by {{name}}'s assistant");
+    write(
+        "prompts/ask.prompty",
+        "---\ninputs:\n  q: {kind: string}\n---\nuser:\n{{ q }}\n",
+    );
+    write("prompts/notes.md", "Notes on {{ topic }}\n");
+    write(".opencode/command/fix.md", "Fix $1 then $2\n");
+    write(".opencode/commands/ops/deploy.md", "Deploy $ARGUMENTS\n");
+    let expected: BTreeMap<String, String> = [
+        ("hello", "dotprompt"),
+        ("hello.brief", "dotprompt"),
+        ("ask", "prompty"),
+        ("notes", "jinja"),
+        ("fix", "opencode"),
+        ("ops:deploy", "opencode"),
+    ]
+    .into_iter()
+    .map(|(n, d)| (n.to_string(), d.to_string()))
+    .collect();
+    let lib = open(repo.path(), |o| o.no_builtin_prompts = true);
+    assert_eq!(dialects(&lib), expected);
+
+    let mut args = Map::new();
+    args.insert("name".into(), json!("Ada"));
+    let r = lib.render("hello", &args).unwrap();
+    assert_eq!(r.text, "Hello Ada!\n-- sent by Ada's assistant");
+    let mut args = Map::new();
+    args.insert("arguments".into(), json!("the build \"and tests\" today"));
+    assert_eq!(
+        lib.render("fix", &args).unwrap().text,
+        "Fix the then build and tests today"
+    );
+    assert_eq!(
+        lib.render("ops:deploy", &args).unwrap().text,
+        "Deploy the build \"and tests\" today"
+    );
+    let mut args = Map::new();
+    args.insert("q".into(), json!("Why?"));
+    let r = lib.render("ask", &args).unwrap();
+    assert_eq!(r.text, "user:\nWhy?\n");
+    assert_eq!(r.messages.len(), 1);
+    assert_eq!(r.messages[0].role, "user");
+    assert_eq!(r.messages[0].text, "Why?");
+
+    // The same folders given with `--prompts`.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let given = open(elsewhere.path(), |o| {
+        o.no_builtin_prompts = true;
+        o.prompt_dirs = vec![
+            repo.path().join("prompts"),
+            repo.path().join(".opencode/command"),
+            repo.path().join(".opencode/commands"),
+        ];
+    });
+    assert_eq!(dialects(&given), expected);
+}
+
+/// A Dotprompt or Prompty file whose body does not compile is reported at its file line and
+/// column, and the others are served.
+#[test]
+fn a_template_that_does_not_compile_names_its_file_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.prompt"),
+        "---\nmodel: x\n---\nfine\n{{#if ok}}\nnever closed\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bad.prompty"),
+        "---\nname: bad\n---\nsystem:\n{% for x in xs %}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("pico.prompt"),
+        "---\ninput:\n  schema:\n    when(date): string\n---\n{{when}}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("good.prompt"), "ok {{x}}\n").unwrap();
+    let lib = open(dir.path(), |o| {
+        o.no_builtin_prompts = true;
+        o.prompt_dirs = vec![dir.path().to_path_buf()];
+    });
+    assert_eq!(dialects(&lib).keys().collect::<Vec<_>>(), ["good"]);
+    let errors: Vec<String> = promptd::lint::check(&lib.snapshot())
+        .iter()
+        .map(|d| d.to_string())
+        .collect();
+    let joined = errors.join("\n");
+    assert!(
+        joined.contains("bad.prompt:5:1:") && joined.contains("`{{#if}}` is never closed"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("bad.prompty:5:18:") && joined.contains("unexpected end of input"),
+        "{joined}"
+    );
+    assert!(
+        joined.contains("pico.prompt:3:")
+            && joined.contains("parenthetical types must be 'object' or 'array', got: date"),
+        "{joined}"
+    );
+}
+
+/// A folder configured as `dotprompt` is read recursively, as Genkit reads its prompt folder:
+/// subfolders namespace the names, and a partial in a subfolder is `{{> sub/name}}`.
+#[test]
+fn a_folder_configured_as_dotprompt_is_read_recursively() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("genkit/mail")).unwrap();
+    std::fs::write(
+        dir.path().join("genkit/mail/welcome.prompt"),
+        "Welcome {{who}}!\n{{> mail/sig}}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("genkit/mail/_sig.prompt"), "Regards").unwrap();
+    std::fs::write(
+        dir.path().join(".ado-mcp-config.json"),
+        r#"{"prompts": {"dialects": {"genkit": "dotprompt"}}}"#,
+    )
+    .unwrap();
+    let lib = open(dir.path(), |o| {
+        o.no_builtin_prompts = true;
+        o.prompt_dirs = vec![dir.path().join("genkit")];
+    });
+    let found = dialects(&lib);
+    assert_eq!(found.keys().collect::<Vec<_>>(), ["mail:welcome"]);
+    let mut args = Map::new();
+    args.insert("who".into(), json!("Ada"));
+    let r = lib.render("mail:welcome", &args).unwrap();
+    assert_eq!(r.text, "Welcome Ada!\nRegards");
+}

@@ -23,7 +23,8 @@ pub struct CommonArgs {
     #[arg(long, value_name = "TIME", global = true)]
     pub now: Option<String>,
     /// Without --prompts, do not look for prompts/, .github/prompts/, .claude/commands/,
-    /// .gemini/commands/ and .cursor/commands/ in the current directory (config: prompts.discover).
+    /// .gemini/commands/, .cursor/commands/ and .opencode/command(s)/ in the current directory
+    /// (config: prompts.discover).
     #[arg(long, global = true)]
     pub no_discover: bool,
     /// Leave promptd's built-in user prompts out; its system prompts stay available to the

@@ -441,7 +441,8 @@ fn is_read(event: &notify::Event) -> bool {
     matches!(event.kind, EventKind::Access(kind) if kind != AccessKind::Close(AccessMode::Write))
 }
 
-/// Whether an event can change what is served: a `*.md` file, a `*.toml` file of a prompt root,
+/// Whether an event can change what is served: a `*.md` file, a `*.toml`, `*.prompt` or
+/// `*.prompty` file of a prompt root,
 /// the config file, a symbolic link (files may be reached through it), a
 /// folder (a `system/` folder, a subfolder of a dialect folder, a prompt root) appearing or
 /// disappearing; and an event that says events were lost (the watcher's queue overflowed: it
@@ -467,7 +468,9 @@ fn is_relevant(
     event.paths.iter().any(|p| {
         roots.iter().any(|r| r == p)
             || p.extension().is_some_and(|e| e == "md")
-            || (p.extension().is_some_and(|e| e == "toml")
+            || (p
+                .extension()
+                .is_some_and(|e| e == "toml" || e == "prompt" || e == "prompty")
                 && roots.iter().any(|r| p.starts_with(r)))
             || p.file_name()
                 .is_some_and(|n| Some(n) == config_name || n == "system")
@@ -634,6 +637,22 @@ mod tests {
         let roots = [PathBuf::from("/p/prompts")];
         assert!(is_relevant(&event(create, &["/p/prompts"]), cfg, &roots));
         assert!(!is_relevant(&event(create, &["/p/other"]), cfg, &roots));
+        assert!(is_relevant(
+            &event(create, &["/p/prompts/a.prompt"]),
+            cfg,
+            &roots
+        ));
+        assert!(is_relevant(
+            &event(create, &["/p/prompts/_part.prompt"]),
+            cfg,
+            &roots
+        ));
+        assert!(is_relevant(
+            &event(create, &["/p/prompts/b.prompty"]),
+            cfg,
+            &roots
+        ));
+        assert!(!is_relevant(&event(create, &["/p/x.prompt"]), cfg, &roots));
         assert!(is_relevant(
             &event(create, &["/p/prompts/git/commit.toml"]),
             cfg,

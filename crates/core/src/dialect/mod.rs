@@ -14,6 +14,9 @@
 //! | [`Dialect::Codex`] | a `.codex/prompts` folder | `$ARGUMENTS`, `$1`…`$9`, or `$NAME` |
 //! | [`Dialect::Gemini`] | `*.toml` under a `.gemini/commands` folder | `{{args}}` |
 //! | [`Dialect::Cursor`] | a `.cursor/commands` folder | none |
+//! | [`Dialect::Dotprompt`] | `*.prompt` (not `_*.prompt`, a partial) | Handlebars, in `render` |
+//! | [`Dialect::Prompty`] | `*.prompty` | Jinja2, in `render` |
+//! | [`Dialect::Opencode`] | a `.opencode/command` or `.opencode/commands` folder | `$ARGUMENTS`, `$1`… |
 //!
 //! The folder decides first (its last two path components), then the file name; frontmatter
 //! `engine:` and the config's `dialects` section override both. Each dialect cuts its body into
@@ -22,9 +25,12 @@
 
 pub mod claude;
 pub mod cursor;
+pub mod dotprompt;
 pub mod gemini;
 pub mod jinja;
+pub mod opencode;
 pub mod plain;
+pub mod prompty;
 pub mod segment;
 pub mod vscode;
 
@@ -55,6 +61,12 @@ pub enum Dialect {
     Gemini,
     /// Cursor commands.
     Cursor,
+    /// Dotprompt files (`*.prompt`, Firebase Genkit): Handlebars, arguments from `input.schema`.
+    Dotprompt,
+    /// Prompty files (`*.prompty`): Jinja2, arguments from `inputs`, role lines.
+    Prompty,
+    /// OpenCode commands.
+    Opencode,
 }
 
 /// Folder endings (last two components) that decide a dialect.
@@ -64,6 +76,9 @@ const FOLDERS: &[(&str, &str, Dialect)] = &[
     (".codex", "prompts", Dialect::Codex),
     (".gemini", "commands", Dialect::Gemini),
     (".cursor", "commands", Dialect::Cursor),
+    // OpenCode reads both (`{command,commands}/**/*.md`, see `opencode`).
+    (".opencode", "command", Dialect::Opencode),
+    (".opencode", "commands", Dialect::Opencode),
 ];
 
 /// Tool-specific frontmatter keys shown in listings.
@@ -76,6 +91,16 @@ pub const TOOL_KEYS: &[&str] = &[
     "argument-hint",
     "disable-model-invocation",
     "arguments",
+    // Dotprompt, Prompty and OpenCode model settings and declarations.
+    "config",
+    "input",
+    "output",
+    "variant",
+    "inputs",
+    "outputs",
+    "authors",
+    "sample",
+    "subtask",
 ];
 
 impl Dialect {
@@ -89,12 +114,16 @@ impl Dialect {
             "codex" => Dialect::Codex,
             "gemini" => Dialect::Gemini,
             "cursor" => Dialect::Cursor,
+            "dotprompt" | "genkit" => Dialect::Dotprompt,
+            "prompty" => Dialect::Prompty,
+            "opencode" => Dialect::Opencode,
             _ => return None,
         })
     }
 
     /// The accepted names, for messages.
-    pub const NAMES: &'static str = "jinja, plain, vscode, claude, codex, gemini or cursor";
+    pub const NAMES: &'static str =
+        "jinja, plain, vscode, claude, codex, gemini, cursor, dotprompt, prompty or opencode";
 
     /// The dialect's name in listings.
     pub fn as_str(self) -> &'static str {
@@ -106,6 +135,9 @@ impl Dialect {
             Dialect::Codex => "codex",
             Dialect::Gemini => "gemini",
             Dialect::Cursor => "cursor",
+            Dialect::Dotprompt => "dotprompt",
+            Dialect::Prompty => "prompty",
+            Dialect::Opencode => "opencode",
         }
     }
 
@@ -132,6 +164,14 @@ impl Dialect {
     pub fn recognise(folder: Option<Dialect>, rel_path: &str) -> Dialect {
         if rel_path.ends_with(".toml") {
             return Dialect::Gemini;
+        }
+        // Their extensions decide, wherever they are (a `prompts/` folder holds them beside
+        // promptd's own files).
+        if rel_path.ends_with(".prompt") {
+            return Dialect::Dotprompt;
+        }
+        if rel_path.ends_with(".prompty") {
+            return Dialect::Prompty;
         }
         match folder {
             Some(d) if d != Dialect::Gemini => d,
@@ -161,8 +201,20 @@ impl Dialect {
             // customization/prompt-files, the page as published on 2026-11-28): a `README.md`
             // or a partial beside them is not a prompt.
             Dialect::Vscode => file_name.ends_with(".prompt.md"),
+            Dialect::Dotprompt => dotprompt::is_prompt_file(file_name),
+            Dialect::Prompty => file_name.ends_with(".prompty"),
             _ => file_name.ends_with(".md"),
         }
+    }
+
+    /// Whether a file of a promptd folder (`prompts/`, a `--prompts` folder of no other
+    /// dialect) is a prompt file: promptd's `*.md`, Dotprompt's `*.prompt` (Genkit loads
+    /// `promptDir ?? './prompts'`, firebase/genkit `js/genkit/src/genkit.ts`) but not its
+    /// partials (`_x.prompt`), and Prompty's `*.prompty`.
+    pub fn promptd_folder_accepts(file_name: &str) -> bool {
+        file_name.ends_with(".md")
+            || dotprompt::is_prompt_file(file_name)
+            || file_name.ends_with(".prompty")
     }
 
     /// The body cut into verbatim text and slots; `metadata` is the file's frontmatter (Claude
@@ -175,6 +227,28 @@ impl Dialect {
             Dialect::Codex => claude::codex_segments(body),
             Dialect::Gemini => gemini::segments(body),
             Dialect::Cursor => cursor::segments(body),
+            Dialect::Dotprompt => dotprompt::segments(body),
+            Dialect::Prompty => prompty::segments(body),
+            Dialect::Opencode => opencode::segments(body),
+        }
+    }
+
+    /// Whether a render of this dialect runs a template engine (Handlebars, Jinja2) over typed
+    /// values rather than substituting text slots.
+    pub fn has_engine(self) -> bool {
+        matches!(self, Dialect::Dotprompt | Dialect::Prompty)
+    }
+
+    /// The top-level names a body of an engine dialect reads (Handlebars `{{x}}`,
+    /// `{{#if x}}`, …; Jinja's undeclared variables); none for the other dialects.
+    pub fn template_variables(self, body: &str) -> Vec<String> {
+        match self {
+            Dialect::Dotprompt => dotprompt::top_level_names(body)
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect(),
+            Dialect::Prompty => prompty::template_variables(body),
+            _ => Vec::new(),
         }
     }
 
@@ -222,6 +296,9 @@ impl Dialect {
             Dialect::Claude | Dialect::Codex => claude::argument_hint(name, meta),
             Dialect::Vscode => vscode::variable_description(name),
             Dialect::Gemini => gemini::argument_hint(name),
+            Dialect::Opencode => {
+                (name == opencode::ARGUMENTS).then(|| "the text typed after the command".into())
+            }
             _ => None,
         }
     }
@@ -236,6 +313,23 @@ impl Dialect {
         body_line: usize,
         metadata: &Map<String, Value>,
     ) -> Vec<PlaceholderArgument> {
+        match self {
+            Dialect::Opencode => return opencode::arguments(body, body_line),
+            Dialect::Prompty => {
+                return prompty::template_variables(body)
+                    .into_iter()
+                    .map(|name| PlaceholderArgument {
+                        line: body
+                            .find(name.as_str())
+                            .map_or(body_line, |at| line_at(body, at, body_line)),
+                        name,
+                        required: false,
+                        description: None,
+                    })
+                    .collect();
+            }
+            _ => {}
+        }
         let mut out: Vec<PlaceholderArgument> = Vec::new();
         for seg in self.segments(body, metadata) {
             let Segment::Slot { raw, slot } = seg else {
@@ -305,6 +399,9 @@ impl Dialect {
         wrap: impl Fn(&str, String) -> String,
         max_len: usize,
     ) -> Result<(String, Vec<String>), TooLarge> {
+        if self == Dialect::Opencode {
+            return opencode::substitute_wrapped(body, lookup, wrap, max_len);
+        }
         let segments = self.segments(body, command.metadata);
         let (mut text, mut used) = segment::substitute_wrapped(&segments, &lookup, &wrap, max_len)?;
         if let Some(name) = self.trailing_argument()
@@ -329,6 +426,41 @@ pub struct Command<'a> {
     pub metadata: &'a Map<String, Value>,
 }
 
+/// An argument a dialect's frontmatter declares with its type and values (Dotprompt's
+/// `input.schema`, Prompty's `inputs`): the registry makes an argument of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredArgument {
+    pub name: String,
+    pub required: bool,
+    pub description: Option<String>,
+    /// A JSON Schema type name (`string`, `integer`, `array`, …).
+    pub arg_type: Option<String>,
+    pub enum_values: Option<Vec<Value>>,
+    pub default: Option<Value>,
+    pub examples: Vec<Value>,
+    /// The whole JSON Schema of a structured value (array items, object properties).
+    pub schema: Option<Value>,
+    /// 1-based file line.
+    pub line: usize,
+}
+
+impl DeclaredArgument {
+    /// An optional argument with nothing declared but its name.
+    pub fn named(name: &str, line: usize) -> DeclaredArgument {
+        DeclaredArgument {
+            name: name.to_string(),
+            required: false,
+            description: None,
+            arg_type: None,
+            enum_values: None,
+            default: None,
+            examples: Vec::new(),
+            schema: None,
+            line,
+        }
+    }
+}
+
 /// An argument a dialect's placeholders declare.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlaceholderArgument {
@@ -347,11 +479,11 @@ fn line_at(body: &str, offset: usize, body_line: usize) -> usize {
 }
 
 /// A prompt's name from its root-relative path: the file name without `.md`, `.toml` or
-/// `.prompt.md`, subfolders joined with `:` (`tools/api-scaffold.md` → `tools:api-scaffold`),
+/// `.prompt.md` (or Dotprompt's `.prompt`, Prompty's `.prompty`), subfolders joined with `:` (`tools/api-scaffold.md` → `tools:api-scaffold`),
 /// characters other than letters, digits, `_`, `-`, `.` and `:` replaced by `-`. A file that
 /// names its own namespace (`svelte/svelte:test.md`, the Codex habit) is not namespaced twice.
 pub fn name_from_path(rel_path: &str) -> String {
-    let rel = [".prompt.md", ".md", ".toml"]
+    let rel = [".prompt.md", ".md", ".toml", ".prompty", ".prompt"]
         .iter()
         .find_map(|ext| rel_path.strip_suffix(ext).filter(|s| !s.is_empty()))
         .unwrap_or(rel_path);
@@ -406,6 +538,24 @@ pub fn first_line_description(body: &str) -> Option<String> {
         .filter(|l| !l.is_empty())
 }
 
+/// The description of a Dotprompt or Prompty file without a `description`: its first body line
+/// that is text, not only template tags (`{{role "system"}}`, `{% if x %}`) nor a Prompty role
+/// line (`system:`).
+pub fn first_text_line_description(body: &str) -> Option<String> {
+    static TAGS_ONLY: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"^(?:\s*(?:\{\{[^{}]*\}\}|\{%[^%]*%\}))+\s*$|^\s*#?\s*(?i:system|user|assistant|developer)\s*:\s*$",
+        )
+        .expect("tags-only regex")
+    });
+    body.lines()
+        .filter(|l| !TAGS_ONLY.is_match(l))
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches('#').trim().to_string())
+        .filter(|l| !l.is_empty())
+}
+
 static BANG_BACKTICK: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"!`[^`\n]+`").expect("shell directive regex"));
 static BANG_BRACE: LazyLock<Regex> =
@@ -422,10 +572,16 @@ static AT_PATH: LazyLock<Regex> = LazyLock::new(|| {
 /// they are there.
 pub fn directives(dialect: Dialect, body: &str) -> Vec<&'static str> {
     let (shell, file): (Option<&Regex>, Option<&Regex>) = match dialect {
-        Dialect::Claude | Dialect::Codex => (Some(&BANG_BACKTICK), Some(&AT_PATH)),
+        Dialect::Claude | Dialect::Codex | Dialect::Opencode => {
+            (Some(&BANG_BACKTICK), Some(&AT_PATH))
+        }
         Dialect::Cursor => (None, Some(&AT_PATH)),
         Dialect::Gemini => (Some(&BANG_BRACE), Some(&AT_BRACE)),
-        Dialect::Jinja | Dialect::Plain | Dialect::Vscode => (None, None),
+        Dialect::Jinja
+        | Dialect::Plain
+        | Dialect::Vscode
+        | Dialect::Dotprompt
+        | Dialect::Prompty => (None, None),
     };
     let mut out = Vec::new();
     if shell.is_some_and(|r| r.is_match(body)) {

@@ -1297,7 +1297,8 @@ fn broken_template(
     good: &PromptTemplate,
     check: TemplateCheck<'_>,
 ) -> Option<TemplateSyntaxError> {
-    // Another tool's file is never Jinja.
+    // Another tool's file is never promptd's Jinja: Dotprompt (Handlebars) and Prompty
+    // (Jinja2) bodies are compiled by their own engine when the file is parsed.
     if !new.dialect.is_promptd() {
         return None;
     }
@@ -1349,6 +1350,8 @@ pub const DISCOVERED_FOLDERS: &[&str] = &[
     ".claude/commands",
     ".gemini/commands",
     ".cursor/commands",
+    ".opencode/command",
+    ".opencode/commands",
 ];
 
 /// The root list: built-ins (system prompts only unless `builtin_user_prompts`), then each

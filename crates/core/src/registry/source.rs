@@ -370,8 +370,11 @@ impl DirSource {
                 }
                 if kind.is_dir() {
                     pending.push(rel);
-                } else if dialect.accepts(name)
-                    && let Some(stamp) = listed_file(&entry, kind, stamped)
+                } else if (if dialect.is_promptd() {
+                    Dialect::promptd_folder_accepts(name)
+                } else {
+                    dialect.accepts(name)
+                }) && let Some(stamp) = listed_file(&entry, kind, stamped)
                 {
                     out.push((
                         SourceFile {
@@ -408,9 +411,9 @@ impl DirSource {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            let is_md = path.extension().is_some_and(|e| e == "md");
+            let is_prompt = Dialect::promptd_folder_accepts(&entry.file_name().to_string_lossy());
             let hidden = entry.file_name().to_string_lossy().starts_with('.');
-            if !is_md || hidden {
+            if !is_prompt || hidden {
                 continue;
             }
             let Ok(kind) = entry.file_type() else {
@@ -513,7 +516,7 @@ impl PromptSource for DirSource {
         let category = match self.dialect {
             Some(d) if d.nested() => d.accepts(name).then_some(PromptCategory::User)?,
             _ => {
-                if Path::new(name).extension().is_none_or(|e| e != "md") {
+                if !Dialect::promptd_folder_accepts(name) {
                     return None;
                 }
                 match folders {

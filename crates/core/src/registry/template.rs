@@ -328,6 +328,9 @@ pub(crate) fn parse_prompt_file_hashed(
                 fm.apply_leniently(yaml, &mut tpl);
             }
         }
+        if tpl.dialect.has_engine() {
+            read_engine_dialect(&mut tpl, text)?;
+        }
     }
     complete(&mut tpl);
     validate_name(&tpl.name).map_err(|message| PromptFileError {
@@ -348,7 +351,19 @@ pub(crate) fn parse_prompt_file_hashed(
 /// (those the frontmatter declares keep their declaration), the first-line description, and the
 /// directives found.
 fn complete(tpl: &mut PromptTemplate) {
-    if !tpl.dialect.is_promptd() {
+    // A Dotprompt `input.schema` or Prompty `inputs` is the whole list of arguments.
+    let declared_inputs = match tpl.dialect {
+        Dialect::Dotprompt => tpl
+            .metadata
+            .get("input")
+            .is_some_and(|i| i.get("schema").is_some()),
+        Dialect::Prompty => tpl.metadata.contains_key("inputs"),
+        _ => false,
+    };
+    if tpl.dialect.has_engine() && tpl.description.is_none() {
+        tpl.description = dialect::first_text_line_description(&tpl.body);
+    }
+    if !tpl.dialect.is_promptd() && !declared_inputs {
         let derived: Vec<ArgumentSpec> = tpl
             .dialect
             .placeholder_arguments(&tpl.body, tpl.body_line, &tpl.metadata)
@@ -366,6 +381,94 @@ fn complete(tpl: &mut PromptTemplate) {
         }
     }
     tpl.directives = dialect::directives(tpl.dialect, &tpl.body);
+}
+
+/// Reads what a Dotprompt or Prompty file declares beyond promptd's frontmatter: its arguments
+/// (Dotprompt `input.schema` and `input.default`, Prompty `inputs` and `sample`), Dotprompt's
+/// variant and message roles; and checks that its body compiles, so that a file that does not
+/// parse is an error at its file line and column.
+fn read_engine_dialect(tpl: &mut PromptTemplate, text: &str) -> Result<(), PromptFileError> {
+    // The file line of a frontmatter key (its first line there written `key:`, `key?…`, or
+    // `key(…`), else the frontmatter's first line.
+    let frontmatter_lines: Vec<&str> = text.lines().take(tpl.body_line.saturating_sub(1)).collect();
+    let line_of = |key: &str| {
+        frontmatter_lines
+            .iter()
+            .position(|l| {
+                let l = l.trim_start().trim_start_matches("- ");
+                let l = l.trim_start_matches(['"', '\'']);
+                l.strip_prefix(key)
+                    .is_some_and(|rest| rest.starts_with([':', '?', '(', '"', '\'', ' ']))
+            })
+            .map_or(1, |i| i + 1)
+    };
+    let err = |line: usize, column: usize, message: String| PromptFileError {
+        path: tpl.path.clone(),
+        line,
+        column: column.max(1),
+        message,
+    };
+    let declared = match tpl.dialect {
+        Dialect::Dotprompt => {
+            if let Some(variant) = dialect::dotprompt::variant_of(&tpl.rel_path)
+                && !tpl.metadata.contains_key("variant")
+            {
+                tpl.metadata
+                    .insert("variant".into(), Value::String(variant.into()));
+            }
+            tpl.roles |= dialect::dotprompt::has_roles(&tpl.body);
+            let checked = dialect::dotprompt::check_syntax(&tpl.body);
+            checked.map_err(|e| {
+                err(
+                    tpl.body_line + e.line.unwrap_or(1) - 1,
+                    e.column.unwrap_or(1),
+                    e.message,
+                )
+            })?;
+            match tpl.metadata.get("input") {
+                Some(input) => dialect::dotprompt::input_arguments(input, line_of),
+                None => Ok(Vec::new()),
+            }
+        }
+        Dialect::Prompty => {
+            let format = dialect::prompty::template_format(tpl.metadata.get("template"));
+            if format != "jinja2" {
+                return Err(err(
+                    line_of("template"),
+                    1,
+                    format!("Prompty template format `{format}` is not supported (jinja2 is)"),
+                ));
+            }
+            dialect::prompty::check_syntax(&tpl.body).map_err(|e| {
+                err(
+                    tpl.body_line + e.line.unwrap_or(1) - 1,
+                    e.column.unwrap_or(1),
+                    e.message,
+                )
+            })?;
+            dialect::prompty::input_arguments(
+                tpl.metadata.get("inputs"),
+                tpl.metadata.get("sample"),
+                line_of,
+            )
+        }
+        _ => Ok(Vec::new()),
+    };
+    let declared = declared.map_err(|(line, message)| err(line, 1, message))?;
+    tpl.arguments = declared
+        .into_iter()
+        .map(|d| ArgumentSpec {
+            required: d.required,
+            description: d.description,
+            default: d.default,
+            arg_type: d.arg_type.as_deref().and_then(ArgType::parse),
+            enum_values: d.enum_values,
+            examples: d.examples,
+            schema: d.schema.map(Box::new),
+            ..ArgumentSpec::named(&d.name, d.line)
+        })
+        .collect();
+    Ok(())
 }
 
 /// Whether `name` is one path segment of letters, digits, `_`, `-` and `.` (not `.` or `..`):

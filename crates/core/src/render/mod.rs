@@ -37,7 +37,7 @@ pub use clock::{Clock, ClockError, computed_variables};
 pub use coerce::coerce;
 pub use marks::{MarkedMessage, Segment, SegmentKind};
 
-use crate::dialect::{Command, Dialect, display_value, jinja, plain};
+use crate::dialect::{Command, Dialect, display_value, dotprompt, jinja, plain, prompty};
 use crate::registry::{
     ArgType, ArgumentSpec, Engine, PromptTemplate, Registry, TemplateSyntaxError,
 };
@@ -397,6 +397,9 @@ impl Renderer {
             analysis.engine = Engine::Plain;
             analysis.includes.clear();
             analysis.variables = prompt.arguments.iter().map(|a| a.name.clone()).collect();
+            analysis
+                .variables
+                .extend(prompt.dialect.template_variables(&prompt.body));
             return analysis;
         }
         match self.env.get_template(&prompt.name) {
@@ -618,7 +621,7 @@ impl Renderer {
         let hostile = marks::has_delimiters(&prompt.body)
             || args.values().any(|v| marks::has_delimiters(&v.to_string()));
         let (mut rendered, names) = self.render_with(prompt, args, config, clock, !hostile)?;
-        let marked = split_roles(&rendered.text, prompt.roles)
+        let marked = messages_of(prompt, &rendered.text)
             .into_iter()
             .map(|m| MarkedMessage {
                 segments: if hostile {
@@ -634,7 +637,7 @@ impl Renderer {
             .collect();
         if !hostile {
             rendered.text = marks::strip(&rendered.text);
-            rendered.messages = split_roles(&rendered.text, prompt.roles);
+            rendered.messages = messages_of(prompt, &rendered.text);
         }
         Ok((rendered, marked))
     }
@@ -792,6 +795,16 @@ impl Renderer {
             analysis.engine
         };
         let (text, used) = match engine {
+            _ if prompt.dialect.has_engine() => {
+                let text = self.render_engine_dialect(prompt, &vars)?;
+                let used: Vec<String> = analysis
+                    .variables
+                    .iter()
+                    .filter(|v| vars.contains_key(*v))
+                    .cloned()
+                    .collect();
+                (text, used)
+            }
             _ if !prompt.dialect.is_promptd() => {
                 let (text, mut used) = prompt
                     .dialect
@@ -884,7 +897,7 @@ impl Renderer {
             .filter_map(|k| vars.get(k).map(|v| (k.clone(), v.clone())))
             .collect();
         drop(guard);
-        let messages = split_roles(&text, prompt.roles);
+        let messages = messages_of(prompt, &text);
         let rendered = RenderedPrompt {
             name: name.to_string(),
             text,
@@ -897,6 +910,46 @@ impl Renderer {
             warnings,
         };
         Ok((rendered, names))
+    }
+
+    /// Renders a Dotprompt (Handlebars) or Prompty (Jinja2) body over the layered values, as
+    /// its own tool does; a Dotprompt partial (`{{> name}}`) is the file `_name.prompt` of the
+    /// prompt folders.
+    fn render_engine_dialect(
+        &self,
+        prompt: &PromptTemplate,
+        vars: &Map<String, Value>,
+    ) -> Result<String, RenderError> {
+        let max = self.limits.max_render_bytes;
+        let result = match prompt.dialect {
+            Dialect::Dotprompt => {
+                let partial = |name: &str| {
+                    let rel = dotprompt::partial_path(name);
+                    self.registry
+                        .resolve_include(&rel)
+                        .ok()
+                        .flatten()
+                        .map(|inc| inc.body)
+                };
+                dotprompt::render(&prompt.body, vars, &partial, max)
+            }
+            _ => prompty::render(&prompt.body, vars, max),
+        };
+        result.map_err(|e| {
+            if e.too_large {
+                self.too_large(prompt, false, e.message)
+            } else {
+                RenderError::Template {
+                    prompt: prompt.name.clone(),
+                    path: prompt.path.clone(),
+                    line: e
+                        .line
+                        .map_or(prompt.body_line, |l| l + prompt.body_line - 1),
+                    column: 1,
+                    message: e.message,
+                }
+            }
+        })
     }
 
     /// Builds the render context, lowest layer first, with provenance.
@@ -1194,6 +1247,33 @@ fn jinja_message(e: &minijinja::Error) -> String {
             }
         }
     }
+}
+
+/// The messages of a rendered prompt: Prompty's role lines for a Prompty file (a system or
+/// developer message, which MCP has no role for, is a user message that keeps its role line),
+/// else promptd's `<!-- role: … -->` sections (see [`split_roles`]).
+fn messages_of(prompt: &PromptTemplate, text: &str) -> Vec<PromptMessage> {
+    if prompt.dialect != Dialect::Prompty {
+        return split_roles(text, prompt.roles);
+    }
+    let mut out: Vec<PromptMessage> = prompty::messages(text)
+        .into_iter()
+        .filter(|(_, t)| !t.trim().is_empty())
+        .map(|(role, t)| match role.as_str() {
+            "user" | "assistant" => PromptMessage { role, text: t },
+            other => PromptMessage {
+                role: "user".into(),
+                text: format!("{other}:\n{t}"),
+            },
+        })
+        .collect();
+    if out.is_empty() {
+        out.push(PromptMessage {
+            role: "user".into(),
+            text: String::new(),
+        });
+    }
+    out
 }
 
 static ROLE: LazyLock<Regex> = LazyLock::new(|| {
