@@ -666,6 +666,9 @@ fn vscode_expand(body: &str, call: &Call) -> String {
 /// `{{ name }}` (or `{{{name}}}`) with a plain or dotted name, and anything else in braces.
 static MUSTACHE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"\{\{\{?-?\s*([^{}]*?)\s*-?\}?\}\}").unwrap());
+/// A Jinja2 expression: no triple braces (`{{x}}}` is `{{x}}` and a `}`).
+static JINJA_EXPR: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\{\{-?\s*([^{}]*?)\s*-?\}\}").unwrap());
 static PLAIN_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[A-Za-z_][A-Za-z0-9_]*$").unwrap());
 
@@ -736,12 +739,16 @@ fn template_expand(tool: Tool, body: &str, call: &Call) -> Oracle {
     if let Some(why) = logic {
         return Oracle::Unmodelled(why);
     }
-    for c in MUSTACHE.captures_iter(body) {
+    let expr: &Regex = match tool {
+        Tool::Dotprompt => &MUSTACHE,
+        _ => &JINJA_EXPR,
+    };
+    for c in expr.captures_iter(body) {
         if !PLAIN_NAME.is_match(&c[1]) {
             return Oracle::Unmodelled(format!("expression `{}`", &c[0]));
         }
     }
-    let out = MUSTACHE.replace_all(body, |c: &regex::Captures| {
+    let out = expr.replace_all(body, |c: &regex::Captures| {
         call.named.get(&c[1]).cloned().unwrap_or_default()
     });
     Oracle::Text(out.into_owned())
@@ -789,8 +796,24 @@ fn call_for(tool: Tool, rel: &str, text: &str, body: &str) -> Call {
                 call.named.insert(c[1].to_string(), marker(&c[1]));
             }
         }
+        // A caller passes what the file declares; a file that declares nothing takes whatever
+        // it is given (Dotprompt's input and Prompty's inputs go to the template as they are),
+        // so the caller passes the names its template reads.
         Tool::Dotprompt | Tool::Prompty => {
-            for n in declared_variables(tool, text) {
+            let mut names = declared_variables(tool, text);
+            if names.is_empty() {
+                let expr: &Regex = if tool == Tool::Dotprompt {
+                    &MUSTACHE
+                } else {
+                    &JINJA_EXPR
+                };
+                for c in expr.captures_iter(body) {
+                    if PLAIN_NAME.is_match(&c[1]) && !names.iter().any(|n| n == &c[1]) {
+                        names.push(c[1].to_string());
+                    }
+                }
+            }
+            for n in names {
                 call.named.insert(n.clone(), marker(&n));
             }
         }

@@ -24,22 +24,60 @@ pub fn serve_as_plain(declared_engine: bool, body: &str, undefined: &[&str]) -> 
     !declared_engine && !undefined.is_empty() && !has_statements(body)
 }
 
-/// Whether a body that does not compile as Jinja is shown not to be Jinja: it uses no statement
-/// (`{%`) and every `{{` is closed by a `}}` later on its line. Anything else is a Jinja
-/// template with a syntax error.
+/// Whether a body that does not compile as Jinja is shown not to be Jinja: outside Markdown code
+/// (fenced blocks and inline code spans, where `{{` and `{%` are quoted text), it uses no
+/// statement (`{%`) and every `{{` is closed by a `}}` later on its line. Anything else is a
+/// Jinja template with a syntax error.
 pub fn shown_not_jinja(body: &str) -> bool {
-    !has_statements(body)
-        && body.lines().all(|line| {
-            let mut rest = line;
-            while let Some(at) = rest.find("{{") {
-                let after = &rest[at + 2..];
-                let Some(close) = after.find("}}") else {
-                    return false;
-                };
-                rest = &after[close + 2..];
+    let mut fence: Option<&str> = None;
+    body.lines().all(|line| {
+        let trimmed = line.trim_start();
+        if let Some(open) = fence {
+            if trimmed.starts_with(open) {
+                fence = None;
             }
-            true
-        })
+            return true;
+        }
+        for marker in ["```", "~~~"] {
+            if trimmed.starts_with(marker) {
+                fence = Some(marker);
+                return true;
+            }
+        }
+        let prose = without_code_spans(line);
+        if prose.contains("{%") {
+            return false;
+        }
+        let mut rest = prose.as_str();
+        while let Some(at) = rest.find("{{") {
+            let after = &rest[at + 2..];
+            let Some(close) = after.find("}}") else {
+                return false;
+            };
+            rest = &after[close + 2..];
+        }
+        true
+    })
+}
+
+/// A line without its inline code spans (`` `…` ``, closed on the line).
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find('`') {
+        let ticks = rest[open..].bytes().take_while(|b| *b == b'`').count();
+        let delimiter = &rest[open..open + ticks];
+        let after = &rest[open + ticks..];
+        match after.find(delimiter) {
+            Some(close) => {
+                out.push_str(&rest[..open]);
+                rest = &after[close + ticks..];
+            }
+            None => break,
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -53,6 +91,8 @@ mod tests {
             "{{#if ready}}Ship{{/if}} and {{{raw}}}",
             "image {{ .Values.image }}",
             "Fill in {{ your product name }} and {{ a }} {{ b }}",
+            "Extra `}}` without a matching `{{` | and `{% raw %}` quoted",
+            "```jinja\n{% if x %}\n```\nthen {{ .Values.x }}",
         ] {
             assert!(shown_not_jinja(foreign), "{foreign}");
         }
@@ -61,6 +101,7 @@ mod tests {
             "{% if name %}yes{% endiff %}",
             "{% for x in xs %}{{ x }}",
             "a {{ b }} and {{ c",
+            "`{{ quoted }}` then {{ name }",
         ] {
             assert!(!shown_not_jinja(typo), "{typo}");
         }

@@ -247,10 +247,11 @@ mod tests {
     fn without_placeholders_the_arguments_are_appended() {
         assert_eq!(
             run("Review this.\n", Some("src/a.rs")),
-            "Review this.\n\nsrc/a.rs\n"
+            "Review this.\n\nsrc/a.rs"
         );
-        assert_eq!(run("Review this.\n", Some("  ")), "Review this.\n");
-        assert_eq!(run("Review this.\n", None), "Review this.\n");
+        // The template is the body trimmed (`command.ts`).
+        assert_eq!(run("\nReview this.\n", Some("  ")), "Review this.");
+        assert_eq!(run("Review this.\n", None), "Review this.");
     }
 
     #[test]

@@ -251,3 +251,17 @@ fn a_header_no_yaml_reading_accepts_is_read_as_lines_and_the_file_kept() {
     .unwrap_err();
     assert_eq!(e.line, 2);
 }
+
+#[test]
+fn a_prompty_inputs_reference_is_not_read_and_the_file_still_loads() {
+    let t = parse(
+        "---\nname: ref\ninputs: ${file:schema.json}\n---\nuser:\n{{question}}\n",
+        "ref.prompty",
+        None,
+    );
+    assert_eq!(t.dialect, Dialect::Prompty);
+    let names: Vec<_> = t.arguments.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["question"]);
+    assert_eq!(t.parse_warnings[0].code, "unread-reference");
+    assert_eq!(t.parse_warnings[0].line, 3);
+}

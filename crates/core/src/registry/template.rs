@@ -357,7 +357,11 @@ fn complete(tpl: &mut PromptTemplate) {
             .metadata
             .get("input")
             .is_some_and(|i| i.get("schema").is_some()),
-        Dialect::Prompty => tpl.metadata.contains_key("inputs"),
+        // A `${file:…}` reference is not read: the template's variables are the arguments.
+        Dialect::Prompty => tpl
+            .metadata
+            .get("inputs")
+            .is_some_and(|i| !i.as_str().is_some_and(|r| r.trim_start().starts_with("${"))),
         _ => false,
     };
     if tpl.dialect.has_engine() && tpl.description.is_none() {
@@ -446,11 +450,25 @@ fn read_engine_dialect(tpl: &mut PromptTemplate, text: &str) -> Result<(), Promp
                     e.message,
                 )
             })?;
-            dialect::prompty::input_arguments(
-                tpl.metadata.get("inputs"),
-                tpl.metadata.get("sample"),
-                line_of,
-            )
+            // `inputs: ${file:schema.json}` is a reference Prompty resolves when it loads the
+            // file (`${file:…}`, `${env:…}`); promptd does not read it, and the template's
+            // variables are the arguments instead.
+            let inputs = tpl.metadata.get("inputs");
+            let inputs = match inputs {
+                Some(Value::String(r)) if r.trim_start().starts_with("${") => {
+                    tpl.parse_warnings.push(ParseWarning {
+                        line: line_of("inputs"),
+                        column: 1,
+                        code: "unread-reference",
+                        message: format!(
+                            "`inputs: {r}` is a reference promptd does not read; the template's variables are the arguments"
+                        ),
+                    });
+                    None
+                }
+                other => other,
+            };
+            dialect::prompty::input_arguments(inputs, tpl.metadata.get("sample"), line_of)
         }
         _ => Ok(Vec::new()),
     };
