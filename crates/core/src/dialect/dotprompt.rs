@@ -1081,3 +1081,52 @@ mod tests {
         assert_eq!(render_with(body, json!({})), "A\nC\n");
     }
 }
+
+/// A Dotprompt file split as `parseDocument` splits it (dotprompt 1.1.2,
+/// `FRONTMATTER_AND_BODY_REGEX`): a `---` line, the YAML, a `---` line, and the template, which
+/// is the rest trimmed. A file that does not match has no header and is all template, as
+/// written.
+pub struct Document<'a> {
+    pub yaml: &'a str,
+    pub body: &'a str,
+    /// 1-based file line where `body` starts.
+    pub body_line: usize,
+}
+
+static FRONTMATTER_AND_BODY: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(
+        r"^---\s*(?:\r\n|\r|\n)([\s\S]*?)(?:\r\n|\r|\n)---\s*(?:\r\n|\r|\n)([\s\S]*)$",
+    )
+    .expect("Dotprompt frontmatter regex")
+});
+
+/// See [`Document`].
+pub fn split_document(text: &str) -> Option<Document<'_>> {
+    let c = FRONTMATTER_AND_BODY.captures(text)?;
+    let yaml = c.get(1)?.as_str();
+    let rest = c.get(2)?;
+    let body = rest.as_str().trim();
+    let start = rest.start() + (rest.as_str().len() - rest.as_str().trim_start().len());
+    Some(Document {
+        yaml,
+        body,
+        body_line: 1 + text[..start].matches('\n').count(),
+    })
+}
+
+#[cfg(test)]
+mod document_tests {
+    use super::*;
+
+    #[test]
+    fn a_document_splits_as_parse_document_does() {
+        let d = split_document("---\nmodel: x\n---\n\n  Hello {{name}}!\n\n").unwrap();
+        assert_eq!(
+            (d.yaml, d.body, d.body_line),
+            ("model: x", "Hello {{name}}!", 5)
+        );
+        // No line break after the closing `---`: no header, the whole file is the template.
+        assert!(split_document("---\nmodel: x\n---").is_none());
+        assert!(split_document("Hello").is_none());
+    }
+}

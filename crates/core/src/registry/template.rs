@@ -311,6 +311,37 @@ pub(crate) fn parse_prompt_file_hashed(
         tpl.body = file.prompt;
         tpl.description = file.description;
         tpl.metadata = file.metadata;
+    } else if dialect == Dialect::Dotprompt {
+        // Dotprompt reads its own way (dotprompt 1.1.2, `parseDocument`): a header its YAML
+        // parser refuses leaves the whole file, trimmed, as the template; see
+        // `dialect::dotprompt::split_document` for the rest.
+        match dialect::dotprompt::split_document(text) {
+            Some(doc) => {
+                let fresh = tpl.clone();
+                tpl.body = doc.body.to_string();
+                tpl.body_line = doc.body_line;
+                let fm = Frontmatter { path, line_base: 1 };
+                if let Err(e) = fm.apply(doc.yaml, &mut tpl) {
+                    let trimmed = text.trim();
+                    tpl = fresh;
+                    tpl.body = trimmed.to_string();
+                    tpl.body_line = 1 + text[..text.len() - text.trim_start().len()]
+                        .matches('\n')
+                        .count();
+                    tpl.parse_warnings.push(ParseWarning {
+                        line: e.line,
+                        column: e.column,
+                        code: "lenient-frontmatter",
+                        message: format!(
+                            "the frontmatter is not YAML ({}); as Dotprompt does, the whole file is the template",
+                            e.message
+                        ),
+                    });
+                }
+            }
+            None => tpl.body = text.to_string(),
+        }
+        read_engine_dialect(&mut tpl, text)?;
     } else {
         let (yaml, body, body_line) = split_frontmatter(text).map_err(|e| PromptFileError {
             path: path.to_string(),
