@@ -265,3 +265,14 @@ fn a_prompty_inputs_reference_is_not_read_and_the_file_still_loads() {
     assert_eq!(t.parse_warnings[0].code, "unread-reference");
     assert_eq!(t.parse_warnings[0].line, 3);
 }
+
+#[test]
+fn a_prompty_template_starts_where_prompty_reads_it() {
+    // Without a header the file is YAML whose value is the template: a plain scalar, trimmed.
+    let t = parse("You answer\nconcisely.\n", "plain.prompty", None);
+    assert_eq!(t.body, "You answer concisely.");
+    // With one, blank lines after it are not part of the template.
+    let t = parse("---\nname: x\n---\n\n\nuser:\n{{q}}\n", "x.prompty", None);
+    assert_eq!(t.body, "user:\n{{q}}\n");
+    assert_eq!(t.body_line, 6);
+}

@@ -359,6 +359,23 @@ pub(crate) fn parse_prompt_file_hashed(
                 fm.apply_leniently(yaml, &mut tpl);
             }
         }
+        // A Prompty file without a header is YAML whose value is the template (prompty 2.1.0,
+        // `core/utils.py` `parse`: `yaml.safe_load(contents)`): a plain scalar, so its line
+        // breaks fold and its ends are trimmed as YAML reads it.
+        if tpl.dialect == Dialect::Prompty
+            && yaml.is_none()
+            && let Ok(Value::String(template)) = super::frontmatter::yaml_to_json(text)
+        {
+            tpl.body = template;
+        }
+        // With a header, the template starts at the first non-blank character after it
+        // (`_yaml_regex`'s `\s*` before the body).
+        if tpl.dialect == Dialect::Prompty && yaml.is_some() {
+            let kept = tpl.body.trim_start();
+            let dropped = &tpl.body[..tpl.body.len() - kept.len()];
+            tpl.body_line += dropped.matches('\n').count();
+            tpl.body = kept.to_string();
+        }
         if tpl.dialect.has_engine() {
             read_engine_dialect(&mut tpl, text)?;
         }
