@@ -848,7 +848,11 @@ fn expected(tool: Tool, text: &str, body: &str, call: &Call) -> Oracle {
         Tool::OpenCode => Oracle::Text(opencode_expand(body, &call.text)),
         Tool::VsCode => Oracle::Text(vscode_expand(body, call)),
         // promptd's own files: `{{ name }}` of a declared argument, as Jinja renders it.
-        Tool::Dotprompt | Tool::Prompty | Tool::Promptd => template_expand(tool, body, call),
+        // Dotprompt trims its template (dotprompt 1.1.2 `parseDocument`); Prompty's starts at
+        // the first non-blank character after the header (prompty 2.1.0 `_yaml_regex`).
+        Tool::Dotprompt => template_expand(tool, body.trim(), call),
+        Tool::Prompty => template_expand(tool, body.trim_start(), call),
+        Tool::Promptd => template_expand(tool, body, call),
         // Cursor sends the command file as written (cursor.com/docs/agent/chat/commands: "plain
         // Markdown files").
         Tool::Cursor => Oracle::Text(body.to_string()),

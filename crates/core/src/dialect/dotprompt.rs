@@ -804,7 +804,8 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
 ///   and what follows it is a model message (`toMessages`), so it starts an assistant message.
 /// - `media:url URL [TYPE]` is a media part; promptd serves text, so it shows as
 ///   `[media: URL (TYPE)]`.
-/// - `section NAME` is `<!-- section: NAME -->`.
+/// - `section NAME` starts a part of that purpose (`toParts`), which has no text of its own:
+///   nothing is written.
 pub fn finish(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
@@ -835,8 +836,6 @@ pub fn finish(text: &str) -> String {
                 Some(t) => out.push_str(&format!("[media: {url} ({t})]")),
                 None => out.push_str(&format!("[media: {url}]")),
             }
-        } else if let Some(section) = c.get(4) {
-            out.push_str(&format!("<!-- section: {} -->", section.as_str().trim()));
         }
     }
     out.push_str(&text[last..]);
