@@ -794,16 +794,18 @@ impl Renderer {
         } else {
             analysis.engine
         };
+        // The variables a template engine read that had a value.
+        let read = |vars: &Map<String, Value>| -> Vec<String> {
+            analysis
+                .variables
+                .iter()
+                .filter(|v| vars.contains_key(*v))
+                .cloned()
+                .collect()
+        };
         let (text, used) = match engine {
             _ if prompt.dialect.has_engine() => {
-                let text = self.render_engine_dialect(prompt, &vars)?;
-                let used: Vec<String> = analysis
-                    .variables
-                    .iter()
-                    .filter(|v| vars.contains_key(*v))
-                    .cloned()
-                    .collect();
-                (text, used)
+                (self.render_engine_dialect(prompt, &vars)?, read(&vars))
             }
             _ if !prompt.dialect.is_promptd() => {
                 let (text, mut used) = prompt
@@ -835,13 +837,7 @@ impl Renderer {
                         self.template_error(prompt, &e)
                     }
                 })?;
-                let used: Vec<String> = analysis
-                    .variables
-                    .iter()
-                    .filter(|v| vars.contains_key(*v))
-                    .cloned()
-                    .collect();
-                (text, used)
+                (text, read(&vars))
             }
             Engine::Plain => {
                 let (text, mut used) = plain::substitute_wrapped(
