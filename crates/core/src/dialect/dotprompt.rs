@@ -375,6 +375,16 @@ pub fn input_schema(schema: &Value) -> Result<Value, String> {
 /// The arguments a file's `input` declares: each property of `input.schema` (required unless
 /// optional; its type, description and enum), and each key of `input.default` as that
 /// argument's default. `line_of` finds the file line of a frontmatter key. An error names the
+/// Checks an `output.schema` as Dotprompt reads it before every render (`renderMetadata`
+/// converts `input.schema` and `output.schema` with Picoschema): a type Picoschema does not know
+/// makes every render of the file fail there, so the file is refused here.
+pub fn check_output_schema(output: &Value) -> Result<(), String> {
+    match output.get("schema") {
+        Some(schema) => input_schema(schema).map(|_| ()),
+        None => Ok(()),
+    }
+}
+
 /// key at fault.
 pub fn input_arguments(
     input: &Value,
@@ -806,12 +816,16 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
 ///   `[media: URL (TYPE)]`.
 /// - `section NAME` starts a part of that purpose (`toParts`), which has no text of its own:
 ///   nothing is written.
+/// - Within a message that has media or section markers, a piece of whitespace only between
+///   them is dropped, as `toParts` drops it.
 pub fn finish(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    // The current message: its pieces of text and its media and section markers.
+    let mut message: Vec<Piece<'_>> = Vec::new();
     let mut last = 0;
     for c in MARKER.captures_iter(text) {
         let m = c.get(0).expect("whole match");
-        out.push_str(&text[last..m.start()]);
+        message.push(Piece::Text(&text[last..m.start()]));
         last = m.end();
         let role = c
             .get(1)
@@ -822,24 +836,42 @@ pub fn finish(text: &str) -> String {
             })
             .or(c.get(2).map(|_| "assistant"));
         if let Some(role) = role {
-            if !out.is_empty() && !out.ends_with('\n') {
-                out.push('\n');
-            }
+            flush(&mut message, &mut out);
+            // Written where the helper stood, nothing added around it: the messages are the
+            // text between markers, as `toMessages` cuts them ([`messages`]).
             out.push_str(&format!("<!-- role: {role} -->"));
-            if !text[last..].starts_with('\n') && !text[last..].starts_with("\r\n") {
-                out.push('\n');
-            }
         } else if let Some(media) = c.get(3) {
             let mut parts = media.as_str().split(' ').filter(|p| !p.is_empty());
             let url = parts.next().unwrap_or_default();
-            match parts.next() {
-                Some(t) => out.push_str(&format!("[media: {url} ({t})]")),
-                None => out.push_str(&format!("[media: {url}]")),
-            }
+            message.push(Piece::Part(match parts.next() {
+                Some(t) => format!("[media: {url} ({t})]"),
+                None => format!("[media: {url}]"),
+            }));
+        } else {
+            message.push(Piece::Part(String::new()));
         }
     }
-    out.push_str(&text[last..]);
+    message.push(Piece::Text(&text[last..]));
+    flush(&mut message, &mut out);
     out
+}
+
+/// A piece of a message: text, or a media or section part.
+enum Piece<'a> {
+    Text(&'a str),
+    Part(String),
+}
+
+/// Writes a message's pieces; with a part among them, whitespace-only text is left out.
+fn flush(message: &mut Vec<Piece<'_>>, out: &mut String) {
+    let parted = message.iter().any(|p| matches!(p, Piece::Part(_)));
+    for piece in message.drain(..) {
+        match piece {
+            Piece::Text(t) if parted && t.trim().is_empty() => {}
+            Piece::Text(t) => out.push_str(t),
+            Piece::Part(p) => out.push_str(&p),
+        }
+    }
 }
 
 /// Whether a body cuts its text into messages (`{{role …}}` or `{{history}}`).
@@ -1008,7 +1040,20 @@ mod tests {
         let text = render_with(body, json!({"name": "Ada"}));
         assert_eq!(
             text,
-            "<!-- role: system -->\nBe kind.\n<!-- role: user -->\nHi Ada\n<!-- role: assistant -->\nHello\n<!-- role: assistant -->\nMore"
+            "<!-- role: system -->Be kind.\n<!-- role: user -->Hi Ada<!-- role: assistant -->Hello\n<!-- role: assistant -->\nMore"
+        );
+        // The messages are the text between markers, as Dotprompt cuts them.
+        assert_eq!(
+            messages(&text),
+            [
+                (
+                    "user".to_string(),
+                    "<!-- role: system -->Be kind.\n".to_string()
+                ),
+                ("user".to_string(), "Hi Ada".to_string()),
+                ("assistant".to_string(), "Hello\n".to_string()),
+                ("assistant".to_string(), "\nMore".to_string()),
+            ]
         );
         assert!(has_roles(body));
         assert!(!has_roles("{{name}}"));
@@ -1127,5 +1172,63 @@ mod document_tests {
         // No line break after the closing `---`: no header, the whole file is the template.
         assert!(split_document("---\nmodel: x\n---").is_none());
         assert!(split_document("Hello").is_none());
+    }
+}
+
+static MESSAGE_MARKER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+    regex::Regex::new(r"<!-- role: ([a-z]+) -->").expect("Dotprompt message marker regex")
+});
+
+/// A rendered Dotprompt text cut into messages as `toMessages` cuts it (dotprompt 1.1.2): at
+/// each role marker, each message's text kept as rendered (its line breaks too), a message of
+/// whitespace only dropped. The first message is a user message. A role MCP has none for
+/// (`system`) is a user message that starts with its marker, visible.
+pub fn messages(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut role = "user".to_string();
+    let mut start = 0;
+    let push = |role: &str, chunk: &str, out: &mut Vec<(String, String)>| {
+        if chunk.trim().is_empty() {
+            return;
+        }
+        match role {
+            "user" | "assistant" => out.push((role.to_string(), chunk.to_string())),
+            other => out.push(("user".into(), format!("<!-- role: {other} -->{chunk}"))),
+        }
+    };
+    for c in MESSAGE_MARKER.captures_iter(text) {
+        let m = c.get(0).expect("whole match");
+        push(&role, &text[start..m.start()], &mut out);
+        role = c[1].to_string();
+        start = m.end();
+    }
+    push(&role, &text[start..], &mut out);
+    out
+}
+
+#[cfg(test)]
+mod message_tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_cut_as_to_messages_cuts_them() {
+        let text = "\n<!-- role: system -->\nRules.\n<!-- role: assistant -->\n<!-- role: user -->\nHi {{x}}.\n";
+        assert_eq!(
+            messages(text),
+            [
+                (
+                    "user".to_string(),
+                    "<!-- role: system -->\nRules.\n".to_string()
+                ),
+                ("user".to_string(), "\nHi {{x}}.\n".to_string()),
+            ]
+        );
+        assert_eq!(
+            messages("Say<!-- role: assistant -->Hi"),
+            [
+                ("user".to_string(), "Say".to_string()),
+                ("assistant".to_string(), "Hi".to_string()),
+            ]
+        );
     }
 }

@@ -276,3 +276,17 @@ fn a_prompty_template_starts_where_prompty_reads_it() {
     assert_eq!(t.body, "user:\n{{q}}\n");
     assert_eq!(t.body_line, 6);
 }
+
+#[test]
+fn a_dotprompt_output_schema_picoschema_refuses_is_refused() {
+    let e = parse_prompt_file_in(
+        "---\ninput:\n  schema:\n    topic: string\noutput:\n  schema:\n    outline: string[]\n---\nWrite {{topic}}\n",
+        "blog.prompt",
+        "blog.prompt",
+        PromptCategory::User,
+        None,
+    )
+    .unwrap_err();
+    assert_eq!(e.line, 5);
+    assert!(e.message.contains("string[]"), "{e}");
+}

@@ -477,6 +477,10 @@ fn read_engine_dialect(tpl: &mut PromptTemplate, text: &str) -> Result<(), Promp
                     e.message,
                 )
             })?;
+            if let Some(output) = tpl.metadata.get("output") {
+                dialect::dotprompt::check_output_schema(output)
+                    .map_err(|e| err(line_of("output"), 1, e))?;
+            }
             match tpl.metadata.get("input") {
                 Some(input) => dialect::dotprompt::input_arguments(input, line_of),
                 None => Ok(Vec::new()),

@@ -927,7 +927,18 @@ impl Renderer {
                         .flatten()
                         .map(|inc| inc.body)
                 };
-                dotprompt::render(&prompt.body, vars, &partial, max)
+                // Dotprompt's context is the prompt's input: its declared arguments, what the
+                // caller gave, and promptd's other values only where the template names them,
+                // so `{{json this}}` shows what Dotprompt would show.
+                let named = prompt.dialect.template_variables(&prompt.body);
+                let input: Map<String, Value> = vars
+                    .iter()
+                    .filter(|(k, _)| {
+                        prompt.arguments.iter().any(|a| &a.name == *k) || named.contains(*k)
+                    })
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                dotprompt::render(&prompt.body, &input, &partial, max)
             }
             _ => prompty::render(&prompt.body, vars, max),
         };
@@ -1247,8 +1258,22 @@ fn jinja_message(e: &minijinja::Error) -> String {
 
 /// The messages of a rendered prompt: Prompty's role lines for a Prompty file (a system or
 /// developer message, which MCP has no role for, is a user message that keeps its role line),
-/// else promptd's `<!-- role: … -->` sections (see [`split_roles`]).
+/// Dotprompt's markers cut as Dotprompt cuts them, else promptd's `<!-- role: … -->` sections
+/// (see [`split_roles`]).
 fn messages_of(prompt: &PromptTemplate, text: &str) -> Vec<PromptMessage> {
+    if prompt.dialect == Dialect::Dotprompt && prompt.roles {
+        let mut out: Vec<PromptMessage> = dotprompt::messages(text)
+            .into_iter()
+            .map(|(role, text)| PromptMessage { role, text })
+            .collect();
+        if out.is_empty() {
+            out.push(PromptMessage {
+                role: "user".into(),
+                text: String::new(),
+            });
+        }
+        return out;
+    }
     if prompt.dialect != Dialect::Prompty {
         return split_roles(text, prompt.roles);
     }
