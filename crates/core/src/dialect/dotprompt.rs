@@ -632,9 +632,17 @@ fn registry() -> Handlebars<'static> {
         hb.unregister_helper(extra);
     }
     hb.register_helper("json", Box::new(json_helper));
-    hb.register_helper("role", Box::new(role_helper));
-    hb.register_helper("history", Box::new(history_helper));
-    hb.register_helper("section", Box::new(section_helper));
+    // `role(role)`, `history()` and `section(name)` write Dotprompt's markers
+    // (`<<<dotprompt:role:${role}>>>`, …), read by [`finish`].
+    hb.register_helper(
+        "role",
+        marker(|h| format!("<<<dotprompt:role:{}>>>", js_text(param(h, 0)))),
+    );
+    hb.register_helper("history", marker(|_| "<<<dotprompt:history>>>".into()));
+    hb.register_helper(
+        "section",
+        marker(|h| format!("<<<dotprompt:section {}>>>", js_text(param(h, 0)))),
+    );
     hb.register_helper("media", Box::new(media_helper));
     hb.register_helper("ifEquals", Box::new(if_equals_helper));
     hb.register_helper("unlessEquals", Box::new(unless_equals_helper));
@@ -688,40 +696,19 @@ fn json_helper(
     Ok(())
 }
 
-/// `role(role)`: `<<<dotprompt:role:${role}>>>`.
-fn role_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write(&format!("<<<dotprompt:role:{}>>>", js_text(param(h, 0))))?;
-    Ok(())
-}
-
-/// `history()`: `<<<dotprompt:history>>>`.
-fn history_helper(
-    _: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write("<<<dotprompt:history>>>")?;
-    Ok(())
-}
-
-/// `section(name)`: `<<<dotprompt:section ${name}>>>`.
-fn section_helper(
-    h: &Helper<'_>,
-    _: &Handlebars<'_>,
-    _: &Context,
-    _: &mut RenderContext<'_, '_>,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write(&format!("<<<dotprompt:section {}>>>", js_text(param(h, 0))))?;
-    Ok(())
+/// A helper that writes the marker `text` makes of its call.
+fn marker(text: fn(&Helper<'_>) -> String) -> Box<dyn handlebars::HelperDef + Send + Sync> {
+    Box::new(
+        move |h: &Helper<'_>,
+              _: &Handlebars<'_>,
+              _: &Context,
+              _: &mut RenderContext<'_, '_>,
+              out: &mut dyn Output|
+              -> HelperResult {
+            out.write(&text(h))?;
+            Ok(())
+        },
+    )
 }
 
 /// `media({hash: {url, contentType}})`: `<<<dotprompt:media:url ${url}[ ${contentType}]>>>`.
