@@ -81,3 +81,46 @@ fn hostile_string_encoded_args_are_refused_in_bounded_time_and_memory() {
     assert!(run.elapsed < Duration::from_secs(20), "{:?}", run.elapsed);
     assert!(run.peak_rss_mib < 200.0, "{:.1} MiB", run.peak_rss_mib);
 }
+
+#[test]
+fn wrong_typed_tool_arguments_name_the_argument() {
+    let prompts =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/prompts");
+    let mut cmd = promptd();
+    cmd.arg("--prompts").arg(&prompts).arg("serve");
+    let tool = |id: u64, name: &str, arguments: Value| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments}})
+        .to_string()
+    };
+    let input = [
+        INIT.to_string(),
+        INITIALIZED.to_string(),
+        tool(1, "wit-get-prompts", json!({"promptName": 42})),
+        tool(2, "compose_prompt", json!({"query": 5})),
+        tool(3, "wit-get-prompts", json!({"promptNames": ["greet", 7]})),
+    ]
+    .join("\n")
+        + "\n";
+    let run = run_bounded(cmd, input.as_bytes(), Duration::from_secs(60));
+    assert!(!run.timed_out);
+    let replies: Vec<Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (id, tool, argument) in [
+        (1, "wit-get-prompts", "promptName"),
+        (2, "compose_prompt", "query"),
+        (3, "wit-get-prompts", "promptNames[1]"),
+    ] {
+        let e = &replies.iter().find(|r| r["id"] == id).expect("reply")["error"];
+        assert_eq!(e["code"], -32602, "{e}");
+        let message = e["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{tool}: `{argument}`: invalid type")),
+            "{message}"
+        );
+        assert_eq!(e["data"]["argument"], argument, "{e}");
+    }
+}

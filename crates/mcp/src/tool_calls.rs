@@ -106,10 +106,22 @@ pub fn find(name: &str) -> Option<&'static ToolEntry> {
     CALLS.iter().find(|t| t.name == name)
 }
 
-/// Tool arguments as a typed request; a mismatch is -32602 naming the tool.
+/// Tool arguments as a typed request; a mismatch is -32602 naming the tool and the argument at
+/// fault (``wit-get-prompts: `promptName`: invalid type: integer `42`, expected a string``),
+/// with the argument's path as `data.argument`.
 pub fn parse_arguments<T: DeserializeOwned>(tool: &str, args: JsonObject) -> Result<T, ErrorData> {
-    serde_json::from_value(serde_json::Value::Object(args))
-        .map_err(|e| ErrorData::invalid_params(format!("{tool}: invalid arguments: {e}"), None))
+    serde_path_to_error::deserialize(serde_json::Value::Object(args)).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." {
+            ErrorData::invalid_params(format!("{tool}: invalid arguments: {inner}"), None)
+        } else {
+            ErrorData::invalid_params(
+                format!("{tool}: `{path}`: {inner}"),
+                Some(serde_json::json!({ "argument": path })),
+            )
+        }
+    })
 }
 
 /// A stage's result as a tool result: `text` as the content (for clients that read only
