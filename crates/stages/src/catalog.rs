@@ -270,12 +270,36 @@ const STANDARD_FORMATS: &[&str] = &[
 ];
 
 /// Removes every `format` that is not a JSON Schema 2020-12 format, in a schema and all its
-/// subschemas. An unsigned integer keeps (or gets) `minimum: 0`.
+/// subschemas. An unsigned integer keeps (or gets) `minimum: 0`. A property or definition
+/// whose schema is a boolean is written as the object that means the same (`true` is `{}`,
+/// `false` is `{"not": {}}`): valid JSON Schema either way, but the MCP Inspector's `--strict`
+/// lint wants an object there. `additionalProperties: false` stays as it is (what strict
+/// structured-output modes look for).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PortableFormats;
 
+/// The object schema a boolean schema means.
+fn boolean_as_object(any: bool) -> Value {
+    let mut object = JsonObject::new();
+    if !any {
+        object.insert("not".into(), Value::Object(JsonObject::new()));
+    }
+    Value::Object(object)
+}
+
 impl Transform for PortableFormats {
     fn transform(&mut self, schema: &mut Schema) {
+        if let Some(object) = schema.as_object_mut() {
+            for key in ["properties", "$defs"] {
+                if let Some(Value::Object(members)) = object.get_mut(key) {
+                    for member in members.values_mut() {
+                        if let Value::Bool(any) = member {
+                            *member = boolean_as_object(*any);
+                        }
+                    }
+                }
+            }
+        }
         if let Some(object) = schema.as_object_mut()
             && let Some(Value::String(format)) = object.get("format")
             && !STANDARD_FORMATS.contains(&format.as_str())
@@ -311,6 +335,23 @@ mod tests {
             Value::Object(o) => o,
             _ => panic!("not an object"),
         }
+    }
+
+    #[test]
+    fn boolean_property_schemas_become_objects() {
+        let schema = object(json!({
+            "type": "object",
+            "properties": {"default": true, "never": false, "open": {"type": "object", "additionalProperties": false}},
+            "$defs": {"Any": true}
+        }));
+        let out = Value::Object(portable_schema(&schema));
+        assert_eq!(out["properties"]["default"], json!({}));
+        assert_eq!(out["properties"]["never"], json!({"not": {}}));
+        assert_eq!(out["$defs"]["Any"], json!({}));
+        assert_eq!(
+            out["properties"]["open"]["additionalProperties"],
+            json!(false)
+        );
     }
 
     #[test]
