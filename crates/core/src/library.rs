@@ -985,7 +985,24 @@ struct ArgumentSummary<'a> {
     required: bool,
     #[serde(rename = "type")]
     arg_type: Option<ArgType>,
+    #[schemars(schema_with = "any_json_value")]
     default: Option<&'a Value>,
+}
+
+/// The schema of a value that may be any JSON (an argument's default), each kind spelled out:
+/// a schema with no keyword at all says the same, but says it to no one.
+fn any_json_value(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "description": "The argument's default: any JSON value, or null when it has none.",
+        "anyOf": [
+            {"type": "string"},
+            {"type": "number"},
+            {"type": "boolean"},
+            {"type": "array"},
+            {"type": "object"},
+            {"type": "null"}
+        ]
+    })
 }
 
 /// The not-found message, exactly as agents expect it.

@@ -287,9 +287,61 @@ fn boolean_as_object(any: bool) -> Value {
     Value::Object(object)
 }
 
+/// Keywords that describe a schema rather than constrain it: they stay beside an `anyOf`.
+const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+];
+
+/// A nullable type written `type: [T, "null"]` as `anyOf: [{type: T, …}, {type: "null"}]`, its
+/// constraints in the first branch: the same schema, which clients that map tool schemas onto a
+/// single-`type` dialect (Gemini's function declarations) read, and which the MCP Inspector's
+/// `--strict` lint asks for.
+fn nullable_as_any_of(object: &mut JsonObject) {
+    let Some(Value::Array(types)) = object.get("type") else {
+        return;
+    };
+    let [a, b] = types.as_slice() else {
+        return;
+    };
+    let other = match (a.as_str(), b.as_str()) {
+        (Some("null"), Some(t)) | (Some(t), Some("null")) if t != "null" => t.to_string(),
+        _ => return,
+    };
+    if object.contains_key("anyOf") {
+        return;
+    }
+    let mut branch = JsonObject::new();
+    branch.insert("type".into(), Value::String(other));
+    let keys: Vec<String> = object
+        .keys()
+        .filter(|k| *k != "type" && !ANNOTATIONS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    for k in keys {
+        if let Some(v) = object.remove(&k) {
+            branch.insert(k, v);
+        }
+    }
+    object.remove("type");
+    let mut null = JsonObject::new();
+    null.insert("type".into(), Value::String("null".into()));
+    object.insert(
+        "anyOf".into(),
+        Value::Array(vec![Value::Object(branch), Value::Object(null)]),
+    );
+}
+
 impl Transform for PortableFormats {
     fn transform(&mut self, schema: &mut Schema) {
         if let Some(object) = schema.as_object_mut() {
+            nullable_as_any_of(object);
             for key in ["properties", "$defs"] {
                 if let Some(Value::Object(members)) = object.get_mut(key) {
                     for member in members.values_mut() {
@@ -338,6 +390,26 @@ mod tests {
     }
 
     #[test]
+    fn nullable_types_become_any_of() {
+        let schema = object(json!({
+            "type": "object",
+            "properties": {
+                "dir": {"description": "a folder", "type": ["string", "null"]},
+                "n": {"type": ["integer", "null"], "format": "uint32", "minimum": 0}
+            }
+        }));
+        let out = Value::Object(portable_schema(&schema));
+        assert_eq!(
+            out["properties"]["dir"],
+            json!({"description": "a folder", "anyOf": [{"type": "string"}, {"type": "null"}]})
+        );
+        assert_eq!(
+            out["properties"]["n"],
+            json!({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]})
+        );
+    }
+
+    #[test]
     fn boolean_property_schemas_become_objects() {
         let schema = object(json!({
             "type": "object",
@@ -374,7 +446,7 @@ mod tests {
         );
         assert_eq!(
             out["properties"]["m"],
-            json!({"type": ["integer", "null"], "minimum": 0})
+            json!({"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]})
         );
         assert_eq!(out["properties"]["f"], json!({"type": "number"}));
         assert_eq!(out["properties"]["when"]["format"], "date-time");
