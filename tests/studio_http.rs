@@ -489,3 +489,51 @@ async fn the_page_lists_the_files_that_failed_to_load_with_their_position() {
     );
     assert!(page.contains("broken.md:3:1"), "{page}");
 }
+
+/// An MCP client refused by a token-protected server looks for OAuth (Claude Code does): every
+/// discovery and registration path answers a JSON 404, and the MCP endpoint a 401 with
+/// `WWW-Authenticate: Bearer`; none of them the studio's sign-in page.
+#[tokio::test]
+async fn oauth_discovery_gets_json_never_the_studio_page() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let (_child, url, _log) = http_server(dir.path(), &["--auth-token", TOKEN]).await;
+    let base = base(&url);
+    let http = client();
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/openid-configuration",
+    ] {
+        let (status, headers, body) = get(http.get(format!("{base}{path}"))).await;
+        assert_eq!(status, 404, "{path}");
+        assert_eq!(
+            headers[reqwest::header::CONTENT_TYPE],
+            "application/json",
+            "{path}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+        assert!(
+            v["error_description"]
+                .as_str()
+                .unwrap()
+                .contains("bearer token"),
+            "{body}"
+        );
+    }
+    let (status, _, body) = get(http.post(format!("{base}/register")).body("{}")).await;
+    assert_eq!(status, 404);
+    assert!(!body.contains("<!doctype"), "{body}");
+    let (status, _, body) = get(http.get(format!("{base}/nowhere"))).await;
+    assert_eq!(status, 404);
+    assert!(!body.contains("<!doctype"), "{body}");
+    let (status, headers, body) = get(http
+        .post(format!("{base}/mcp"))
+        .header("content-type", "application/json")
+        .body("{}"))
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(headers[reqwest::header::WWW_AUTHENTICATE], "Bearer");
+    assert!(!body.contains("<!doctype"), "{body}");
+}

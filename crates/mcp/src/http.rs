@@ -216,7 +216,7 @@ pub fn router(
         .route(HEALTH_PATH, get(health))
         .route(READY_PATH, get(ready))
         .with_state(library);
-    let app = protected.merge(probes);
+    let app = protected.merge(probes).merge(no_oauth_routes());
     match studio {
         Some(studio) => app.merge(studio),
         None => app,
@@ -260,6 +260,38 @@ async fn check_host(State(local): State<SocketAddr>, request: Request, next: Nex
             plain(status, text.into())
         }
     }
+}
+
+/// The OAuth discovery and registration paths an MCP client tries when a request is refused
+/// (MCP authorization: protected resource metadata, authorization server metadata, dynamic
+/// client registration). promptd takes a static bearer token and is no OAuth server: each
+/// answers 404 with a JSON error saying so, never the studio's page.
+fn no_oauth_routes() -> axum::Router {
+    let routes = [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/{*resource}",
+        "/.well-known/oauth-authorization-server",
+        "/.well-known/oauth-authorization-server/{*issuer}",
+        "/.well-known/openid-configuration",
+        "/.well-known/openid-configuration/{*issuer}",
+        "/register",
+    ];
+    routes.iter().fold(axum::Router::new(), |router, path| {
+        router.route(path, axum::routing::any(no_oauth))
+    })
+}
+
+async fn no_oauth() -> Response {
+    let body = serde_json::json!({
+        "error": "not_found",
+        "error_description": "this promptd server takes a static bearer token (Authorization: Bearer <token>, the token given to `promptd serve --auth-token`); it offers no OAuth discovery or client registration",
+    });
+    (
+        StatusCode::NOT_FOUND,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(body.to_string()),
+    )
+        .into_response()
 }
 
 async fn health() -> Response {

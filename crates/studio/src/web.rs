@@ -114,7 +114,9 @@ pub fn router(
         .route("/studio/app.js", get(app_js))
         .route("/studio/studio.css", get(studio_css))
         .with_state(Arc::new(state))
-        .layer(middleware::from_fn_with_state(guard.clone(), authenticate))
+        // The token page guards the studio's own routes only: any other path is a plain 404,
+        // never the studio's sign-in page (an MCP client probing for OAuth must not get HTML).
+        .route_layer(middleware::from_fn_with_state(guard.clone(), authenticate))
         .layer(middleware::from_fn_with_state(guard, check_host_and_origin))
         .layer(middleware::from_fn(secure_headers))
 }
