@@ -993,11 +993,28 @@ async fn http_refuses_foreign_origins() {
     assert_eq!(good.status, 200, "{good:?}");
     still_serves(to).await;
 
-    // Without configured origins, every origin is foreign.
+    // Without configured origins, every origin but the server's own is foreign: a page the
+    // server itself serves (`http://127.0.0.1:PORT`, `http://localhost:PORT`) may use `/mcp`.
     let plain = workdir(&json!({}));
     let server = Server::start(plain.path(), prompts.path(), "127.0.0.1:0", &[]);
     let to = server.addr;
-    for origin in ["http://good.example", "null", &format!("http://{to}")] {
+    for origin in [
+        format!("http://{to}"),
+        format!("http://localhost:{}", to.port()),
+    ] {
+        let reply = exchange(
+            to,
+            None,
+            &post(to, &[("Origin", &origin)], &initialize_body(1)),
+        )
+        .await;
+        assert_eq!(reply.status, 200, "{origin}: {reply:?}");
+    }
+    for origin in [
+        "http://good.example",
+        "null",
+        &format!("http://127.0.0.1:{}", to.port() + 1),
+    ] {
         let reply = exchange(
             to,
             None,

@@ -150,7 +150,7 @@ pub fn router(
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(ct)
         .with_max_request_body_bytes(options.limits.max_request_bytes)
-        .with_allowed_origins(options.config.allowed_origins.clone())
+        .with_allowed_origins(allowed_origins(options))
         .enforce_origin_validation()
         .with_legacy_session_mode(!options.stateless)
         .with_json_response(options.stateless);
@@ -260,6 +260,30 @@ async fn check_host(State(local): State<SocketAddr>, request: Request, next: Nex
             plain(status, text.into())
         }
     }
+}
+
+/// The origins `/mcp` serves: the configured ones and the server's own (a page it serves, the
+/// studio, talks to it from there): `http://ADDR` of the bound address and, on loopback, the
+/// same port under `localhost` and the other loopback spellings. A page elsewhere is foreign
+/// (403); the Host check keeps a rebound name out.
+fn allowed_origins(options: &RouterOptions) -> Vec<String> {
+    let mut out = options.config.allowed_origins.clone();
+    let local = options.local;
+    let port = local.port();
+    let mut own = vec![format!("http://{local}")];
+    if local.ip().is_loopback() {
+        own.extend([
+            format!("http://localhost:{port}"),
+            format!("http://127.0.0.1:{port}"),
+            format!("http://[::1]:{port}"),
+        ]);
+    }
+    for origin in own {
+        if !out.contains(&origin) {
+            out.push(origin);
+        }
+    }
+    out
 }
 
 /// The OAuth discovery and registration paths an MCP client tries when a request is refused
