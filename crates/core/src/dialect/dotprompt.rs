@@ -794,9 +794,9 @@ static MARKER: LazyLock<Regex> = LazyLock::new(|| {
 /// Dotprompt's markers in rendered text written as promptd writes them:
 ///
 /// - `role:user` and `role:model` start a user or assistant message: `<!-- role: user -->`,
-///   `<!-- role: assistant -->` on a line of their own (promptd splits messages there);
-///   other roles (`system`, `tool`) have no MCP message role, so their marker
-///   `<!-- role: system -->` stays in the text, visible.
+///   `<!-- role: assistant -->` where the helper stood ([`messages`] cuts there); other roles
+///   (`system`, `tool`) have no MCP message role, so their marker `<!-- role: system -->`
+///   stays in the text, visible.
 /// - `history` is where a conversation's earlier messages go; promptd has none to insert,
 ///   and what follows it is a model message (`toMessages`), so it starts an assistant message.
 /// - `media:url URL [TYPE]` is a media part; promptd serves text, so it shows as

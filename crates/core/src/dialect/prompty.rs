@@ -70,6 +70,14 @@ fn scalar_kind(v: &Value) -> Option<&'static str> {
     }
 }
 
+/// Whether a frontmatter value is a reference Prompty resolves when it loads the file
+/// (`${file:schema.json}`, `${env:NAME}`), which promptd does not read.
+pub fn is_reference(value: &Value) -> bool {
+    value
+        .as_str()
+        .is_some_and(|r| r.trim_start().starts_with("${"))
+}
+
 /// The arguments a file's `inputs` (and Prompty 1's top-level `sample`) declare. `line_of`
 /// finds the file line of a frontmatter key; an error names the line at fault.
 pub fn input_arguments(

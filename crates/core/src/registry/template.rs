@@ -409,7 +409,7 @@ fn complete(tpl: &mut PromptTemplate) {
         Dialect::Prompty => tpl
             .metadata
             .get("inputs")
-            .is_some_and(|i| !i.as_str().is_some_and(|r| r.trim_start().starts_with("${"))),
+            .is_some_and(|i| !dialect::prompty::is_reference(i)),
         _ => false,
     };
     if tpl.dialect.has_engine() && tpl.description.is_none() {
@@ -507,13 +507,14 @@ fn read_engine_dialect(tpl: &mut PromptTemplate, text: &str) -> Result<(), Promp
             // variables are the arguments instead.
             let inputs = tpl.metadata.get("inputs");
             let inputs = match inputs {
-                Some(Value::String(r)) if r.trim_start().starts_with("${") => {
+                Some(r) if dialect::prompty::is_reference(r) => {
                     tpl.parse_warnings.push(ParseWarning {
                         line: line_of("inputs"),
                         column: 1,
                         code: "unread-reference",
                         message: format!(
-                            "`inputs: {r}` is a reference promptd does not read; the template's variables are the arguments"
+                            "`inputs: {}` is a reference promptd does not read; the template's variables are the arguments",
+                            display_value(r)
                         ),
                     });
                     None
@@ -604,15 +605,18 @@ impl Frontmatter<'_> {
             ),
             ("as `key: value` lines", key_value_yaml(yaml)),
         ];
-        let mut how = "without it (no reading accepts it)";
+        let mut how = None;
         for (label, text) in readings {
             *tpl = fresh.clone();
             if self.apply(&text, tpl).is_ok() {
-                how = label;
+                how = Some(label);
                 break;
             }
-            *tpl = fresh.clone();
         }
+        let how = how.unwrap_or_else(|| {
+            *tpl = fresh;
+            "without it (no reading accepts it)"
+        });
         tpl.parse_warnings.push(ParseWarning {
             line: strict.line,
             column: strict.column,

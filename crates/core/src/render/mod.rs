@@ -804,9 +804,10 @@ impl Renderer {
                 .collect()
         };
         let (text, used) = match engine {
-            _ if prompt.dialect.has_engine() => {
-                (self.render_engine_dialect(prompt, &vars)?, read(&vars))
-            }
+            _ if prompt.dialect.has_engine() => (
+                self.render_engine_dialect(prompt, &vars, &analysis.variables)?,
+                read(&vars),
+            ),
             _ if !prompt.dialect.is_promptd() => {
                 let (text, mut used) = prompt
                     .dialect
@@ -911,10 +912,13 @@ impl Renderer {
     /// Renders a Dotprompt (Handlebars) or Prompty (Jinja2) body over the layered values, as
     /// its own tool does; a Dotprompt partial (`{{> name}}`) is the file `_name.prompt` of the
     /// prompt folders.
+    /// `variables` are the prompt's analysed variables: its arguments and the names its template
+    /// reads.
     fn render_engine_dialect(
         &self,
         prompt: &PromptTemplate,
         vars: &Map<String, Value>,
+        variables: &BTreeSet<String>,
     ) -> Result<String, RenderError> {
         let max = self.limits.max_render_bytes;
         let result = match prompt.dialect {
@@ -930,12 +934,9 @@ impl Renderer {
                 // Dotprompt's context is the prompt's input: its declared arguments, what the
                 // caller gave, and promptd's other values only where the template names them,
                 // so `{{json this}}` shows what Dotprompt would show.
-                let named = prompt.dialect.template_variables(&prompt.body);
                 let input: Map<String, Value> = vars
                     .iter()
-                    .filter(|(k, _)| {
-                        prompt.arguments.iter().any(|a| &a.name == *k) || named.contains(*k)
-                    })
+                    .filter(|(k, _)| variables.contains(*k))
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect();
                 dotprompt::render(&prompt.body, &input, &partial, max)
