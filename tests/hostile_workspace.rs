@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use crate::support::guard::{Fake, fake_secret};
 use crate::support::llm_server::{LlmServer, Reply};
-use crate::support::mcp::{self, Session};
+use crate::support::mcp::{self, Lifecycle, Session};
 use crate::support::process::{peak_rss_of, promptd, run_bounded};
 
 /// Peak RSS a server may reach in these tests (its baseline is well below).
@@ -280,8 +280,19 @@ async fn http_session_with_roots(
     token: Option<&str>,
     roots: Vec<rmcp::model::Root>,
 ) -> Session {
+    http_session_on(dir, args, token, roots, Lifecycle::Initialize).await
+}
+
+/// [`http_session_with_roots`] for a client connected with `lifecycle`.
+async fn http_session_on(
+    dir: &Path,
+    args: &[&str],
+    token: Option<&str>,
+    roots: Vec<rmcp::model::Root>,
+    lifecycle: Lifecycle,
+) -> Session {
     let (child, url, stderr) = mcp::http_server(dir, args).await;
-    let (client, changed) = mcp::http_client_with_roots(&url, token, roots).await;
+    let (client, changed) = mcp::http_client_connected(&url, token, roots, lifecycle).await;
     Session {
         client,
         changed,
@@ -350,6 +361,11 @@ async fn an_http_client_without_the_token_cannot_widen_its_workspace_with_roots(
     }
 }
 
+/// Over HTTP with sessions on either protocol, and over stateless HTTP on MCP 2026-07-28 (where
+/// the server asks for the roots with a `roots/list` input request and the client sends the call
+/// again with its answer), an authenticated client's roots inside `workspace.httpRoots` are its
+/// workspace. A stateless request on an older protocol has no session to ask: the server's
+/// directory is used, with a warning.
 #[tokio::test]
 async fn an_authenticated_http_client_uses_roots_inside_the_configured_folders() {
     let other = tempfile::tempdir().unwrap();
@@ -360,39 +376,122 @@ async fn an_authenticated_http_client_uses_roots_inside_the_configured_folders()
     config["workspace"] = json!({"httpRoots": [other.path()]});
     let ws = workspace(config);
     let token = "a-long-random-token-for-this-test";
-    let args = ["--auth-token", token];
-    let roots = vec![file_root(&stray), file_root(&proj)];
-    let s = http_session_with_roots(ws.path(), &args, Some(token), roots).await;
-    // The first honoured root is the default workspace: the root outside `httpRoots` is not.
-    let args = json!({"query": "retries", "docs": ["notes.md"]});
-    let out = structured(s.call("compose_prompt", args).await);
-    assert!(
-        out["text"]
-            .as_str()
-            .unwrap()
-            .contains("ALICE-PRIVATE-NOTES")
-    );
-    let warnings = out["warnings"].to_string();
-    assert!(
-        warnings.contains(&stray.display().to_string()) && warnings.contains("workspace.httpRoots"),
-        "{warnings}"
-    );
-    let (code, message) = call_error(
-        s.call("compose_prompt", json!({"query": "q", "dir": stray}))
-            .await,
-    );
+    let cases = [
+        (false, Lifecycle::Initialize),
+        (false, Lifecycle::Discover),
+        (true, Lifecycle::Discover),
+        (true, Lifecycle::Initialize),
+    ];
+    for (stateless, lifecycle) in cases {
+        let case = format!("stateless {stateless}, {lifecycle:?}");
+        let mut args = vec!["--auth-token", token];
+        if stateless {
+            args.push("--stateless");
+        }
+        let roots = vec![file_root(&stray), file_root(&proj)];
+        let s = http_session_on(ws.path(), &args, Some(token), roots, lifecycle).await;
+        let call = json!({"query": "retries", "docs": ["notes.md"]});
+        let out = structured(s.call("compose_prompt", call).await);
+        let warnings = out["warnings"].to_string();
+        if stateless && lifecycle == Lifecycle::Initialize {
+            assert!(!out.to_string().contains("ALICE-PRIVATE"), "{case}: {out}");
+            assert!(
+                warnings.contains("server's directory"),
+                "{case}: {warnings}"
+            );
+            assert_eq!(s.client.service().roots_asked(), 0, "{case}");
+            s.close().await;
+            continue;
+        }
+        // The first honoured root is the default workspace: the root outside `httpRoots` is not.
+        assert!(
+            out["text"]
+                .as_str()
+                .unwrap()
+                .contains("ALICE-PRIVATE-NOTES"),
+            "{case}: {out}"
+        );
+        assert!(
+            warnings.contains(&stray.display().to_string())
+                && warnings.contains("workspace.httpRoots"),
+            "{case}: {warnings}"
+        );
+        let (code, message) = call_error(
+            s.call("compose_prompt", json!({"query": "q", "dir": stray}))
+                .await,
+        );
+        assert_eq!(code, -32602, "{case}: {message}");
+        // Retrieval there writes the index into the configured folder.
+        let out = structured(
+            s.call("compose_prompt", json!({"query": "retry backoff"}))
+                .await,
+        );
+        assert!(
+            out["text"].as_str().unwrap().contains("ALICE-PRIVATE-CODE"),
+            "{case}: {out}"
+        );
+        assert!(proj.join(".rag").is_dir(), "{case}");
+        assert!(!stray.join(".rag").exists(), "{case}");
+        // A session asks once; without sessions every call that needs a workspace asks.
+        let asked = s.client.service().roots_asked();
+        match lifecycle {
+            Lifecycle::Initialize => assert_eq!(asked, 1, "{case}"),
+            Lifecycle::Discover => assert_eq!(asked, 3, "{case}"),
+        }
+        s.close().await;
+    }
+}
+
+/// Over stdio, a client on either protocol leads the server to the folder it has open: on MCP
+/// 2026-07-28 through its answer to the server's `roots/list` input request.
+#[tokio::test]
+async fn a_stdio_client_roots_are_its_workspace_on_every_protocol() {
+    let ws = workspace(lexical_config());
+    let other = tempfile::tempdir().unwrap();
+    let proj = private_project(other.path());
+    for lifecycle in [Lifecycle::Initialize, Lifecycle::Discover] {
+        let s = mcp::stdio_connected(ws.path(), &[], &[], vec![file_root(&proj)], lifecycle).await;
+        let call = json!({"query": "retries", "docs": ["notes.md"]});
+        let out = structured(s.call("compose_prompt", call).await);
+        assert!(
+            out["text"]
+                .as_str()
+                .unwrap()
+                .contains("ALICE-PRIVATE-NOTES"),
+            "{lifecycle:?}: {out}"
+        );
+        // A tool without a workspace never asks.
+        let listed = s
+            .call("wit-get-prompts", json!({"includeContent": false}))
+            .await;
+        assert!(listed.is_ok(), "{lifecycle:?}");
+        assert_eq!(s.client.service().roots_asked(), 1, "{lifecycle:?}");
+        s.close().await;
+    }
+}
+
+/// A client on MCP 2026-07-28 whose answer to the `roots/list` input request is not a roots
+/// list gets -32602 naming the field at fault.
+#[tokio::test]
+async fn a_malformed_roots_answer_names_the_field() {
+    use rmcp::model::CallToolRequestParams;
+    let ws = workspace(lexical_config());
+    let s = mcp::stdio_connected(ws.path(), &[], &[], Vec::new(), Lifecycle::Discover).await;
+    let answer = json!({"roots": [{"uri": 7}]});
+    let request = CallToolRequestParams::new("compose_prompt")
+        .with_arguments(json!({"query": "retries"}).as_object().unwrap().clone())
+        .with_input_responses([("roots".to_string(), answer)].into());
+    let (code, message) = call_error(s.client.peer().call_tool_once(request).await.map(
+        |r| match r {
+            rmcp::model::CallToolResponse::Complete(r) => r,
+            other => panic!("expected a complete result or an error: {other:?}"),
+        },
+    ));
     assert_eq!(code, -32602, "{message}");
-    // Retrieval there writes the index into the configured folder.
-    let out = structured(
-        s.call("compose_prompt", json!({"query": "retry backoff"}))
-            .await,
-    );
     assert!(
-        out["text"].as_str().unwrap().contains("ALICE-PRIVATE-CODE"),
-        "{out}"
+        message.contains("inputResponses.roots.roots[0].uri"),
+        "{message}"
     );
-    assert!(proj.join(".rag").is_dir());
-    assert!(!stray.join(".rag").exists());
     s.close().await;
 }
 

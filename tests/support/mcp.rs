@@ -198,12 +198,58 @@ pub async fn stdio_with_env(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> 
     stdio_with_roots(cwd, args, env, Vec::new()).await
 }
 
+/// How a test client opens its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// `initialize`, as desktop clients do today (the newest version that has it).
+    Initialize,
+    /// MCP 2026-07-28: no `initialize`; `server/discover`, then requests that carry the
+    /// client's version and capabilities in `_meta`.
+    Discover,
+}
+
+/// Connects `client` over `transport` with `lifecycle`.
+async fn connect<T, E, A>(
+    what: &str,
+    client: TestClient,
+    transport: T,
+    lifecycle: Lifecycle,
+) -> RunningService<RoleClient, TestClient>
+where
+    T: rmcp::transport::IntoTransport<RoleClient, E, A>,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let connected = match lifecycle {
+        Lifecycle::Initialize => within(what, client.serve(transport)).await,
+        Lifecycle::Discover => {
+            let mode = ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            };
+            within(what, client.serve_with_lifecycle(transport, mode)).await
+        }
+    };
+    connected.unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
 /// `promptd serve` over a stdio pipe, connected by a client that offers `roots`.
 pub async fn stdio_with_roots(
     cwd: &Path,
     args: &[&str],
     env: &[(&str, &str)],
     roots: Vec<Root>,
+) -> Session {
+    stdio_connected(cwd, args, env, roots, Lifecycle::Initialize).await
+}
+
+/// `promptd serve` over a stdio pipe, connected with `lifecycle` by a client that offers
+/// `roots`.
+pub async fn stdio_connected(
+    cwd: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    roots: Vec<Root>,
+    lifecycle: Lifecycle,
 ) -> Session {
     let mut all = vec!["serve"];
     all.extend_from_slice(args);
@@ -218,12 +264,13 @@ pub async fn stdio_with_roots(
     let log = Arc::new(Mutex::new(String::new()));
     collect_stderr(stderr.expect("stderr piped"), log.clone(), None);
     let (tx, rx) = mpsc::unbounded_channel();
-    let client = within(
-        "initialize over stdio",
-        TestClient::new(tx, roots).serve(transport),
+    let client = connect(
+        "connect over stdio",
+        TestClient::new(tx, roots),
+        transport,
+        lifecycle,
     )
-    .await
-    .expect("initialize over stdio");
+    .await;
     Session {
         client,
         changed: rx,
@@ -293,6 +340,19 @@ pub async fn http_client_with_roots(
     RunningService<RoleClient, TestClient>,
     mpsc::UnboundedReceiver<()>,
 ) {
+    http_client_connected(url, token, roots, Lifecycle::Initialize).await
+}
+
+/// An rmcp client that offers `roots`, connected with `lifecycle` to a running HTTP server.
+pub async fn http_client_connected(
+    url: &str,
+    token: Option<&str>,
+    roots: Vec<Root>,
+    lifecycle: Lifecycle,
+) -> (
+    RunningService<RoleClient, TestClient>,
+    mpsc::UnboundedReceiver<()>,
+) {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string());
@@ -302,12 +362,13 @@ pub async fn http_client_with_roots(
     promptd::llm::install_tls_provider();
     let transport = StreamableHttpClientTransport::from_config(config);
     let (tx, rx) = mpsc::unbounded_channel();
-    let client = within(
-        "initialize over HTTP",
-        TestClient::new(tx, roots).serve(transport),
+    let client = connect(
+        "connect over HTTP",
+        TestClient::new(tx, roots),
+        transport,
+        lifecycle,
     )
-    .await
-    .expect("initialize over HTTP");
+    .await;
     (client, rx)
 }
 

@@ -18,7 +18,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use super::clients::ConnectedClients;
 use super::convert;
 use super::jsonrpc::WrittenResults;
-use super::tool_calls::{self, ToolContext};
+use super::tool_calls::{self, RootsOrAsk, ToolContext};
 use promptd_base::metrics::Method;
 use promptd_base::workspace::ClientOrigin;
 use promptd_core::library::{PromptLibrary, Snapshot, Visibility};
@@ -291,10 +291,18 @@ impl ServerHandler for PromptServer {
                 authenticated: super::http::authenticated(&context.extensions),
             }
         };
+        let roots = match tool_calls::call_roots(entry, &request, &context, &self.roots) {
+            Ok(RootsOrAsk::Roots(roots)) => roots,
+            Ok(RootsOrAsk::Ask(ask)) => {
+                answered(Method::tools_call, true, started);
+                return Ok(ask.into());
+            }
+            Err(e) => return counted(Method::tools_call, started, Err(e)),
+        };
         let ctx = ToolContext {
             stages: self.stages.clone(),
-            peer: Some(context.peer.clone()),
-            roots: self.roots.clone(),
+            protocol: context.protocol_version(),
+            roots,
             origin,
             visibility: self.visibility(),
             written: self.written.clone(),

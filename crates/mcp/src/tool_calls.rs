@@ -12,8 +12,13 @@ use std::pin::Pin;
 use std::sync::{Arc, LazyLock};
 
 use rmcp::ErrorData;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotations};
-use rmcp::service::{Peer, RoleServer};
+#[allow(deprecated)]
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, InputRequest, InputRequests,
+    InputRequiredResult, JsonObject, ListRootsRequest, ListRootsResult, ProtocolVersion, Tool,
+    ToolAnnotations,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -35,16 +40,102 @@ use super::jsonrpc::{WrittenParts, WrittenResults};
 pub struct ToolContext {
     /// The stages, and through them the library.
     pub stages: Arc<Stages>,
-    /// The calling client (for its roots); `None` outside a session.
-    pub peer: Option<Peer<RoleServer>>,
-    /// The session's roots, once asked.
-    pub roots: Arc<ClientRoots>,
+    /// The protocol version the call came on (`None` outside MCP).
+    pub protocol: Option<ProtocolVersion>,
+    /// Where the client's roots come from.
+    pub roots: CallRoots,
     /// How the request came: over stdio, or over HTTP with or without the server's token.
     pub origin: ClientOrigin,
     /// Which prompts the client is served.
     pub visibility: Visibility,
     /// Where a result written as JSON goes (stdio, whose transport sends it as it is).
     pub written: Option<WrittenResults>,
+}
+
+/// Where a tool call's client roots come from.
+#[derive(Debug, Clone, Default)]
+pub enum CallRoots {
+    /// A session opened with `initialize`: asked of the client (`roots/list`) when it declared
+    /// roots, and kept until it says they changed.
+    Session {
+        peer: Peer<RoleServer>,
+        known: Arc<ClientRoots>,
+    },
+    /// Sent with the request: the client's answer to the server's `roots/list` input request
+    /// (MCP 2026-07-28, which has no sessions).
+    Sent(Vec<PathBuf>),
+    /// The client declared none, or the call did not come from an MCP client.
+    #[default]
+    None,
+}
+
+/// The key of the `roots/list` input request and of the client's answer to it.
+pub const ROOTS_INPUT: &str = "roots";
+
+/// The roots of a tool call, or the input request the client must answer first.
+#[derive(Debug)]
+pub enum RootsOrAsk {
+    Roots(CallRoots),
+    /// A client on a protocol without `initialize` (MCP 2026-07-28) that declared roots in the
+    /// request and sent none: asked for them with a `roots/list` input request (SEP-2322); the
+    /// client answers and sends the call again.
+    Ask(InputRequiredResult),
+}
+
+/// Where the roots of a call to `entry` come from: tools without a workspace need none; on a
+/// protocol with `initialize`, the session's client is asked; on MCP 2026-07-28 the client's
+/// answer to the `roots/list` input request is read from `inputResponses`, and a client that
+/// declared roots in the request's capabilities without answering is asked.
+#[allow(deprecated)]
+pub fn call_roots(
+    entry: &ToolEntry,
+    request: &CallToolRequestParams,
+    context: &RequestContext<RoleServer>,
+    session: &Arc<ClientRoots>,
+) -> Result<RootsOrAsk, ErrorData> {
+    if !entry.uses_roots {
+        return Ok(RootsOrAsk::Roots(CallRoots::None));
+    }
+    let stateless = context
+        .protocol_version()
+        .is_some_and(|v| !v.has_initialize());
+    if !stateless {
+        return Ok(RootsOrAsk::Roots(CallRoots::Session {
+            peer: context.peer.clone(),
+            known: session.clone(),
+        }));
+    }
+    let answer = request
+        .input_responses
+        .as_ref()
+        .and_then(|r| r.get(ROOTS_INPUT));
+    if let Some(answer) = answer {
+        let listed: ListRootsResult = serde_path_to_error::deserialize(answer).map_err(|e| {
+            ErrorData::invalid_params(
+                format!(
+                    "{}: `inputResponses.{ROOTS_INPUT}.{}`: {}",
+                    entry.name,
+                    e.path(),
+                    e.inner()
+                ),
+                None,
+            )
+        })?;
+        return Ok(RootsOrAsk::Roots(CallRoots::Sent(root_paths(&listed))));
+    }
+    let declared = context
+        .client_capabilities()
+        .is_some_and(|c| c.roots.is_some());
+    if !declared {
+        return Ok(RootsOrAsk::Roots(CallRoots::None));
+    }
+    let ask = InputRequests::from([(
+        ROOTS_INPUT.to_string(),
+        InputRequest::ListRoots(ListRootsRequest::default()),
+    )]);
+    Ok(RootsOrAsk::Ask(InputRequiredResult::from_input_requests(
+        ask,
+    )))
 }
 
 /// The future a tool call returns.
@@ -55,6 +146,8 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = Result<CallToolResult, ErrorDa
 pub struct ToolEntry {
     pub name: &'static str,
     pub call: fn(ToolContext, JsonObject) -> ToolFuture,
+    /// Whether the tool reads a workspace, which the client's roots may name.
+    pub uses_roots: bool,
 }
 
 /// The call of every catalog tool.
@@ -62,14 +155,17 @@ pub static CALLS: &[ToolEntry] = &[
     ToolEntry {
         name: GET_PROMPTS,
         call: get_prompts_call,
+        uses_roots: false,
     },
     ToolEntry {
         name: ENHANCE,
         call: enhance_call,
+        uses_roots: true,
     },
     ToolEntry {
         name: COMPOSE,
         call: compose_call,
+        uses_roots: true,
     },
 ];
 
@@ -210,12 +306,10 @@ fn serialize_failed(e: serde_json::Error) -> ErrorData {
     ErrorData::internal_error(format!("cannot serialize the result: {e}"), None)
 }
 
-/// Whether the calling client reads `structuredContent`: it negotiated MCP 2025-06-18 or
-/// later (a call outside a handshake, such as a stateless HTTP request, is taken as current).
-fn reads_structured_content(peer: Option<&Peer<RoleServer>>) -> bool {
-    peer.and_then(|p| p.peer_info()).is_none_or(|info| {
-        info.protocol_version.as_str() >= rmcp::model::ProtocolVersion::V_2025_06_18.as_str()
-    })
+/// Whether the calling client reads `structuredContent`: it speaks MCP 2025-06-18 or later (a
+/// call whose version is unknown is taken as current).
+fn reads_structured_content(protocol: Option<&ProtocolVersion>) -> bool {
+    protocol.is_none_or(|v| v.as_str() >= ProtocolVersion::V_2025_06_18.as_str())
 }
 
 /// Whether a `wit-get-prompts` request renders no more than one prompt: one name, or a listing
@@ -230,7 +324,7 @@ fn renders_at_most_one(req: &GetPromptsRequest) -> bool {
 fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     Box::pin(async move {
         let req: GetPromptsRequest = parse_arguments(GET_PROMPTS, args)?;
-        let structured = reads_structured_content(ctx.peer.as_ref());
+        let structured = reads_structured_content(ctx.protocol.as_ref());
         let inline = renders_at_most_one(&req);
         let answer = move || {
             let library = ctx.stages.library();
@@ -257,12 +351,11 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
     })
 }
 
-/// The client's roots as directory paths, in its order; an empty list when it offers none,
-/// `None` when it did not answer. Roots are deprecated by SEP-2577 but are what today's IDE
-/// clients send to say which folder is open. A root that is not a local `file://` URI is left
-/// out.
+/// The session client's roots as directory paths, in its order; an empty list when it offers
+/// none, `None` when it did not answer. Roots are deprecated by SEP-2577 but are what today's IDE
+/// clients send to say which folder is open.
 #[allow(deprecated)]
-async fn client_roots(peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
+async fn session_roots(peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
     let Some(info) = peer.peer_info() else {
         return Some(Vec::new());
     };
@@ -273,7 +366,14 @@ async fn client_roots(peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
     let Ok(Ok(roots)) = listed else {
         return None;
     };
-    let roots = roots
+    Some(root_paths(&roots))
+}
+
+/// The local folders of listed roots, in the client's order; a root that is not a local
+/// `file://` URI is left out.
+#[allow(deprecated)]
+fn root_paths(listed: &ListRootsResult) -> Vec<PathBuf> {
+    listed
         .roots
         .iter()
         .filter_map(|r| {
@@ -283,8 +383,7 @@ async fn client_roots(peer: &Peer<RoleServer>) -> Option<Vec<PathBuf>> {
             }
             path
         })
-        .collect();
-    Some(roots)
+        .collect()
 }
 
 /// The local path of a `file://` URI (host empty or `localhost`), percent-decoded byte-wise;
@@ -304,12 +403,14 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
     Some(PathBuf::from(std::ffi::OsString::from_vec(bytes)))
 }
 
-/// The calling client as the stages see it: its roots (asked once per session), how it came,
+/// The calling client as the stages see it: its roots (asked once per session, or sent with
+/// the request), how it came,
 /// and the server's directory.
 async fn caller(ctx: &ToolContext) -> Caller {
-    let roots = match &ctx.peer {
-        Some(peer) => ctx.roots.get(|| client_roots(peer)).await,
-        None => Vec::new(),
+    let roots = match &ctx.roots {
+        CallRoots::Session { peer, known } => known.get(|| session_roots(peer)).await,
+        CallRoots::Sent(roots) => roots.clone(),
+        CallRoots::None => Vec::new(),
     };
     Caller::Client {
         roots,
