@@ -31,7 +31,7 @@
 //!   `list_changed`) and the RSS after them (`0`: none). Every line ends with the machine's
 //!   load.
 //!
-//! `MCP_BENCH_SERVE_FLAGS` adds flags to `serve` (split at whitespace; e.g. `--busy-poll 0`).
+//! `MCP_BENCH_SERVE_FLAGS` adds flags to `serve` (split at whitespace; e.g. `--page-size 10`).
 
 mod common;
 

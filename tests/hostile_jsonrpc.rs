@@ -231,14 +231,33 @@ struct Answer {
 }
 
 impl Answer {
+    /// The one message of the answer: its JSON body, or the event stream carrying it (a
+    /// session's answers).
     fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+        if !self.content_type.starts_with("text/event-stream") {
+            return serde_json::from_str(&self.body)
+                .unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body));
+        }
+        let messages: Vec<Value> = self
+            .body
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(str::trim)
+            .filter(|d| !d.is_empty())
+            .map(|d| serde_json::from_str(d).unwrap_or_else(|e| panic!("not JSON ({e}): {d}")))
+            .collect();
+        assert_eq!(messages.len(), 1, "{}", self.body);
+        messages.into_iter().next().unwrap()
     }
 
-    /// The answer to a request: one JSON body, as the server sends an answer that is a single
-    /// message.
+    /// The answer to a request.
     fn answer(&self) -> Value {
-        assert_eq!(self.content_type, "application/json", "{}", self.body);
+        assert!(
+            ["application/json", "text/event-stream"].contains(&self.content_type.as_str()),
+            "{}: {}",
+            self.content_type,
+            self.body
+        );
         self.json()
     }
 }

@@ -220,42 +220,28 @@ fn stdio_exits_when_stdin_closes_and_stdout_is_only_frames() {
     }
 }
 
-/// After each answer the server reads stdin again for a moment before it sleeps (`--busy-poll`):
-/// a burst of requests is answered one by one, and an idle server then uses no CPU, with the
-/// default window and with polling turned off. The flag is refused with `--http`.
+/// A burst of requests is answered one by one, and an idle server then uses no CPU.
 #[test]
-fn stdio_busy_poll_ends_when_the_client_goes_quiet() {
-    for flags in [&[][..], &["--busy-poll", "0"], &["--busy-poll", "5000"]] {
-        let mut s = StdioServer::start_with_flags(flags);
-        s.initialize();
-        for id in 1..=200 {
-            let method = if id % 2 == 0 { "ping" } else { "prompts/list" };
-            s.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#).as_bytes());
-            let reply = s.reply(method);
-            assert_eq!(reply["id"], id, "{flags:?}: {reply}");
-            assert!(reply.get("result").is_some(), "{flags:?}: {reply}");
-        }
-        // Past the window (and the memory trim 200 ms after the last request), a quiet second.
-        std::thread::sleep(Duration::from_millis(500));
-        let before = process::cpu_ticks_of(s.child.id()).unwrap();
-        std::thread::sleep(Duration::from_secs(1));
-        let used = process::cpu_ticks_of(s.child.id()).unwrap() - before;
-        assert!(
-            used <= 5,
-            "{flags:?}: an idle server used {used} clock ticks of CPU in one second"
-        );
-        s.finish();
+fn stdio_idle_server_uses_no_cpu() {
+    let mut s = StdioServer::start_with_flags(&[]);
+    s.initialize();
+    for id in 1..=200 {
+        let method = if id % 2 == 0 { "ping" } else { "prompts/list" };
+        s.send(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#).as_bytes());
+        let reply = s.reply(method);
+        assert_eq!(reply["id"], id, "{reply}");
+        assert!(reply.get("result").is_some(), "{reply}");
     }
-    let refused = process::promptd()
-        .args(["serve", "--http", "127.0.0.1:0", "--busy-poll", "100"])
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&refused.stderr);
+    // Past the memory trim 200 ms after the last request, a quiet second.
+    std::thread::sleep(Duration::from_millis(500));
+    let before = process::cpu_ticks_of(s.child.id()).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    let used = process::cpu_ticks_of(s.child.id()).unwrap() - before;
     assert!(
-        stderr.contains("--busy-poll") && stderr.contains("--http"),
-        "{stderr}"
+        used <= 5,
+        "an idle server used {used} clock ticks of CPU in one second"
     );
+    s.finish();
 }
 
 /// What large tool answers allocated goes back to the system once the session is quiet: an

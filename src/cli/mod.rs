@@ -124,12 +124,6 @@ pub struct ServeArgs {
     /// With --http: do not serve the studio page at /.
     #[arg(long, requires = "http")]
     pub no_studio: bool,
-    /// Over stdio: after each answer, keep reading stdin for MICROS microseconds before the
-    /// server's thread sleeps, so a client's next request needs no wake-up (0: sleep at once).
-    #[arg(long, value_name = "MICROS", conflicts_with = "http",
-          default_value_t = crate::mcp::stdio::DEFAULT_BUSY_POLL.as_micros() as u64,
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    pub busy_poll: u64,
 }
 
 #[derive(Debug, Args)]
@@ -423,7 +417,6 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
         stateless: args.stateless,
         studio: (!args.no_studio).then(crate::mcp::StudioLaunch::default),
         workers: args.workers.and_then(std::num::NonZeroUsize::new),
-        busy_poll: std::time::Duration::from_micros(args.busy_poll),
     };
     crate::mcp::serve(lib, options)?;
     Ok(0)
@@ -459,7 +452,6 @@ fn studio(common: &CommonArgs, args: &StudioArgs) -> Result<u8> {
         }),
         // One author's page: one thread.
         workers: Some(std::num::NonZeroUsize::MIN),
-        busy_poll: std::time::Duration::ZERO,
     };
     crate::mcp::serve(lib, options)?;
     Ok(0)

@@ -1,5 +1,7 @@
 //! Streamable HTTP: rmcp's `StreamableHttpService` mounted at `/mcp` on axum, one MCP session
-//! per client, served by our own HTTP/1 connection loop.
+//! per client on protocols with `initialize` (none with `--stateless`, where rmcp answers each
+//! POST as JSON), served by [`promptd_http::serve`] (header-read and idle timeouts, accept
+//! back-off).
 //!
 //! Layers, outermost first: the bearer-token check (when a token is set); the request guard
 //! ([`guard`]: the body read whole within `limits.maxRequestBytes`, 413 over it and 400 for
@@ -7,24 +9,15 @@
 //! giving way over a cap (503 or 429 with `Retry-After` only when none can); a GET's event
 //! stream under the stream limits; DELETE of an unknown session 404, of a live one 204; the
 //! message without a byte order mark to rmcp, and what rmcp cannot parse answered with its
-//! JSON-RPC error ([`super::jsonrpc::conform_http`]); an answer that is one message sent as
-//! JSON, not as an event stream); then rmcp, which checks `Host` (loopback names and the bound
-//! address, unless bound publicly) and `Origin` (403 for any origin not in
-//! `serve.allowedOrigins`; requests without `Origin` pass). Each connection must send its
-//! request headers within `limits.headerReadTimeoutSecs` (an idle keep-alive connection is
-//! closed after it too) and is dropped when no byte moves for `limits.connectionIdleSecs`.
-//! Event streams (`GET /mcp`, the studio's) are bounded by [`super::streams`]. `/metrics` has
-//! the same `Host` check as `/mcp` (`host_allowed`). At start the soft open-file limit is
-//! raised to the hard one; an accept that fails (out of descriptors) is retried after a
-//! growing pause, logged once per run of failures.
+//! JSON-RPC error ([`super::jsonrpc::conform_http`])); then rmcp, which checks `Host` (loopback
+//! names and the bound address, unless bound publicly) and `Origin` (403 for any origin not in
+//! `serve.allowedOrigins` or the server's own; requests without `Origin` pass). Event streams
+//! (`GET /mcp`, the studio's) are bounded by [`promptd_http::streams`]. `/metrics` has the same
+//! `Host` check as `/mcp`. At start the soft open-file limit is raised to the hard one.
 
 use std::net::{IpAddr, SocketAddr};
-use std::num::NonZeroUsize;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{ConnectInfo, Request, State};
@@ -32,15 +25,12 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::common::http_header::{EVENT_STREAM_MIME_TYPE, HEADER_SESSION_ID};
+use rmcp::transport::common::http_header::HEADER_SESSION_ID;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde::Deserialize;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::sessions::{BoundedSessions, Refusal, SessionLimits};
-use super::threads::ConnectionThreads;
 use super::{PromptServer, ServeError};
 use promptd_base::limits::Limits;
 use promptd_http::streams::{EventStreams, StreamLimits};
@@ -189,11 +179,8 @@ pub fn router(
             streams.clone(),
         )
     });
-    let service = Shared(Arc::new(StreamableHttpService::new(
-        move || Ok(server.for_session()),
-        sessions.clone(),
-        config,
-    )));
+    let service =
+        StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
     let guard_state = Arc::new(GuardState {
         sessions: sessions.clone(),
         streams: streams.clone(),
@@ -220,30 +207,6 @@ pub fn router(
     match studio {
         Some(studio) => app.merge(studio),
         None => app,
-    }
-}
-
-/// rmcp's streamable HTTP service behind an `Arc`. axum clones a route's service for every
-/// request and rmcp's own `call` clones it again; each clone copies its config (the allowed
-/// host and origin lists, a cancellation token whose clone and drop lock its tree). This one
-/// clones a pointer and calls the service's `handle`.
-#[derive(Clone)]
-struct Shared(Arc<StreamableHttpService<PromptServer, BoundedSessions>>);
-
-impl tower_service::Service<Request> for Shared {
-    type Response = Response;
-    type Error = std::convert::Infallible;
-    type Future = Pin<
-        Box<dyn std::future::Future<Output = Result<Response, std::convert::Infallible>> + Send>,
-    >;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: Request) -> Self::Future {
-        let service = self.0.clone();
-        Box::pin(async move { Ok(service.handle(request).await.map(Body::new)) })
     }
 }
 
@@ -352,8 +315,6 @@ pub struct HttpServe {
     pub stateless: bool,
     /// Also serve the studio page at `/`.
     pub studio: Option<super::StudioLaunch>,
-    /// Threads connections are served on ([`ConnectionThreads`]).
-    pub workers: NonZeroUsize,
 }
 
 /// Serves until `ct` is cancelled. Prints the bound address to stderr (tests and users with
@@ -368,7 +329,6 @@ pub async fn serve(
         token,
         stateless,
         studio,
-        workers,
     } = serve;
     let snapshot = server.library().snapshot();
     let limits = snapshot.limits.clone();
@@ -414,256 +374,12 @@ pub async fn serve(
             promptd_studio::web::open_in_browser(&url);
         }
     }
-    let threads = ConnectionThreads::start(workers).map_err(|source| ServeError::Threads {
-        threads: workers.get(),
-        source,
-    })?;
-    tracing::debug!(
-        threads = threads.count(),
-        "connections are served on their own threads"
-    );
-    accept_loop(listener, app, &limits, &threads, ct).await;
-    // Each connection closes gracefully within a second of `ct` (see `accept_loop`).
-    threads.drain(Duration::from_secs(2)).await;
+    let connections = promptd_http::serve::ConnectionLimits {
+        header_read: Duration::from_secs(limits.header_read_timeout_secs),
+        idle: Duration::from_secs(limits.connection_idle_secs),
+    };
+    promptd_http::serve::serve(listener, app, connections, ct).await;
     Ok(())
-}
-
-/// Accepts connections until `ct` is cancelled; each is served on its own task, on one of
-/// `threads`.
-async fn accept_loop(
-    listener: tokio::net::TcpListener,
-    app: axum::Router,
-    limits: &Limits,
-    threads: &ConnectionThreads,
-    ct: CancellationToken,
-) {
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_secs(limits.header_read_timeout_secs));
-    let idle = Duration::from_secs(limits.connection_idle_secs);
-    let mut failures = AcceptFailures::default();
-    loop {
-        let (stream, remote) = tokio::select! {
-            () = ct.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of descriptors and the like: wait, longer each time, instead of
-                    // spinning.
-                    let pause = failures.failed(&e);
-                    tokio::select! {
-                        () = ct.cancelled() => return,
-                        () = tokio::time::sleep(pause) => {}
-                    }
-                    continue;
-                }
-            },
-        };
-        failures.recovered();
-        // Answers are written in pieces (event-stream frames): without NODELAY, Nagle's
-        // algorithm holds the last piece until the client's delayed ACK, about 40 ms.
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!("TCP_NODELAY on a connection from {remote}: {e}");
-        }
-        // The socket leaves this runtime's reactor and joins its thread's, where its readiness
-        // wakes the connection's task without crossing threads.
-        let stream = match stream.into_std() {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::debug!("connection from {remote}: {e}");
-                continue;
-            }
-        };
-        let app = app.clone();
-        let http = http.clone();
-        let ct = ct.clone();
-        threads.spawn(async move {
-            let stream = match tokio::net::TcpStream::from_std(stream) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::debug!("connection from {remote}: {e}");
-                    return;
-                }
-            };
-            let activity = Arc::new(Activity::new());
-            let io = TokioIo::new(Watched {
-                inner: stream,
-                activity: activity.clone(),
-            });
-            let service =
-                hyper::service::service_fn(move |mut request: Request<hyper::body::Incoming>| {
-                    request.extensions_mut().insert(ConnectInfo(remote));
-                    let mut app = app.clone();
-                    async move { tower_service::Service::call(&mut app, request).await }
-                });
-            let conn = http.serve_connection(io, service);
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                result = conn.as_mut() => {
-                    if let Err(e) = result {
-                        tracing::debug!("connection from {remote}: {e}");
-                    }
-                }
-                () = activity.idle_for(idle) => {
-                    tracing::debug!("closing connection from {remote}: no traffic for {idle:?}");
-                }
-                () = ct.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = tokio::time::timeout(Duration::from_secs(1), conn).await;
-                }
-            }
-        });
-    }
-}
-
-/// A run of failed accepts (out of descriptors, most often): logged once as it starts, once a
-/// minute while it lasts, and once with its count as it ends; retried after a pause that
-/// doubles up to [`AcceptFailures::MAX_PAUSE`].
-#[derive(Debug, Default)]
-struct AcceptFailures {
-    count: u64,
-    pause: Duration,
-    started: Option<Instant>,
-    reported: Option<Instant>,
-}
-
-impl AcceptFailures {
-    const FIRST_PAUSE: Duration = Duration::from_millis(10);
-    const MAX_PAUSE: Duration = Duration::from_secs(1);
-    const REPORT_EVERY: Duration = Duration::from_secs(60);
-
-    /// Counts a failure; returns how long to wait before the next accept.
-    fn failed(&mut self, e: &std::io::Error) -> Duration {
-        let now = Instant::now();
-        self.count += 1;
-        match (self.started, self.reported) {
-            (Some(started), Some(reported)) => {
-                self.pause = (self.pause * 2).min(Self::MAX_PAUSE);
-                if now.duration_since(reported) >= Self::REPORT_EVERY {
-                    tracing::warn!(
-                        "accepting connections still fails: {e} ({} failed accepts in {:?})",
-                        self.count,
-                        now.duration_since(started)
-                    );
-                    self.reported = Some(now);
-                }
-            }
-            _ => {
-                tracing::warn!(
-                    "accepting connections fails: {e}; retrying with a growing pause until one \
-                     succeeds"
-                );
-                self.started = Some(now);
-                self.reported = Some(now);
-                self.pause = Self::FIRST_PAUSE;
-            }
-        }
-        self.pause
-    }
-
-    /// An accept succeeded: ends a run of failures.
-    fn recovered(&mut self) {
-        if let Some(started) = self.started.take() {
-            tracing::warn!(
-                "accepting connections again after {} failed accepts in {:?}",
-                self.count,
-                started.elapsed()
-            );
-            *self = AcceptFailures::default();
-        }
-    }
-}
-
-/// When a connection last moved a byte.
-#[derive(Debug)]
-struct Activity {
-    start: Instant,
-    last_ms: AtomicU64,
-}
-
-impl Activity {
-    fn new() -> Activity {
-        Activity {
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
-        }
-    }
-
-    fn touch(&self) {
-        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
-    }
-
-    /// Returns once no byte has moved for `idle`.
-    async fn idle_for(&self, idle: Duration) {
-        loop {
-            let last = self.start + Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
-            let deadline = last + idle;
-            if Instant::now() >= deadline {
-                return;
-            }
-            tokio::time::sleep_until(deadline.into()).await;
-        }
-    }
-}
-
-/// A socket that records its traffic in an [`Activity`].
-struct Watched<S> {
-    inner: S,
-    activity: Arc<Activity>,
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            self.activity.touch();
-        }
-        polled
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
-        }
-        polled
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
 }
 
 /// What the request guard needs.
@@ -731,7 +447,6 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
     } else {
         response
     };
-    let response = single_message_as_json(response).await;
     if let Some(r) = reservation
         && let Some(id) = response
             .headers()
@@ -741,155 +456,6 @@ async fn guard(State(state): State<Arc<GuardState>>, request: Request, next: Nex
         r.commit(id);
     }
     response
-}
-
-/// A POST's answer as one `application/json` body when its event stream carries one message
-/// and ends: what rmcp streams for every request of a session, since promptd sends nothing else
-/// on a request's stream. One sized write instead of a chunked stream and its closing chunk (two
-/// writes, and two reads for the client); the spec lets the server answer a request either way.
-/// Events before the message that carry no data are resumption primers, moot for a finished
-/// answer. Anything else (a second message, a keep-alive comment while a handler is slow,
-/// trailers, a body error) sends the stream on as it came, the events already read first, as
-/// does a stream still open [`STREAM_END_WAIT`] after its message or one whose message is over
-/// [`JSON_ANSWER_MAX`].
-async fn single_message_as_json(response: Response) -> Response {
-    use http_body_util::BodyExt;
-    let is_stream = response.status() == StatusCode::OK
-        && response
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .is_some_and(|v| v.as_bytes().starts_with(EVENT_STREAM_MIME_TYPE.as_bytes()));
-    if !is_stream {
-        return response;
-    }
-    let (mut parts, mut body) = response.into_parts();
-    let mut read = Vec::new();
-    let mut message = None;
-    loop {
-        let next = if message.is_none() {
-            body.frame().await
-        } else {
-            // The stream ends as the message is sent; one that goes on is passed on.
-            match tokio::time::timeout(STREAM_END_WAIT, body.frame()).await {
-                Ok(next) => next,
-                Err(_) => return stream_on(parts, read, body, None),
-            }
-        };
-        let frame = match next {
-            None => break,
-            Some(Ok(frame)) => frame,
-            Some(Err(e)) => return stream_on(parts, read, body, Some(e)),
-        };
-        let event = frame
-            .data_ref()
-            .filter(|data| data.len() <= JSON_ANSWER_MAX)
-            .and_then(sse_event);
-        read.push(frame);
-        match event {
-            Some(SseEvent::Primer) if message.is_none() => {}
-            Some(SseEvent::Message(data)) if message.is_none() => message = Some(data),
-            _ => return stream_on(parts, read, body, None),
-        }
-    }
-    let Some(message) = message else {
-        return stream_on(parts, read, Body::empty(), None);
-    };
-    // What rmcp sets for a stream (its proxies' buffering hints), and any length of it.
-    for name in ["cache-control", "x-accel-buffering", "content-length"] {
-        parts.headers.remove(name);
-    }
-    parts.headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    Response::from_parts(parts, Body::from(message))
-}
-
-/// The largest event whose message is answered as JSON. What the conversion saves is per
-/// request, not per byte, and a converted answer is held twice for a moment (the event and its
-/// decoded message): a larger one goes out as the stream rmcp wrote.
-const JSON_ANSWER_MAX: usize = 1 << 20;
-
-/// How long an event stream may stay open after its first message and still be answered as
-/// JSON.
-const STREAM_END_WAIT: Duration = Duration::from_millis(100);
-
-/// One server-sent event as rmcp frames it.
-#[derive(Debug, PartialEq)]
-enum SseEvent {
-    /// No data: an event id (and retry) to resume from.
-    Primer,
-    /// A JSON-RPC message.
-    Message(String),
-}
-
-/// The one event `frame` holds, or `None` for a comment, several events, or bytes that are
-/// not an event.
-fn sse_event(frame: &Bytes) -> Option<SseEvent> {
-    use futures_core::Stream;
-    let mut events = std::pin::pin!(sse_stream::SseStream::new(http_body_util::Full::new(
-        frame.clone()
-    )));
-    let mut cx = Context::from_waker(std::task::Waker::noop());
-    let mut next = || match events.as_mut().poll_next(&mut cx) {
-        Poll::Ready(Some(Ok(event))) => Some(event),
-        _ => None,
-    };
-    let event = next()?;
-    if next().is_some() || event.event.is_some() {
-        return None;
-    }
-    match event.data {
-        Some(data) if !data.is_empty() => Some(SseEvent::Message(data)),
-        _ if event.id.is_some() => Some(SseEvent::Primer),
-        _ => None,
-    }
-}
-
-/// The event stream sent on: the frames already `read`, then the rest of `body` (after
-/// `error`, when reading it failed).
-fn stream_on(
-    parts: axum::http::response::Parts,
-    read: Vec<http_body::Frame<Bytes>>,
-    body: Body,
-    error: Option<axum::Error>,
-) -> Response {
-    let replay = Replay {
-        read: read.into(),
-        error,
-        rest: body,
-    };
-    Response::from_parts(parts, Body::new(replay))
-}
-
-/// A body that yields frames already read from `rest` (and the error that ended the reading),
-/// then the rest of it.
-struct Replay {
-    read: std::collections::VecDeque<http_body::Frame<Bytes>>,
-    error: Option<axum::Error>,
-    rest: Body,
-}
-
-impl http_body::Body for Replay {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        if let Some(frame) = self.read.pop_front() {
-            return Poll::Ready(Some(Ok(frame)));
-        }
-        if let Some(e) = self.error.take() {
-            return Poll::Ready(Some(Err(e)));
-        }
-        Pin::new(&mut self.rest).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.read.is_empty() && self.error.is_none() && self.rest.is_end_stream()
-    }
 }
 
 /// Reads a request body whole: 413 over `max` bytes (naming the limit), 400 when its framing
@@ -1040,127 +606,6 @@ async fn require_bearer(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A 200 event stream of `frames`, with a session header; it stays open after them when
-    /// `open`.
-    fn stream(frames: &[&'static str], open: bool) -> Response {
-        use tokio_stream::StreamExt;
-        let frames = frames
-            .iter()
-            .map(|f| Ok::<_, std::convert::Infallible>(Bytes::from_static(f.as_bytes())))
-            .collect::<Vec<_>>();
-        let rest: std::pin::Pin<Box<dyn tokio_stream::Stream<Item = _> + Send>> = if open {
-            Box::pin(tokio_stream::pending())
-        } else {
-            Box::pin(tokio_stream::empty())
-        };
-        Response::builder()
-            .header(header::CONTENT_TYPE, "text/event-stream")
-            .header(header::CACHE_CONTROL, "no-cache")
-            .header(HEADER_SESSION_ID, "s1")
-            .body(Body::from_stream(tokio_stream::iter(frames).chain(rest)))
-            .unwrap()
-    }
-
-    async fn text(response: Response) -> String {
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .unwrap();
-        String::from_utf8(bytes.to_vec()).unwrap()
-    }
-
-    const ANSWER: &str = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
-    const PRIMER: &str = "data: \nid: 0\nretry: 3000\n\n";
-    const MESSAGE: &str = "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\nid: 1\n\n";
-    const NOTE: &str = "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n";
-
-    #[tokio::test]
-    async fn a_stream_of_one_message_is_answered_as_json() {
-        for frames in [&[MESSAGE][..], &[PRIMER, MESSAGE]] {
-            let response = single_message_as_json(stream(frames, false)).await;
-            assert_eq!(response.status(), StatusCode::OK);
-            let headers = response.headers();
-            assert_eq!(headers[header::CONTENT_TYPE], "application/json");
-            assert_eq!(headers[HEADER_SESSION_ID], "s1");
-            assert!(headers.get(header::CACHE_CONTROL).is_none());
-            assert_eq!(text(response).await, ANSWER);
-        }
-    }
-
-    #[tokio::test]
-    async fn any_other_stream_goes_on_as_it_came() {
-        let kept_alive = ": keep-alive\n\n";
-        let two_events_in_one_frame: &'static str = "data: {}\n\ndata: {}\n\n";
-        for frames in [
-            &[NOTE, MESSAGE][..],
-            &[PRIMER, NOTE, MESSAGE],
-            &[MESSAGE, MESSAGE],
-            &[kept_alive, MESSAGE],
-            &[PRIMER, kept_alive, MESSAGE],
-            &[two_events_in_one_frame],
-            &[PRIMER],
-            &[],
-        ] {
-            let response = single_message_as_json(stream(frames, false)).await;
-            assert_eq!(
-                response.headers()[header::CONTENT_TYPE],
-                "text/event-stream",
-                "{frames:?}"
-            );
-            assert_eq!(text(response).await, frames.concat(), "{frames:?}");
-        }
-    }
-
-    #[tokio::test]
-    async fn a_message_over_the_json_limit_goes_out_as_its_stream() {
-        let big = format!(
-            "data: {{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{\"text\":\"{}\"}}}}\n\n",
-            "x".repeat(JSON_ANSWER_MAX)
-        );
-        let big: &'static str = Box::leak(big.into_boxed_str());
-        let response = single_message_as_json(stream(&[PRIMER, big], false)).await;
-        assert_eq!(
-            response.headers()[header::CONTENT_TYPE],
-            "text/event-stream"
-        );
-        assert_eq!(text(response).await, [PRIMER, big].concat());
-    }
-
-    #[tokio::test]
-    async fn a_stream_still_open_after_its_message_is_passed_on() {
-        let started = Instant::now();
-        let response = single_message_as_json(stream(&[PRIMER, MESSAGE], true)).await;
-        assert!(started.elapsed() >= STREAM_END_WAIT);
-        assert_eq!(
-            response.headers()[header::CONTENT_TYPE],
-            "text/event-stream"
-        );
-        let mut body = response.into_body();
-        use http_body_util::BodyExt;
-        for expected in [PRIMER, MESSAGE] {
-            let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
-            assert_eq!(frame, expected);
-        }
-    }
-
-    #[tokio::test]
-    async fn answers_that_are_no_event_stream_are_untouched() {
-        let json = (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/json")],
-            ANSWER,
-        );
-        let response = single_message_as_json(json.into_response()).await;
-        assert_eq!(text(response).await, ANSWER);
-        let mut refused = stream(&[MESSAGE], false);
-        *refused.status_mut() = StatusCode::BAD_REQUEST;
-        let response = single_message_as_json(refused).await;
-        assert_eq!(
-            response.headers()[header::CONTENT_TYPE],
-            "text/event-stream"
-        );
-        assert_eq!(text(response).await, MESSAGE);
-    }
 
     #[test]
     fn binding_rules() {

@@ -180,85 +180,9 @@ impl Probe {
     }
 }
 
-/// The requests clients send most (`prompts/get`, `tools/call`, `prompts/list`, `tools/list`)
-/// in their plain shape, parsed into the message rmcp's own parse gives, without its cost:
-/// rmcp's message type tries its kinds in turn and flattens the request into the envelope and
-/// the params' `_meta` out of them, each step over a buffered copy of the message (a visible share of
-/// a stdio `prompts/get`'s CPU). Here the envelope is read with its params left raw, the params
-/// are parsed straight into their type, and their `_meta` is moved into the request's extensions
-/// where rmcp's parse puts it (rmcp's own client sends one with every request). `None` for
-/// anything else (another method, a field beside the four of a request, an escaped method name,
-/// anything that does not parse), which takes rmcp's parse.
-fn common_request(raw: &[u8]) -> Option<ClientJsonRpcMessage> {
-    use rmcp::model::{
-        ClientRequest, Extensions, JsonRpcRequest, JsonRpcVersion2_0, Request, RequestId,
-        RequestOptionalParam, RequestParamsMeta,
-    };
-    use serde_json::value::RawValue;
-
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Envelope<'a> {
-        #[serde(rename = "jsonrpc")]
-        _version: JsonRpcVersion2_0,
-        id: RequestId,
-        method: &'a str,
-        #[serde(borrow, default)]
-        params: Option<&'a RawValue>,
-    }
-    /// Extensions holding the params' `_meta`, taken out of them.
-    fn extensions(params: Option<&mut impl RequestParamsMeta>) -> Extensions {
-        let mut extensions = Extensions::new();
-        if let Some(meta) = params.and_then(|p| p.meta_mut().take()) {
-            extensions.insert(meta);
-        }
-        extensions
-    }
-    /// A request whose params are required.
-    fn required<M: Default, P: DeserializeOwned + RequestParamsMeta>(
-        raw: Option<&RawValue>,
-    ) -> Option<Request<M, P>> {
-        let mut params: P = serde_json::from_str(raw?.get()).ok()?;
-        let extensions = extensions(Some(&mut params));
-        let mut request = Request::new(params);
-        request.extensions = extensions;
-        Some(request)
-    }
-    /// A request whose params may be left out (or null).
-    fn optional<M: Default, P: DeserializeOwned + RequestParamsMeta>(
-        raw: Option<&RawValue>,
-    ) -> Option<RequestOptionalParam<M, P>> {
-        let mut params: Option<P> = match raw {
-            None => None,
-            Some(raw) => serde_json::from_str(raw.get()).ok()?,
-        };
-        Some(RequestOptionalParam {
-            method: M::default(),
-            extensions: extensions(params.as_mut()),
-            params,
-        })
-    }
-    let envelope: Envelope = serde_json::from_slice(raw).ok()?;
-    let params = envelope.params;
-    let request = match envelope.method {
-        "prompts/get" => ClientRequest::GetPromptRequest(required(params)?),
-        "tools/call" => ClientRequest::CallToolRequest(required(params)?),
-        "prompts/list" => ClientRequest::ListPromptsRequest(optional(params)?),
-        "tools/list" => ClientRequest::ListToolsRequest(optional(params)?),
-        _ => return None,
-    };
-    Some(ClientJsonRpcMessage::Request(JsonRpcRequest::new(
-        envelope.id,
-        request,
-    )))
-}
-
 /// Sorts one raw message (a stdio line or an HTTP body).
 pub fn check(raw: &[u8]) -> Verdict {
     let raw = without_bom(raw);
-    if let Some(message) = common_request(raw) {
-        return Verdict::Pass(Box::new(message));
-    }
     // Every message rmcp reads is one parse: one that parses is valid JSON, an object, and
     // within the nesting limit, so the checks below would pass it as it is. A request for a
     // method rmcp types whose params do not fit that method parses too (rmcp files it under
@@ -510,7 +434,6 @@ pub struct LineTransport<R, W> {
     writer: Arc<Mutex<W>>,
     max_bytes: usize,
     in_flight: Arc<InFlight>,
-    written: WrittenResults,
 }
 
 impl<R, W> Clone for LineTransport<R, W> {
@@ -520,129 +443,7 @@ impl<R, W> Clone for LineTransport<R, W> {
             writer: self.writer.clone(),
             max_bytes: self.max_bytes,
             in_flight: self.in_flight.clone(),
-            written: self.written.clone(),
         }
-    }
-}
-
-/// Tool results whose JSON the handler wrote itself, for [`LineTransport`] to send as it is: a
-/// `wit-get-prompts` listing keeps its JSON as text, and copying that text costs a fraction of
-/// turning it into a value for rmcp and writing the value again. The handler leaves the written
-/// `content` and `structuredContent` here and returns a stand-in result ([`Self::stand_in`])
-/// marked with their key in `_meta`; rmcp adjusts the stand-in as it does any result
-/// (`resultType` for the negotiated version), and the transport writes the stand-in's own
-/// fields around the written ones, in the order rmcp writes a `CallToolResult`.
-#[derive(Debug, Clone, Default)]
-pub struct WrittenResults(Arc<std::sync::Mutex<Written>>);
-
-#[derive(Debug, Default)]
-struct Written {
-    next: u64,
-    parts: std::collections::BTreeMap<u64, WrittenParts>,
-}
-
-/// The two large fields of a tool result, as JSON.
-#[derive(Debug)]
-pub struct WrittenParts {
-    pub content: Box<serde_json::value::RawValue>,
-    pub structured_content: Box<serde_json::value::RawValue>,
-}
-
-/// The `_meta` key of a stand-in result.
-const WRITTEN_KEY: &str = "promptd/written";
-
-/// Results kept at most. A result leaves as its response is sent, microseconds after it was
-/// written; one whose response rmcp drops (its request was cancelled after the answer was
-/// written) would stay, and goes with the oldest beyond this: twice the requests a session may
-/// have in flight, so the results kept never outgrow what those requests may hold.
-const WRITTEN_CAP: usize = 2 * MAX_IN_FLIGHT;
-
-/// A response whose result fields are written by [`WrittenResults`], in rmcp's order.
-#[derive(serde::Serialize)]
-struct WrittenResponse<'a> {
-    jsonrpc: &'a rmcp::model::JsonRpcVersion2_0,
-    id: &'a rmcp::model::RequestId,
-    result: WrittenResult<'a>,
-}
-
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WrittenResult<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    result_type: &'a Option<rmcp::model::ResultType>,
-    content: &'a serde_json::value::RawValue,
-    structured_content: &'a serde_json::value::RawValue,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    is_error: Option<bool>,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<JsonObject>,
-}
-
-impl WrittenResults {
-    /// Keeps `parts` and returns the stand-in result that carries their key.
-    pub fn stand_in(&self, parts: WrittenParts, is_error: bool) -> rmcp::model::CallToolResult {
-        let key = {
-            let mut written = self.0.lock().unwrap_or_else(|e| e.into_inner());
-            let key = written.next;
-            written.next += 1;
-            written.parts.insert(key, parts);
-            while written.parts.len() > WRITTEN_CAP {
-                written.parts.pop_first();
-            }
-            key
-        };
-        let mut result = rmcp::model::CallToolResult::success(Vec::new());
-        result.is_error = Some(is_error);
-        let mut meta = rmcp::model::MetaObject::new();
-        meta.insert(WRITTEN_KEY.to_owned(), key.into());
-        result.meta = Some(meta);
-        result
-    }
-
-    /// The JSON of `message` when it is the response carrying a stand-in; `None` for any other
-    /// message. A stand-in whose parts are gone (never expected) becomes an internal error.
-    pub(super) fn line(
-        &self,
-        message: &ServerJsonRpcMessage,
-    ) -> Option<serde_json::Result<Vec<u8>>> {
-        let ServerJsonRpcMessage::Response(response) = message else {
-            return None;
-        };
-        let rmcp::model::ServerResult::CallToolResult(result) = &response.result else {
-            return None;
-        };
-        let key = result.meta.as_ref()?.get(WRITTEN_KEY)?.as_u64()?;
-        let parts = self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .parts
-            .remove(&key);
-        let Some(parts) = parts else {
-            let error = ErrorData::internal_error("the tool's result was lost", None);
-            let reply = ServerJsonRpcMessage::error(error, Some(response.id.clone()));
-            return Some(serde_json::to_vec(&reply));
-        };
-        let meta = result
-            .meta
-            .as_ref()
-            .map(|m| {
-                let mut m = m.0.clone();
-                m.remove(WRITTEN_KEY);
-                m
-            })
-            .filter(|m| !m.is_empty());
-        Some(serde_json::to_vec(&WrittenResponse {
-            jsonrpc: &response.jsonrpc,
-            id: &response.id,
-            result: WrittenResult {
-                result_type: &result.result_type,
-                content: &parts.content,
-                structured_content: &parts.structured_content,
-                is_error: result.is_error,
-                meta,
-            },
-        }))
     }
 }
 
@@ -815,13 +616,7 @@ where
             writer: Arc::new(Mutex::new(write)),
             max_bytes,
             in_flight: Arc::new(InFlight::new()),
-            written: WrittenResults::default(),
         }
-    }
-
-    /// Where the handler leaves results it wrote itself, for this transport to send.
-    pub fn written(&self) -> &WrittenResults {
-        &self.written
     }
 
     /// Writes a refusal in a task of its own, so a cancelled `receive` never leaves half a
@@ -854,12 +649,8 @@ where
             _ => None,
         };
         let in_flight = self.in_flight.clone();
-        let results = self.written.clone();
         async move {
-            let line = match results.line(&item) {
-                Some(line) => line?,
-                None => serde_json::to_vec(&item)?,
-            };
+            let line = serde_json::to_vec(&item)?;
             drop(item);
             let written = write_line(&mut *writer.lock().await, line).await;
             if let Some(id) = answers {
@@ -979,140 +770,11 @@ mod tests {
 
     /// The shortcut for common requests gives what rmcp's own parse gives, and leaves every
     /// message it does not read plainly to that parse.
-    #[test]
-    fn common_requests_parse_as_rmcp_parses_them() {
-        let taken = [
-            r#"{"jsonrpc":"2.0","id":7,"method":"prompts/get","params":{"name":"code_review","arguments":{"target":"src/lib.rs","n":"5"}}}"#,
-            r#"{"id":"a-1","method":"prompts/get","jsonrpc":"2.0","params":{"arguments":{"text":"two\nlines \"quoted\" \u00e9"},"name":"x"}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","unknownField":true}}"#,
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"wit-get-prompts","arguments":{"promptName":"code_review","args":{"target":"a"}}}}"#,
-            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"wit-get-prompts"}}"#,
-            r#"{"jsonrpc":"2.0","id":4,"method":"prompts/list"}"#,
-            r#"{"jsonrpc":"2.0","id":5,"method":"prompts/list","params":{}}"#,
-            r#"{"jsonrpc":"2.0","id":6,"method":"prompts/list","params":{"cursor":"abc"}}"#,
-            r#"{"jsonrpc":"2.0","id":8,"method":"prompts/list","params":null}"#,
-            r#"{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{"cursor":"0"}}"#,
-            r#" {"jsonrpc":"2.0","id":10,"method":"tools/list"} "#,
-            // `_meta` (rmcp's client sends one with every request) goes to the extensions.
-            r#"{"jsonrpc":"2.0","id":11,"method":"prompts/get","params":{"name":"x","_meta":{"progressToken":1}}}"#,
-            r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"_meta":{"progressToken":"t","io.modelcontextprotocol/protocolVersion":"2025-06-18"},"name":"x","arguments":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":13,"method":"prompts/get","params":{"name":"x","\u005fmeta":{"progressToken":2}}}"#,
-            r#"{"jsonrpc":"2.0","id":14,"method":"prompts/list","params":{"_meta":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":15,"method":"tools/list","params":{"_meta":null}}"#,
-        ];
-        /// The request's `_meta` as its extensions hold it, and as its params hold it.
-        fn metas(m: &ClientJsonRpcMessage) -> (Option<Value>, Option<Value>) {
-            use rmcp::model::{ClientRequest, RequestMetaObject};
-            let ClientJsonRpcMessage::Request(r) = m else {
-                panic!("not a request: {m:?}")
-            };
-            let json = |v: Option<&RequestMetaObject>| v.map(|v| serde_json::to_value(v).unwrap());
-            match &r.request {
-                ClientRequest::GetPromptRequest(q) => {
-                    (json(q.extensions.get()), json(q.params.meta.as_ref()))
-                }
-                ClientRequest::CallToolRequest(q) => {
-                    (json(q.extensions.get()), json(q.params.meta.as_ref()))
-                }
-                ClientRequest::ListPromptsRequest(q) => (
-                    json(q.extensions.get()),
-                    json(q.params.as_ref().and_then(|p| p.meta.as_ref())),
-                ),
-                ClientRequest::ListToolsRequest(q) => (
-                    json(q.extensions.get()),
-                    json(q.params.as_ref().and_then(|p| p.meta.as_ref())),
-                ),
-                other => panic!("unexpected request {other:?}"),
-            }
-        }
-        for raw in taken {
-            let fast = common_request(raw.as_bytes()).unwrap_or_else(|| panic!("not taken: {raw}"));
-            let full: ClientJsonRpcMessage = serde_json::from_str(raw).unwrap();
-            assert_eq!(
-                serde_json::to_value(&fast).unwrap(),
-                serde_json::to_value(&full).unwrap(),
-                "{raw}"
-            );
-            assert_eq!(metas(&fast), metas(&full), "{raw}");
-        }
-        for raw in &taken[11..14] {
-            let (in_extensions, in_params) = metas(&common_request(raw.as_bytes()).unwrap());
-            assert!(in_extensions.is_some() && in_params.is_none(), "{raw}");
-        }
-        let left = [
-            // Not the shape of a request, or params that do not fit.
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x"},"result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x"},"id":2}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"arguments":{}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"x","arguments":[1]}}"#,
-            r#"{"jsonrpc":"1.0","id":1,"method":"prompts/list"}"#,
-            r#"{"jsonrpc":"2.0","method":"prompts/list"}"#,
-            r#"{"jsonrpc":"2.0","id":null,"method":"prompts/list"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts\/list"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"prompts/list"} x"#,
-            r#"[{"jsonrpc":"2.0","id":1,"method":"prompts/list"}]"#,
-        ];
-        for raw in left {
-            assert!(common_request(raw.as_bytes()).is_none(), "{raw}");
-        }
-        // What the shortcut leaves gets rmcp's parse: passed on when that parses it (a misfit
-        // request as a custom one), answered here when not.
-        for raw in left {
-            let parsed = serde_json::from_str::<ClientJsonRpcMessage>(raw.trim());
-            match check(raw.as_bytes()) {
-                Verdict::Pass(m) => assert_eq!(
-                    serde_json::to_value(&m).unwrap(),
-                    serde_json::to_value(parsed.unwrap()).unwrap(),
-                    "{raw}"
-                ),
-                _ => assert!(parsed.is_err(), "{raw}"),
-            }
-        }
-    }
-
     fn refused(raw: &str) -> Refusal {
         match check(raw.as_bytes()) {
             Verdict::Refuse(r) => r,
             other => panic!("{raw}: expected a refusal, got {other:?}"),
         }
-    }
-
-    /// A result whose response never went out is dropped with the oldest beyond the cap; its
-    /// stand-in, were it ever sent, is an internal error, never an empty result.
-    #[test]
-    fn written_results_are_capped_and_a_lost_one_is_an_internal_error() {
-        let written = WrittenResults::default();
-        let parts = || WrittenParts {
-            content: serde_json::value::to_raw_value(&[0]).unwrap(),
-            structured_content: serde_json::value::to_raw_value(&1).unwrap(),
-        };
-        let response = |r: rmcp::model::CallToolResult, id: i64| {
-            ServerJsonRpcMessage::response(
-                rmcp::model::ServerResult::CallToolResult(r),
-                rmcp::model::RequestId::Number(id),
-            )
-        };
-        let first = response(written.stand_in(parts(), false), 1);
-        let stand_ins: Vec<_> = (0..WRITTEN_CAP)
-            .map(|i| response(written.stand_in(parts(), true), i as i64 + 2))
-            .collect();
-        let lost: Value = serde_json::from_slice(&written.line(&first).unwrap().unwrap()).unwrap();
-        assert_eq!(lost["id"], 1);
-        assert_eq!(lost["error"]["code"], -32603);
-        for (i, message) in stand_ins.iter().enumerate() {
-            let sent: Value =
-                serde_json::from_slice(&written.line(message).unwrap().unwrap()).unwrap();
-            assert_eq!(sent["id"], i + 2);
-            assert_eq!(sent["result"]["content"], serde_json::json!([0]));
-            assert_eq!(sent["result"]["structuredContent"], 1);
-            assert_eq!(sent["result"]["isError"], true);
-            assert!(sent["result"].get("_meta").is_none(), "{sent}");
-        }
-        // Any other message is written by serde.
-        let plain = response(rmcp::model::CallToolResult::success(Vec::new()), 9);
-        assert!(written.line(&plain).is_none());
     }
 
     #[test]

@@ -20,7 +20,6 @@ pub mod schema;
 pub mod server;
 pub mod sessions;
 pub mod stdio;
-pub mod threads;
 pub mod tool_calls;
 
 use std::net::SocketAddr;
@@ -50,12 +49,8 @@ pub struct ServeOptions {
     pub stateless: bool,
     /// Over HTTP, also serve the studio page at `/`.
     pub studio: Option<StudioLaunch>,
-    /// Over HTTP, the threads connections are served on; `None`: one per CPU the process may
-    /// use.
+    /// Over HTTP, the runtime's worker threads; `None`: one per CPU the process may use.
     pub workers: Option<std::num::NonZeroUsize>,
-    /// Over stdio, how long an empty stdin is read again after an answer before the server's
-    /// thread sleeps (see [`stdio::BusyPoll`]); zero sleeps at once.
-    pub busy_poll: std::time::Duration,
 }
 
 /// How the studio is announced once the server listens.
@@ -110,17 +105,30 @@ pub enum ServeError {
 }
 
 /// Runs the server until stdin closes (stdio) or the process is interrupted (HTTP). Builds its
-/// own tokio runtime.
+/// own tokio runtime: over stdio one thread (one client); over HTTP `workers` threads.
 pub fn serve(library: PromptLibrary, options: ServeOptions) -> Result<(), ServeError> {
-    // Over stdio, one client, one thread: the lowest latency per request. Over HTTP, this
-    // thread accepts connections and runs the watcher; the connections are served on their own
-    // threads ([`threads::ConnectionThreads`]).
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = match options.http {
+        None => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        Some(_) => {
+            let workers = options.workers.unwrap_or_else(|| {
+                std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
+            });
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(workers.get())
+                .thread_name("promptd-http")
+                .enable_all()
+                .build()
+                .map_err(|source| ServeError::Threads {
+                    threads: workers.get(),
+                    source,
+                })?
+        }
+    };
     let result = runtime.block_on(serve_async(Arc::new(library), options));
     // Blocking reads of stdin must not keep the process alive after the session ended.
-    runtime.shutdown_timeout(threads::SHUTDOWN);
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     result
 }
 
@@ -205,12 +213,9 @@ pub async fn serve_async(
                 token: options.auth_token,
                 stateless: options.stateless,
                 studio: options.studio,
-                workers: options.workers.unwrap_or_else(|| {
-                    std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
-                }),
             };
             http::serve(server, http, ct).await
         }
-        None => stdio::serve(server, options.busy_poll).await,
+        None => stdio::serve(server).await,
     }
 }

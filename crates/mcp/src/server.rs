@@ -17,7 +17,6 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 
 use super::clients::ConnectedClients;
 use super::convert;
-use super::jsonrpc::WrittenResults;
 use super::tool_calls::{self, RootsOrAsk, ToolContext};
 use promptd_base::metrics::Method;
 use promptd_base::workspace::ClientOrigin;
@@ -52,8 +51,6 @@ pub struct PromptServer {
     stages: Arc<Stages>,
     clients: Arc<ConnectedClients>,
     options: HandlerOptions,
-    /// The stdio transport's results written as JSON (`None` over HTTP).
-    written: Option<WrittenResults>,
     /// Serving the process that started it, over stdio (else over HTTP, where whether a
     /// request authenticated is read from the request).
     stdio: bool,
@@ -71,7 +68,6 @@ impl PromptServer {
             stages,
             clients,
             options,
-            written: None,
             stdio: false,
             roots: Arc::default(),
         }
@@ -89,14 +85,6 @@ impl PromptServer {
     pub fn over_stdio(self) -> PromptServer {
         PromptServer {
             stdio: true,
-            ..self
-        }
-    }
-
-    /// This server answering through a transport that sends the results left in `written`.
-    pub fn with_written(self, written: WrittenResults) -> PromptServer {
-        PromptServer {
-            written: Some(written),
             ..self
         }
     }
@@ -305,7 +293,6 @@ impl ServerHandler for PromptServer {
             roots,
             origin,
             visibility: self.visibility(),
-            written: self.written.clone(),
         };
         let result =
             tool_calls::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await;

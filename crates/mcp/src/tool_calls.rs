@@ -33,8 +33,6 @@ use promptd_stages::catalog::{
 use promptd_stages::enhance::result_text;
 use promptd_stages::{Caller, ClientRoots, StageError, Stages};
 
-use super::jsonrpc::{WrittenParts, WrittenResults};
-
 /// What a tool call can use.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -48,8 +46,6 @@ pub struct ToolContext {
     pub origin: ClientOrigin,
     /// Which prompts the client is served.
     pub visibility: Visibility,
-    /// Where a result written as JSON goes (stdio, whose transport sends it as it is).
-    pub written: Option<WrittenResults>,
 }
 
 /// Where a tool call's client roots come from.
@@ -240,15 +236,12 @@ fn stage_result<T: Serialize>(result: &T, text: String) -> Result<CallToolResult
 /// `structuredContent`, so the payload is never sent twice. A client that negotiated an older
 /// version cannot read `structuredContent`: it gets the JSON as text only. A result over
 /// `limits.maxResponseBytes` is an error (-32602), never a truncation. An envelope whose
-/// `success` is false is a tool error (`isError`). With `written`, a structured result is
-/// written as JSON here (the envelope's text is its `structuredContent` as it is) and a
-/// stand-in returned for the transport to replace.
+/// `success` is false is a tool error (`isError`).
 pub fn sized_envelope_result(
     tool: &str,
     envelope: &GetPromptsResponse,
     limits: &Limits,
     structured: bool,
-    written: Option<&WrittenResults>,
 ) -> Result<CallToolResult, ErrorData> {
     let json = envelope.to_json().map_err(serialize_failed)?;
     // The text is the compact JSON: measured by its length.
@@ -271,20 +264,6 @@ pub fn sized_envelope_result(
             limits.max_text_copy_bytes
         )
     };
-    if let Some(written) = written.filter(|_| structured) {
-        let text = if copy_text {
-            json.text.get().to_owned()
-        } else {
-            summary()
-        };
-        let content = serde_json::value::to_raw_value(&[ContentBlock::text(text)])
-            .map_err(serialize_failed)?;
-        let parts = WrittenParts {
-            content,
-            structured_content: json.text,
-        };
-        return Ok(written.stand_in(parts, !envelope.success));
-    }
     let value = if structured {
         Some(json.value().map_err(serialize_failed)?)
     } else {
@@ -332,13 +311,7 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
             let resp = snap
                 .get_prompts(library.clock(), &req, ctx.visibility)
                 .map_err(|e| ErrorData::invalid_params(format!("{GET_PROMPTS}: {e}"), None))?;
-            sized_envelope_result(
-                GET_PROMPTS,
-                &resp,
-                &snap.limits,
-                structured,
-                ctx.written.as_ref(),
-            )
+            sized_envelope_result(GET_PROMPTS, &resp, &snap.limits, structured)
         };
         // One prompt, or the cached metadata listing, is quick: answered in place.
         // Rendering a batch can take a while: off the request loop (stdio is one thread).
@@ -491,77 +464,6 @@ mod tests {
     use super::*;
 
     use std::os::unix::ffi::OsStrExt;
-
-    /// A result written as JSON goes out byte for byte as rmcp writes the same result built as
-    /// a value: listings (with the text copy, and with its one-line summary), one prompt, a
-    /// batch, a missing prompt (`isError`); with `resultType` (MCP 2026-07-28) and without
-    /// (rmcp strips it for older peers), and with another `_meta` entry kept.
-    #[test]
-    fn written_results_go_out_as_rmcp_writes_them() {
-        use rmcp::model::{RequestId, ServerJsonRpcMessage, ServerResult};
-        let cwd = tempfile::tempdir().unwrap();
-        let lib =
-            promptd_core::library::PromptLibrary::open(promptd_core::library::LibraryOptions {
-                cwd: cwd.path().to_path_buf(),
-                ..Default::default()
-            })
-            .unwrap();
-        let snap = lib.snapshot();
-        let requests = [
-            serde_json::json!({"includeContent": false}),
-            serde_json::json!({"promptName": "code_review", "args": {"target": "a \"quoted\" path"}}),
-            serde_json::json!({"promptNames": ["code_review", "bug_triage"], "args": {"target": "x", "report": "y"}}),
-            serde_json::json!({"promptName": "no_such_prompt"}),
-        ];
-        let summarised = Limits {
-            max_text_copy_bytes: 10,
-            ..snap.limits.clone()
-        };
-        let mut compared = 0;
-        for limits in [&snap.limits, &summarised] {
-            for request in &requests {
-                let req: GetPromptsRequest =
-                    parse_arguments(GET_PROMPTS, request.as_object().unwrap().clone()).unwrap();
-                let resp = snap
-                    .get_prompts(lib.clock(), &req, Visibility::UserOnly)
-                    .unwrap();
-                for (strip, other_meta) in [(false, false), (true, false), (false, true)] {
-                    let written = WrittenResults::default();
-                    let mut plain =
-                        sized_envelope_result(GET_PROMPTS, &resp, limits, true, None).unwrap();
-                    let mut stand_in =
-                        sized_envelope_result(GET_PROMPTS, &resp, limits, true, Some(&written))
-                            .unwrap();
-                    assert!(stand_in.structured_content.is_none() && stand_in.content.is_empty());
-                    for r in [&mut plain, &mut stand_in] {
-                        if strip {
-                            r.result_type = None;
-                        }
-                        if other_meta {
-                            r.meta
-                                .get_or_insert_default()
-                                .insert("trace".into(), "t-1".into());
-                        }
-                    }
-                    let id = RequestId::Number(7);
-                    let message = |r: CallToolResult| {
-                        ServerJsonRpcMessage::response(ServerResult::CallToolResult(r), id.clone())
-                    };
-                    let expected = serde_json::to_string(&message(plain)).unwrap();
-                    let stand_in = message(stand_in);
-                    let line = written.line(&stand_in).unwrap().unwrap();
-                    assert_eq!(String::from_utf8(line).unwrap(), expected, "{request}");
-                    // Sent once: the parts are gone, and a second send is a server fault.
-                    let again = written.line(&stand_in).unwrap().unwrap();
-                    let again: serde_json::Value = serde_json::from_slice(&again).unwrap();
-                    assert_eq!(again["id"], 7);
-                    assert_eq!(again["error"]["code"], -32603);
-                    compared += 1;
-                }
-            }
-        }
-        assert_eq!(compared, 24);
-    }
 
     #[test]
     fn every_catalog_tool_has_one_call_and_is_listed_in_the_catalogs_order() {
