@@ -1,6 +1,6 @@
 //! Streamable HTTP: rmcp's `StreamableHttpService` mounted at `/mcp` on axum, one MCP session
-//! per client on protocols with `initialize` (none with `--stateless`, where rmcp answers each
-//! POST as JSON), served by [`promptd_http::serve`] (header-read and idle timeouts, accept
+//! per client on protocols with `initialize` (none with `--stateless`); a request served without
+//! a session is answered as JSON when its answer is one message. Served by [`promptd_http::serve`] (header-read and idle timeouts, accept
 //! back-off).
 //!
 //! Layers, outermost first: the bearer-token check (when a token is set); the request guard
@@ -143,7 +143,9 @@ pub fn router(
         .with_allowed_origins(allowed_origins(options))
         .enforce_origin_validation()
         .with_legacy_session_mode(!options.stateless)
-        .with_json_response(options.stateless);
+        // Requests served without a session (all with `--stateless`, and MCP 2026-07-28 ones
+        // always) are answered as JSON when their answer is one message.
+        .with_json_response(true);
     let ip = options.local.ip();
     if ip.is_loopback() {
         // Loopback names, and the address bound (127.0.0.2 is loopback too).
