@@ -118,15 +118,19 @@ fn skip_reason(cell: Cell) -> Option<&'static str> {
         "@modelcontextprotocol/sdk 1.32.2 speaks only the initialize lifecycle: its \
          dist/esm/types.js sets LATEST_PROTOCOL_VERSION = '2025-11-25' and \
          SUPPORTED_PROTOCOL_VERSIONS = [LATEST_PROTOCOL_VERSION, '2025-06-18', '2025-03-26', \
-         '2024-11-05', '2024-10-07'], and its Client has no server/discover, no \
-         subscriptions/listen and no input_required handling (the 2.x client package has them)",
+         '2024-11-05', '2024-10-07'], Client.connect always sends `initialize` with \
+         LATEST_PROTOCOL_VERSION (dist/cjs/client/index.js), and nothing in its dist names \
+         server/discover or subscriptions/listen ('input_required' is there only as a task \
+         status); the 2.x client package has them",
     )
 }
 
-/// Checks whose success needs the server to ask for the client's roots through a
-/// multi-round-trip `input_required` result (`inputRequests: {"roots": {"method":
-/// "roots/list"}}`) on 2026-07-28, which has no server-to-client requests. Expected to pass:
-/// this is what the server is to do (a failure here before that lands is listed apart).
+/// Checks whose success on 2026-07-28 needs the server to ask for the client's roots through a
+/// multi-round-trip result: `tools/call` answered with `resultType: "input_required"` and
+/// `inputRequests: {"roots": {"method": "roots/list"}}`, which the SDK fulfils and retries with
+/// `inputResponses` (that protocol has no server-to-client requests). Expected to pass over
+/// stdio, HTTP and stateless HTTP alike; a server without it fails only these checks, and such
+/// cells are listed apart in the failure message.
 const ROOTS_OVER_MRTR: &[&str] = &["roots_compose", "roots_enhance"];
 
 /// Every check the scripts run, in order.
