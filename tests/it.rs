@@ -10,6 +10,7 @@ mod support;
 mod check_fixtures;
 mod cli;
 mod clients_inspector;
+mod clients_matrix;
 mod compat_collections;
 mod compose_cli;
 mod compose_frame;

@@ -137,7 +137,8 @@ fn every_variable_setup_exports_is_read() {
             let line = line
                 .trim_start()
                 .trim_start_matches("echo \"")
-                .trim_start_matches("if [ -n \"$inspector\" ]; then echo \"");
+                .trim_start_matches("if [ -n \"$inspector\" ]; then echo \"")
+                .trim_start_matches("if [ -n \"$clients\" ]; then echo \"");
             if let Some(rest) = line.strip_prefix("export ")
                 && let Some((name, _)) = rest.split_once('=')
                 && name != "PROMPTD_DEPS_DIR"
@@ -146,7 +147,7 @@ fn every_variable_setup_exports_is_read() {
             }
         }
     }
-    assert!(exported.len() >= 3, "{exported:?}");
+    assert!(exported.len() >= 4, "{exported:?}");
     for name in &exported {
         assert!(
             read.contains(&format!("\"{name}\"")),
