@@ -9,6 +9,7 @@ mod support;
 
 mod check_fixtures;
 mod cli;
+mod clients_agents;
 mod clients_inspector;
 mod clients_matrix;
 mod compat_collections;

@@ -131,14 +131,16 @@ fn every_variable_setup_exports_is_read() {
         "scripts/setup",
         "scripts/setup-model",
         "scripts/setup-inspector",
+        "scripts/setup-agents",
     ] {
         let text = std::fs::read_to_string(root.join(script)).unwrap();
         for line in text.lines() {
+            // `echo "export …"`, alone or after an `if [ -n "$dir" ]; then`.
+            let line = line.trim_start();
             let line = line
-                .trim_start()
-                .trim_start_matches("echo \"")
-                .trim_start_matches("if [ -n \"$inspector\" ]; then echo \"")
-                .trim_start_matches("if [ -n \"$clients\" ]; then echo \"");
+                .split_once("]; then echo \"")
+                .map_or(line, |(_, rest)| rest)
+                .trim_start_matches("echo \"");
             if let Some(rest) = line.strip_prefix("export ")
                 && let Some((name, _)) = rest.split_once('=')
                 && name != "PROMPTD_DEPS_DIR"
