@@ -117,3 +117,23 @@ fn http_refuses_a_public_address_without_a_token() {
         "{err}"
     );
 }
+
+/// A client that opens with `initialize` is promised `prompts/list_changed` only where it can
+/// get it: with sessions, not over `--stateless` (nothing can be sent to it later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_list_changed_is_promised_only_with_sessions() {
+    let cwd = tempfile::tempdir().unwrap();
+    for (args, promised) in [(&[][..], true), (&["--stateless"][..], false)] {
+        let (mut child, url, _log) = http_server(cwd.path(), args).await;
+        let (client, _changed) = http_client(&url, None).await;
+        let info = client.peer_info().expect("initialized");
+        let prompts = info.capabilities.prompts.clone().expect("prompts offered");
+        assert_eq!(
+            prompts.list_changed == Some(true),
+            promised,
+            "{args:?}: {prompts:?}"
+        );
+        within("client shutdown", client.cancel()).await.unwrap();
+        let _ = child.kill().await;
+    }
+}

@@ -181,6 +181,11 @@ pub fn router(
             streams.clone(),
         )
     });
+    let server = if options.stateless {
+        server.without_sessions()
+    } else {
+        server
+    };
     let service =
         StreamableHttpService::new(move || Ok(server.for_session()), sessions.clone(), config);
     let guard_state = Arc::new(GuardState {

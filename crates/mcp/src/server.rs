@@ -54,6 +54,9 @@ pub struct PromptServer {
     /// Serving the process that started it, over stdio (else over HTTP, where whether a
     /// request authenticated is read from the request).
     stdio: bool,
+    /// Over HTTP without sessions (`--stateless`): a client that opens with `initialize` has
+    /// no stream to get `list_changed` on.
+    sessionless: bool,
     /// This session's client roots, once asked.
     roots: Arc<ClientRoots>,
 }
@@ -69,6 +72,7 @@ impl PromptServer {
             clients,
             options,
             stdio: false,
+            sessionless: false,
             roots: Arc::default(),
         }
     }
@@ -85,6 +89,14 @@ impl PromptServer {
     pub fn over_stdio(self) -> PromptServer {
         PromptServer {
             stdio: true,
+            ..self
+        }
+    }
+
+    /// This server answering HTTP requests without sessions.
+    pub fn without_sessions(self) -> PromptServer {
+        PromptServer {
+            sessionless: true,
             ..self
         }
     }
@@ -179,7 +191,15 @@ impl ServerHandler for PromptServer {
     ) -> Result<InitializeResult, ErrorData> {
         let started = Instant::now();
         context.peer.set_peer_info(request.clone());
-        let result = self.negotiate_initialize(&request);
+        let mut result = self.negotiate_initialize(&request);
+        if self.sessionless
+            && let Ok(r) = &mut result
+            && let Some(prompts) = &mut r.capabilities.prompts
+        {
+            // Without a session nothing can be sent later; MCP 2026-07-28 clients, which never
+            // send `initialize`, get changes on `subscriptions/listen` instead.
+            prompts.list_changed = None;
+        }
         if result.is_ok() {
             self.clients.add_session(context.peer.clone());
         }
