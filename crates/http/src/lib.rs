@@ -7,3 +7,4 @@
 pub mod auth;
 pub mod serve;
 pub mod streams;
+pub mod threads;

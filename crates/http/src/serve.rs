@@ -3,8 +3,8 @@
 //! keep-alive connection is closed after it too) and is dropped when no byte moves for a while,
 //! so slow or stalled clients cannot hold descriptors; an accept that fails (out of descriptors)
 //! is retried after a growing pause, logged once per run of failures, instead of spinning.
-//! Each connection is a task on the current (multi-threaded) runtime; the peer's address is
-//! in the request's `ConnectInfo`.
+//! Each connection is a task on one of the [`ConnectionThreads`]; the peer's address is in the
+//! request's `ConnectInfo`.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -16,7 +16,8 @@ use axum::extract::{ConnectInfo, Request};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+
+use crate::threads::ConnectionThreads;
 
 /// The time limits of one connection.
 #[derive(Debug, Clone, Copy)]
@@ -27,18 +28,18 @@ pub struct ConnectionLimits {
     pub idle: Duration,
 }
 
-/// Serves `app` on `listener` until `ct` is cancelled, then lets each connection finish within
-/// a second.
+/// Serves `app` on `listener` until `ct` is cancelled, each connection on one of `threads`,
+/// then lets each connection finish within a second.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     limits: ConnectionLimits,
+    threads: &ConnectionThreads,
     ct: CancellationToken,
 ) {
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_read);
-    let connections = TaskTracker::new();
     let mut failures = AcceptFailures::default();
     loop {
         let (stream, remote) = tokio::select! {
@@ -61,10 +62,26 @@ pub async fn serve(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!("TCP_NODELAY on a connection from {remote}: {e}");
         }
+        // The socket leaves this runtime's reactor and joins its thread's, where its readiness
+        // wakes the connection's task without crossing threads.
+        let stream = match stream.into_std() {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!("connection from {remote}: {e}");
+                continue;
+            }
+        };
         let app = app.clone();
         let http = http.clone();
         let ct = ct.clone();
-        connections.spawn(async move {
+        threads.spawn(async move {
+            let stream = match tokio::net::TcpStream::from_std(stream) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::debug!("connection from {remote}: {e}");
+                    return;
+                }
+            };
             let activity = Arc::new(Activity::new());
             let io = TokioIo::new(Watched {
                 inner: stream,
@@ -94,8 +111,8 @@ pub async fn serve(
             }
         });
     }
-    connections.close();
-    let _ = tokio::time::timeout(Duration::from_secs(2), connections.wait()).await;
+    // Each connection closes gracefully within a second of `ct`.
+    threads.drain(Duration::from_secs(2)).await;
 }
 
 /// A run of failed accepts: logged once as it starts, once a minute while it lasts, and once

@@ -34,6 +34,7 @@ use super::sessions::{BoundedSessions, Refusal, SessionLimits};
 use super::{PromptServer, ServeError};
 use promptd_base::limits::Limits;
 use promptd_http::streams::{EventStreams, StreamLimits};
+use promptd_http::threads::ConnectionThreads;
 
 /// The path MCP is served at.
 pub const MCP_PATH: &str = "/mcp";
@@ -322,6 +323,8 @@ pub struct HttpServe {
     pub stateless: bool,
     /// Also serve the studio page at `/`.
     pub studio: Option<super::StudioLaunch>,
+    /// Threads connections are served on ([`ConnectionThreads`]).
+    pub workers: std::num::NonZeroUsize,
 }
 
 /// Serves until `ct` is cancelled. Prints the bound address to stderr (tests and users with
@@ -336,6 +339,7 @@ pub async fn serve(
         token,
         stateless,
         studio,
+        workers,
     } = serve;
     let snapshot = server.library().snapshot();
     let limits = snapshot.limits.clone();
@@ -385,7 +389,11 @@ pub async fn serve(
         header_read: Duration::from_secs(limits.header_read_timeout_secs),
         idle: Duration::from_secs(limits.connection_idle_secs),
     };
-    promptd_http::serve::serve(listener, app, connections, ct).await;
+    let threads = ConnectionThreads::start(workers).map_err(|source| ServeError::Threads {
+        threads: workers.get(),
+        source,
+    })?;
+    promptd_http::serve::serve(listener, app, connections, &threads, ct).await;
     Ok(())
 }
 

@@ -49,7 +49,8 @@ pub struct ServeOptions {
     pub stateless: bool,
     /// Over HTTP, also serve the studio page at `/`.
     pub studio: Option<StudioLaunch>,
-    /// Over HTTP, the runtime's worker threads; `None`: one per CPU the process may use.
+    /// Over HTTP, the threads connections are served on; `None`: one per CPU the process may
+    /// use.
     pub workers: Option<std::num::NonZeroUsize>,
 }
 
@@ -105,30 +106,17 @@ pub enum ServeError {
 }
 
 /// Runs the server until stdin closes (stdio) or the process is interrupted (HTTP). Builds its
-/// own tokio runtime: over stdio one thread (one client); over HTTP `workers` threads.
+/// own tokio runtime.
 pub fn serve(library: PromptLibrary, options: ServeOptions) -> Result<(), ServeError> {
-    let runtime = match options.http {
-        None => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?,
-        Some(_) => {
-            let workers = options.workers.unwrap_or_else(|| {
-                std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
-            });
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(workers.get())
-                .thread_name("promptd-http")
-                .enable_all()
-                .build()
-                .map_err(|source| ServeError::Threads {
-                    threads: workers.get(),
-                    source,
-                })?
-        }
-    };
+    // Over stdio, one client, one thread. Over HTTP, this thread accepts connections and runs
+    // the watcher; the connections are served on their own threads
+    // ([`promptd_http::threads::ConnectionThreads`]).
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let result = runtime.block_on(serve_async(Arc::new(library), options));
     // Blocking reads of stdin must not keep the process alive after the session ended.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    runtime.shutdown_timeout(promptd_http::threads::SHUTDOWN);
     result
 }
 
@@ -213,6 +201,9 @@ pub async fn serve_async(
                 token: options.auth_token,
                 stateless: options.stateless,
                 studio: options.studio,
+                workers: options.workers.unwrap_or_else(|| {
+                    std::thread::available_parallelism().unwrap_or(std::num::NonZeroUsize::MIN)
+                }),
             };
             http::serve(server, http, ct).await
         }
