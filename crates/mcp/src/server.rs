@@ -200,7 +200,7 @@ impl ServerHandler for PromptServer {
             // send `initialize`, get changes on `subscriptions/listen` instead.
             prompts.list_changed = None;
         }
-        if result.is_ok() {
+        if result.is_ok() && !self.sessionless {
             self.clients.add_session(context.peer.clone());
         }
         counted(Method::initialize, started, result)
