@@ -54,23 +54,16 @@ const MODEL_ENV: &[&str] = &[
     "CODEX_HOME",
 ];
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The install directory (these tests run with the `system-tests` feature, after
 /// scripts/setup).
 fn agents_dir() -> PathBuf {
-    let dir = std::env::var_os("PROMPTD_AGENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".deps/agents"));
-    if dir.join(".pins").is_file() {
-        return dir;
-    }
-    panic!(
-        "the agent CLIs are not installed in {}: run scripts/setup (or scripts/setup-agents)",
-        dir.display()
-    );
+    process::installed(
+        "PROMPTD_AGENTS_DIR",
+        "agents",
+        &[".pins"],
+        "the agent CLIs are",
+        "setup-agents",
+    )
 }
 
 /// A throwaway home and project folder for one CLI, and the commands that run it there.
@@ -523,7 +516,7 @@ async fn mcp_use_lists_promptd_tools_and_prompts_over_stdio_and_http() {
     let (mut server, url) = http_server(agent.project.path()).await;
     let out = tokio::task::spawn_blocking(move || {
         let python = agent.dir.join("venv/bin/python");
-        let script = repo().join("tests/fixtures/clients/mcp_use_list.py");
+        let script = process::repo().join("tests/fixtures/clients/mcp_use_list.py");
         let list = |config: Value| -> Value {
             let out = agent.run(utf8(&python), &[utf8(&script), &config.to_string()]);
             serde_json::from_str(&out.stdout)

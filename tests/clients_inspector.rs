@@ -20,24 +20,16 @@ use crate::support::process::{self, run_bounded};
 
 const INSPECTOR_ENTRY: &str = "node_modules/@modelcontextprotocol/inspector-cli/build/index.js";
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The install directory (these tests run with the `system-tests` feature, after
 /// scripts/setup).
 fn inspector_dir() -> PathBuf {
-    let dir = std::env::var_os("PROMPTD_INSPECTOR_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".deps/inspector"));
-    if dir.join(INSPECTOR_ENTRY).is_file() {
-        return dir;
-    }
-    panic!(
-        "the MCP Inspector CLI is not installed in {}: run scripts/setup (or \
-         scripts/setup-inspector)",
-        dir.display()
-    );
+    process::installed(
+        "PROMPTD_INSPECTOR_DIR",
+        "inspector",
+        &[INSPECTOR_ENTRY],
+        "the MCP Inspector CLI is",
+        "setup-inspector",
+    )
 }
 
 fn quoted(p: &Path) -> String {
@@ -69,7 +61,7 @@ impl Inspector {
             "cd {} && exec {} --prompts {} serve",
             quoted(workspace.path()),
             quoted(process::bin()),
-            quoted(&repo().join("tests/fixtures/mcp/prompts")),
+            quoted(&process::repo().join("tests/fixtures/mcp/prompts")),
         );
         Inspector {
             dir,
@@ -150,7 +142,7 @@ impl Inspector {
             .collect();
         std::fs::write(&results_file, Value::from(results).to_string()).unwrap();
         let mut cmd = Command::new("node");
-        cmd.arg(repo().join("tests/fixtures/clients/ajv_check.cjs"))
+        cmd.arg(process::repo().join("tests/fixtures/clients/ajv_check.cjs"))
             .arg(&self.dir)
             .arg(&tools_file)
             .arg(&results_file);
@@ -317,7 +309,7 @@ fn a_string_that_is_not_an_object_is_refused_naming_the_parameter() {
     let server = format!(
         "exec {} --prompts {} serve",
         quoted(process::bin()),
-        quoted(&repo().join("tests/fixtures/mcp/prompts")),
+        quoted(&process::repo().join("tests/fixtures/mcp/prompts")),
     );
     let mut cmd = Command::new("node");
     cmd.arg(&entry)
@@ -351,7 +343,7 @@ fn a_string_that_is_not_an_object_is_refused_naming_the_parameter() {
 async fn the_mcp_inspector_cli_gets_prompts_and_calls_a_tool_over_http() {
     let dir = inspector_dir();
     let cwd = tempfile::tempdir().unwrap();
-    let prompts = repo().join("tests/fixtures/mcp/prompts");
+    let prompts = process::repo().join("tests/fixtures/mcp/prompts");
     let (mut child, url, _log) = crate::support::mcp::http_server(
         cwd.path(),
         &["--no-watch", "--prompts", prompts.to_str().unwrap()],

@@ -56,26 +56,15 @@ const INSPECTOR_ENTRY: &str =
     "node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js";
 const PYTHON: &str = "venv/bin/python";
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
 /// The install of scripts/setup-clients (`PROMPTD_CLIENTS_DIR`, else `.deps/clients`).
 fn clients_dir() -> PathBuf {
-    let dir = std::env::var_os("PROMPTD_CLIENTS_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join(".deps/clients"));
-    let missing: Vec<&str> = [TS1_ENTRY, TS2_ENTRY, INSPECTOR_ENTRY, PYTHON]
-        .into_iter()
-        .filter(|f| !dir.join(f).exists())
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "the MCP client matrix's clients are not installed in {} (missing {missing:?}): run \
-         scripts/setup-clients (or scripts/setup)",
-        dir.display()
-    );
-    dir
+    process::installed(
+        "PROMPTD_CLIENTS_DIR",
+        "clients",
+        &[TS1_ENTRY, TS2_ENTRY, INSPECTOR_ENTRY, PYTHON],
+        "the MCP client matrix's clients are",
+        "setup-clients",
+    )
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -331,12 +320,12 @@ async fn run_cell(cell: Cell, clients: Arc<PathBuf>, llm: Arc<String>) -> Outcom
                 "matrix_ts2.mjs"
             };
             let mut cmd = Command::new("node");
-            cmd.arg(repo().join("tests/fixtures/clients").join(program));
+            cmd.arg(process::repo().join("tests/fixtures/clients").join(program));
             cmd
         }
         Sdk::Python => {
             let mut cmd = Command::new(clients.join(PYTHON));
-            cmd.arg(repo().join("tests/fixtures/clients/matrix_py.py"));
+            cmd.arg(process::repo().join("tests/fixtures/clients/matrix_py.py"));
             cmd
         }
     };

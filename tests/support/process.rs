@@ -5,7 +5,7 @@
 
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
@@ -245,4 +245,35 @@ pub fn served_address(child: &mut Child) -> String {
 #[allow(dead_code)]
 pub fn cpu_seconds_of(pid: u32) -> f64 {
     cpu_ticks_of(pid).unwrap_or(0) as f64 / 100.0
+}
+
+/// The checkout's root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A test tool installed by a setup script: the folder `env_var` names, else `.deps/<folder>`,
+/// holding every file of `required`. Panics naming `what`, the missing files and `script` when
+/// it has not run.
+pub fn installed(
+    env_var: &str,
+    folder: &str,
+    required: &[&str],
+    what: &str,
+    script: &str,
+) -> PathBuf {
+    let dir = std::env::var_os(env_var)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join(".deps").join(folder));
+    let missing: Vec<&str> = required
+        .iter()
+        .copied()
+        .filter(|f| !dir.join(f).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "{what} not installed in {} (missing {missing:?}): run scripts/setup (or scripts/{script})",
+        dir.display()
+    );
+    dir
 }
