@@ -1,7 +1,8 @@
 //! Streamable HTTP: rmcp's `StreamableHttpService` mounted at `/mcp` on axum, one MCP session
 //! per client on protocols with `initialize` (none with `--stateless`); a request served without
-//! a session is answered as JSON when its answer is one message. Served by [`promptd_http::serve`] (header-read and idle timeouts, accept
-//! back-off).
+//! a session is answered as JSON when its answer is one message. Served by
+//! [`promptd_http::serve`] (header-read and idle timeouts, accept back-off) on
+//! [`ConnectionThreads`].
 //!
 //! Layers, outermost first: the bearer-token check (when a token is set); the request guard
 //! ([`guard`]: the body read whole within `limits.maxRequestBytes`, 413 over it and 400 for

@@ -1,11 +1,12 @@
 //! JSON-RPC 2.0 conformance at the edge: every raw message a client sends over stdio is checked
 //! here before rmcp sees it ([`LineTransport`]); over streamable HTTP rmcp parses the body and
 //! what it cannot parse is checked here for its answer ([`conform_http`], called by the HTTP
-//! guard, which reads the body once for admission and for rmcp).
+//! guard, which reads the body once for admission and for rmcp). It exists because rmcp's own
+//! line transport (3.11) drops a line that is not JSON without an answer, answers a wrong shape
+//! without its id, and never names the parameter at fault.
 //!
 //! [`check`] sorts one raw message into a [`Verdict`]:
-//! - a well-formed MCP message passes to rmcp unchanged (the common requests in their plain
-//!   shape parsed here into the message rmcp's parse would give, for less: [`common_request`]);
+//! - a well-formed MCP message passes to rmcp as rmcp's own parse reads it;
 //! - malformed JSON is answered with -32700 (Parse error, id null);
 //! - well-formed JSON that is not a JSON-RPC message (a wrong shape, nesting deeper than serde's
 //!   recursion limit, a batch array: MCP 2025-06-18 removed batching) is answered with -32600

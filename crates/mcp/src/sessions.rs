@@ -1,5 +1,6 @@
 //! Streamable-HTTP sessions under limits: rmcp's [`LocalSessionManager`] wrapped with a table
-//! of live sessions, who opened each and when it was last used.
+//! of live sessions, who opened each and when it was last used (rmcp's manager caps neither
+//! the sessions in all nor those of one peer).
 //!
 //! A new session is admitted only through a [`Reservation`] taken before the `initialize`
 //! request reaches rmcp: at most `limits.maxSessions` live (or reserved) sessions in all, and

@@ -49,7 +49,7 @@ pub struct ToolContext {
 }
 
 /// Where a tool call's client roots come from.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub enum CallRoots {
     /// A session opened with `initialize`: asked of the client (`roots/list`) when it declared
     /// roots, and kept until it says they changed.
@@ -60,8 +60,7 @@ pub enum CallRoots {
     /// Sent with the request: the client's answer to the server's `roots/list` input request
     /// (MCP 2026-07-28, which has no sessions).
     Sent(Vec<PathBuf>),
-    /// The client declared none, or the call did not come from an MCP client.
-    #[default]
+    /// The client declared none, or the tool reads no workspace.
     None,
 }
 
