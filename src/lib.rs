@@ -20,3 +20,4 @@ pub use promptd_rag as rag;
 pub use promptd_stages as stages;
 pub use promptd_stages::{catalog, compose, enhance, llm};
 pub use promptd_studio as studio;
+pub use promptd_transport as transport;

@@ -492,7 +492,7 @@ fn stdio_unread_answers_hold_back_input_not_memory() {
 /// free their places, and the held request is answered at once, not when the LLM answers.
 #[test]
 fn stdio_cancellations_get_through_a_full_window() {
-    const SLOTS: u64 = promptd::mcp::jsonrpc::MAX_IN_FLIGHT as u64;
+    const SLOTS: u64 = promptd::transport::lines::MAX_IN_FLIGHT as u64;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let llm = runtime.block_on(LlmServer::start(vec![Reply::Slow(
         Duration::from_secs(120),

@@ -124,8 +124,8 @@ pub fn chunker(data: &[u8]) {
 /// a standard code and an id that is a string, a number or null; what passes to rmcp
 /// serializes again.
 pub fn jsonrpc(data: &[u8]) {
-    match promptd::mcp::jsonrpc::check(data) {
-        promptd::mcp::jsonrpc::Verdict::Refuse(refusal) => {
+    match promptd::transport::conformance::check(data) {
+        promptd::transport::conformance::Verdict::Refuse(refusal) => {
             let reply: Value = serde_json::from_slice(&refusal.to_json()).expect("reply is JSON");
             assert_eq!(reply["jsonrpc"], "2.0");
             assert!(
@@ -139,7 +139,7 @@ pub fn jsonrpc(data: &[u8]) {
                 "code {code}"
             );
         }
-        promptd::mcp::jsonrpc::Verdict::Pass(message) => {
+        promptd::transport::conformance::Verdict::Pass(message) => {
             serde_json::to_vec(&message).expect("a passed message serializes");
         }
         _ => {}

@@ -15,10 +15,8 @@
 pub mod clients;
 pub mod convert;
 pub mod http;
-pub mod jsonrpc;
 pub mod schema;
 pub mod server;
-pub mod sessions;
 pub mod stdio;
 pub mod tool_calls;
 
@@ -66,20 +64,8 @@ pub struct StudioLaunch {
 /// Why serving failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error(
-        "refusing to serve on {addr} without a token: binding a non-loopback address requires \
-         --auth-token or PROMPTD_AUTH_TOKEN"
-    )]
-    InsecureBind { addr: SocketAddr },
-    #[error(
-        "refusing to serve on {addr}: the auth token has {chars} character(s), fewer than \
-         {min} (limits.minAuthTokenChars); use a long random token"
-    )]
-    WeakToken {
-        addr: SocketAddr,
-        chars: usize,
-        min: usize,
-    },
+    #[error(transparent)]
+    Refused(#[from] promptd_http::auth::BindRefusal),
     #[error("cannot listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,

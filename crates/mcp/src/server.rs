@@ -331,7 +331,10 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         Err(
-            match super::jsonrpc::misfit_params(&request.method, request.params.as_ref()) {
+            match promptd_transport::conformance::misfit_params(
+                &request.method,
+                request.params.as_ref(),
+            ) {
                 Some(why) => ErrorData::invalid_params(why, None),
                 None => ErrorData::new(ErrorCode::METHOD_NOT_FOUND, request.method, None),
             },

@@ -7,9 +7,9 @@
 //! for the same query), `/studio/events` (an event `reload` after every swap), and the assets
 //! under `/studio/`. Every route is a GET and none writes anything.
 //!
-//! Guards, outermost first: `Host` must name the bound address (loopback names on a loopback
-//! bind: no DNS rebinding); an `Origin` must be the page's own or one of
-//! `serve.allowedOrigins`; with a token, a request carries it as `Authorization: Bearer`, or the
+//! Guards: `Host` and `Origin` are checked by the rule every route of the server shares
+//! ([`promptd_http::origins::require_site`], which the server puts in front of these routes);
+//! with a token, a request carries it as `Authorization: Bearer`, or the
 //! cookie the page sets when opened once as `/?token=TOKEN` (`HttpOnly`, `SameSite=Strict`,
 //! named after the port and holding a value derived from the token and the port, never the
 //! token: a browser sends a host's cookies to every port of it). Every answer forbids framing,
@@ -78,8 +78,6 @@ pub struct WebGuard {
     pub token: Option<Arc<str>>,
     /// The address bound.
     pub local: SocketAddr,
-    /// `serve.allowedOrigins`.
-    pub allowed_origins: Vec<String>,
 }
 
 static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
@@ -97,7 +95,8 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
     env
 });
 
-/// The studio's routes with their guards; the event stream takes its place from `streams`.
+/// The studio's routes with their token guard; the event stream takes its place from `streams`.
+/// The caller puts [`promptd_http::origins::require_site`] in front of them.
 pub fn router(
     state: StudioState,
     guard: WebGuard,
@@ -116,8 +115,7 @@ pub fn router(
         .with_state(Arc::new(state))
         // The token page guards the studio's own routes only: any other path is a plain 404,
         // never the studio's sign-in page (an MCP client probing for OAuth must not get HTML).
-        .route_layer(middleware::from_fn_with_state(guard.clone(), authenticate))
-        .layer(middleware::from_fn_with_state(guard, check_host_and_origin))
+        .route_layer(middleware::from_fn_with_state(guard, authenticate))
         .layer(middleware::from_fn(secure_headers))
 }
 
@@ -387,51 +385,6 @@ async fn authenticate(
     response
 }
 
-fn origin_allowed(guard: &WebGuard, origin: &str, host_header: &str) -> bool {
-    let origin = origin.trim().trim_end_matches('/');
-    if origin.eq_ignore_ascii_case(&format!("http://{host_header}"))
-        || origin.eq_ignore_ascii_case(&format!("https://{host_header}"))
-    {
-        return true;
-    }
-    guard
-        .allowed_origins
-        .iter()
-        .any(|allowed| match allowed.strip_suffix(":*") {
-            Some(base) => origin.strip_prefix(base).is_some_and(|rest| {
-                rest.is_empty()
-                    || rest
-                        .strip_prefix(':')
-                        .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()))
-            }),
-            None => origin.eq_ignore_ascii_case(allowed),
-        })
-}
-
-/// `Host` names the server (no DNS rebinding); a cross-site `Origin` is refused.
-async fn check_host_and_origin(
-    State(guard): State<Arc<WebGuard>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let headers = request.headers();
-    let host_header = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string();
-    if let Err(refusal) = promptd_http::auth::checked_host(Some(&host_header), guard.local) {
-        let (status, text) = refusal.answer();
-        return plain(status, text);
-    }
-    if let Some(origin) = headers.get(header::ORIGIN).and_then(|v| v.to_str().ok())
-        && !origin_allowed(&guard, origin, &host_header)
-    {
-        return plain(StatusCode::FORBIDDEN, "403: Origin not allowed\n");
-    }
-    next.run(request).await
-}
-
 /// No framing, no inline or foreign scripts, no sniffing, no caching, no referrer.
 async fn secure_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
@@ -459,68 +412,6 @@ async fn secure_headers(request: Request, next: Next) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn guard(local: &str, origins: &[&str]) -> WebGuard {
-        WebGuard {
-            token: None,
-            local: local.parse().unwrap(),
-            allowed_origins: origins.iter().map(ToString::to_string).collect(),
-        }
-    }
-
-    #[test]
-    fn hosts_of_a_loopback_bind_are_loopback_names() {
-        use promptd_http::auth::{HostRefusal, checked_host};
-        let g = guard("127.0.0.1:8080", &[]);
-        for ok in [
-            "localhost:8080",
-            "127.0.0.1:8080",
-            "[::1]:8080",
-            "LOCALHOST",
-        ] {
-            assert!(checked_host(Some(ok), g.local).is_ok(), "{ok}");
-        }
-        assert_eq!(
-            checked_host(Some("evil.example:8080"), g.local),
-            Err(HostRefusal::NotAllowed)
-        );
-        assert_eq!(
-            checked_host(Some("a b"), g.local),
-            Err(HostRefusal::Malformed)
-        );
-        assert_eq!(checked_host(None, g.local), Err(HostRefusal::Malformed));
-        assert!(checked_host(Some("anything.example"), guard("0.0.0.0:80", &[]).local).is_ok());
-    }
-
-    #[test]
-    fn origins_are_the_pages_own_or_configured() {
-        let g = guard(
-            "127.0.0.1:8080",
-            &["http://localhost:*", "https://app.example"],
-        );
-        assert!(origin_allowed(
-            &g,
-            "http://127.0.0.1:8080",
-            "127.0.0.1:8080"
-        ));
-        assert!(origin_allowed(
-            &g,
-            "http://localhost:3000",
-            "127.0.0.1:8080"
-        ));
-        assert!(origin_allowed(&g, "https://app.example", "127.0.0.1:8080"));
-        assert!(!origin_allowed(
-            &g,
-            "http://localhost.evil:3000",
-            "127.0.0.1:8080"
-        ));
-        assert!(!origin_allowed(
-            &g,
-            "https://evil.example",
-            "127.0.0.1:8080"
-        ));
-        assert!(!origin_allowed(&g, "null", "127.0.0.1:8080"));
-    }
 
     #[test]
     fn the_token_comes_from_the_header_or_this_ports_cookie() {
