@@ -1039,6 +1039,84 @@ async fn http_refuses_foreign_origins() {
     );
 }
 
+/// `/mcp`, `/metrics` and the studio's page answer a `Host` and `Origin` by one rule: the same
+/// pairs pass or fail on every route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_route_takes_the_same_host_and_origin_rule() {
+    let prompts = prompt_dir();
+    let cwd = workdir(&json!({"serve": {"allowedOrigins": ["http://localhost:*"]}}));
+    let server = Server::start(cwd.path(), prompts.path(), "127.0.0.1:0", &[]);
+    let to = server.addr;
+    let port = to.port();
+    let cases = [
+        (
+            format!("127.0.0.1:{port}"),
+            Some(format!("http://127.0.0.1:{port}")),
+            200,
+        ),
+        (
+            format!("localhost:{port}"),
+            Some(format!("http://localhost:{port}")),
+            200,
+        ),
+        (
+            format!("[::1]:{port}"),
+            Some(format!("http://[::1]:{port}")),
+            200,
+        ),
+        (
+            format!("127.0.0.1:{port}"),
+            Some("http://localhost:5173".into()),
+            200,
+        ),
+        (format!("127.0.0.1:{port}"), None, 200),
+        (
+            format!("127.0.0.1:{port}"),
+            Some(format!("http://127.0.0.1:{}", port + 1)),
+            403,
+        ),
+        (
+            format!("127.0.0.1:{port}"),
+            Some("https://evil.example".into()),
+            403,
+        ),
+        (format!("127.0.0.1:{port}"), Some("null".into()), 403),
+        (
+            format!("evil.example:{port}"),
+            Some(format!("http://evil.example:{port}")),
+            403,
+        ),
+    ];
+    for (host, origin, want) in cases {
+        let origin_line = origin
+            .as_ref()
+            .map(|o| format!("Origin: {o}\r\n"))
+            .unwrap_or_default();
+        let get = |path: &str| {
+            format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{origin_line}Connection: close\r\n\r\n")
+        };
+        let body = initialize_body(1);
+        let mcp = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{origin_line}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nConnection: close\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        for (route, raw) in [
+            ("/mcp", mcp),
+            ("/metrics", get("/metrics")),
+            ("/", get("/")),
+        ] {
+            let reply = exchange(to, None, raw.as_bytes()).await;
+            assert_eq!(
+                reply.status, want,
+                "{route} Host {host} Origin {origin:?}: {reply:?}"
+            );
+        }
+    }
+    still_serves(to).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_stalled_connections_are_closed() {
     let prompts = prompt_dir();
