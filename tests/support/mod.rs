@@ -23,6 +23,7 @@ pub mod process;
 pub mod rag;
 pub mod stdio;
 pub mod studio;
+pub mod tool_target;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

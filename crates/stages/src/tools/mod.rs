@@ -148,7 +148,8 @@ impl ToolRegistry {
     }
 
     /// Reads `folders` again when a file's stamp changed (or a file came or went); returns
-    /// whether what is served changed. `base` is the folder paths are shown relative to.
+    /// whether the served definitions changed (a new issue alone is logged, not a change).
+    /// `base` is the folder paths are shown relative to.
     pub fn reload(&self, folders: &[PathBuf], base: &Path) -> bool {
         let (files, mut issues) = definition_files(folders);
         let stamps: Vec<Stamp> = files
@@ -174,7 +175,6 @@ impl ToolRegistry {
             let loaded = match definition::load_file(file, &shown, &reserved) {
                 Ok(tool) => Some(tool),
                 Err(e) => {
-                    tracing::warn!("tool definition {e}");
                     let kept = state.last_good.get(file).cloned();
                     let reason = if kept.is_some() {
                         format!("{}; its last good version is still served", e.problem)
@@ -205,11 +205,14 @@ impl ToolRegistry {
             last_good.insert(file.clone(), tool.clone());
             tools.push(tool);
         }
+        if state.served.issues != issues {
+            for issue in &issues {
+                tracing::warn!("tool definition {issue}");
+            }
+        }
         let changed = {
             let before = &state.served;
-            before.folders != folders
-                || before.issues != issues
-                || before.tools.len() != tools.len()
+            before.tools.len() != tools.len()
                 || before
                     .tools
                     .iter()
@@ -352,8 +355,8 @@ impl crate::Stages {
         served
     }
 
-    /// Polls the definition folders every `every` and calls `changed` when what is served
-    /// changed; stops when the returned task is aborted.
+    /// Reads the definition folders, then polls them every `every` and calls `changed` when
+    /// what is served changed; stops when the returned task is aborted.
     pub fn watch_tools<F, Fut>(
         self: &Arc<Self>,
         every: std::time::Duration,
@@ -365,8 +368,12 @@ impl crate::Stages {
     {
         let stages = Arc::clone(self);
         tokio::spawn(async move {
+            // What is served at start is no change.
+            let first = stages.clone();
+            crate::blocking(move || first.reload_tools()).await;
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            tick.tick().await;
             loop {
                 tick.tick().await;
                 let s = stages.clone();
