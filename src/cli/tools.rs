@@ -199,7 +199,7 @@ fn call(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let outcome = runtime.block_on(stages.call_tool(name, args, caller, true))?;
+    let outcome = runtime.block_on(stages.call_tool(name, args, caller))?;
     if json {
         serde_json::to_writer_pretty(&mut *out, &outcome)?;
         writeln!(out)?;

@@ -467,7 +467,7 @@ pub async fn call_defined(
     let shown = name.clone();
     let call = async move {
         let caller = caller(&ctx).await;
-        ctx.stages.call_tool(&name, args, caller, true).await
+        ctx.stages.call_tool(&name, args, caller).await
     };
     let outcome = tokio::spawn(call)
         .await

@@ -414,3 +414,71 @@ fn strip_position(message: &str) -> String {
         None => message.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http_file(details: &str) -> String {
+        format!(
+            "{{\"toolName\": \"t\", \"description\": \"d\",\n\"inputSchema\": \"{{\\\"type\\\":\\\"object\\\"}}\",\n\"executionType\": \"http\",\n\"executionDetails\": {details}}}"
+        )
+    }
+
+    fn problem(raw: &str) -> String {
+        parse(raw, "t.json", &["compose_prompt"])
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn the_host_is_the_definitions_and_headers_come_only_from_it_or_the_environment() {
+        assert_eq!(
+            problem(&http_file(r#"{"url": "http://{host}/x"}"#)),
+            "t.json:4:1: executionDetails.url: `http://{host}/x`: a placeholder may not be part of the host"
+        );
+        assert!(
+            problem(&http_file(r#"{"url": "file:///etc/passwd"}"#))
+                .contains("not an absolute http(s) URL")
+        );
+        assert!(problem(&http_file(r#"{"url": "http://a/{x"}"#)).contains("without"));
+        assert!(
+            problem(&http_file(r#"{"url": "http://a/", "method": "FETCH ME"}"#))
+                .contains("not an HTTP method")
+        );
+        assert!(
+            problem(&http_file(
+                r#"{"url": "http://a/", "headers": {"X": "Bearer ${env:T}"}}"#
+            ))
+            .contains("exactly `${env:NAME}`")
+        );
+        let ok = parse(
+            &http_file(r#"{"url": "http://a/u/{id}?v={id}", "method": "post", "headers": {"Authorization": "${env:TOKEN}", "Accept": "application/json"}}"#),
+            "t.json",
+            &[],
+        )
+        .unwrap();
+        let Execution::Http(http) = ok.execution else {
+            panic!("an http tool")
+        };
+        assert_eq!(http.method, reqwest::Method::POST);
+        assert_eq!(http.placeholders, ["id"]);
+        assert_eq!(http.headers[0].1, HeaderValueTemplate::Env("TOKEN".into()));
+    }
+
+    #[test]
+    fn a_function_must_be_predefined_and_a_name_not_reserved() {
+        let function = |name: &str, function: &str| {
+            format!(
+                "{{\"toolName\": \"{name}\", \"description\": \"d\", \"inputSchema\": \"{{\\\"type\\\":\\\"object\\\"}}\",\n \"executionType\": \"predefined_server_function\", \"executionDetails\": {{\"functionName\": \"{function}\"}}}}"
+            )
+        };
+        assert!(problem(&function("t", "rm_rf")).starts_with("t.json:2:"));
+        assert!(problem(&function("t", "rm_rf")).contains("known: echoTool, simpleCalculator"));
+        assert_eq!(
+            problem(&function("compose_prompt", "echoTool")),
+            "t.json:1:2: toolName `compose_prompt` is one of promptd's own tools; choose another name"
+        );
+        assert!(parse(&function("t", "echoTool"), "t.json", &[]).is_ok());
+    }
+}

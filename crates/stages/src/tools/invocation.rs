@@ -106,3 +106,40 @@ pub fn parse_invocation(reply: &str, served: &ServedTools) -> Result<Invocation,
         tool_input,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served() -> ServedTools {
+        let raw = "{\"toolName\": \"calc\", \"description\": \"d\", \"inputSchema\": \"{\\\"type\\\":\\\"object\\\",\\\"properties\\\":{\\\"a\\\":{\\\"type\\\":\\\"number\\\"}},\\\"required\\\":[\\\"a\\\"]}\", \"executionType\": \"predefined_server_function\", \"executionDetails\": {\"functionName\": \"simpleCalculator\"}}";
+        ServedTools {
+            tools: vec![super::super::definition::parse(raw, "calc.json", &[]).unwrap()],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_reply_is_a_validated_call_or_a_precise_error() {
+        let served = served();
+        let ok = parse_invocation(
+            "  {\"plandex_tool_invocation\": {\"tool_name\": \"calc\", \"tool_input\": {\"a\": 2}}}\n",
+            &served,
+        )
+        .unwrap();
+        assert_eq!(ok.tool_name, "calc");
+        assert_eq!(Value::Object(ok.tool_input), serde_json::json!({"a": 2}));
+        let err = |reply: &str| parse_invocation(reply, &served).unwrap_err().to_string();
+        assert_eq!(
+            err("{\"plandex_tool_invocation\": {\"tool_name\": \"calc\", \"tool_input\": {}}}"),
+            "`calc`: `tool_input`: \"a\" is a required property"
+        );
+        assert_eq!(
+            err("{\"plandex_tool_invocation\": {\"tool_name\": 3}}"),
+            "`plandex_tool_invocation.tool_name`: invalid type: integer `3`, expected a string"
+        );
+        assert!(
+            err("Sure! Here is the call").starts_with("the reply is not JSON (line 1, column 1)")
+        );
+    }
+}

@@ -47,8 +47,6 @@ pub struct ToolsSettings {
     pub http: HttpSettings,
     /// Arguments larger than this (as JSON) are refused.
     pub max_input_bytes: usize,
-    /// Whether the studio may call `http` tools.
-    pub studio_may_call_http: bool,
 }
 
 impl Default for ToolsSettings {
@@ -57,7 +55,6 @@ impl Default for ToolsSettings {
             folders: Vec::new(),
             http: HttpSettings::default(),
             max_input_bytes: 256 * 1024,
-            studio_may_call_http: false,
         }
     }
 }
@@ -397,13 +394,11 @@ impl crate::Stages {
 
     /// Calls the served tool `name` with `args` for `caller`: checked against its input
     /// schema, executed, its answer guarded and checked against its output schema.
-    /// `allow_http: false` refuses `http` tools (the studio without `tools.studioMayCallHttp`).
     pub async fn call_tool(
         self: &Arc<Self>,
         name: &str,
         args: Map<String, Value>,
         caller: crate::Caller,
-        allow_http: bool,
     ) -> Result<ToolOutcome, ToolCallError> {
         let served = self.served_tools();
         let Some(tool) = served.find(name).cloned() else {
@@ -436,12 +431,6 @@ impl crate::Stages {
         };
         let answer = match &tool.execution {
             Execution::Http(request) => {
-                if !allow_http {
-                    return Ok(ToolOutcome::failed(format!(
-                        "{name} is an http tool, which this surface may not call \
-                         (tools.studioMayCallHttp)"
-                    )));
-                }
                 let executor = self.http_executor(&settings.http);
                 match executor.execute(request, &args).await {
                     Ok(answer) => {
