@@ -551,3 +551,94 @@ fn tools_add_list_remove_and_parse() {
     );
     assert!(!ws.path().join(".promptd/tools/calc.json").exists());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn predefined_functions_wrap_the_stages_and_an_answer_must_match_its_output_schema() {
+    let target = tool_target::start().await;
+    let dir = workspace(&target, true);
+    let p = dir.path();
+    std::fs::write(
+        p.join("retry.rs"),
+        "pub fn fetch_with_retry() -> u32 { 3 }\n",
+    )
+    .unwrap();
+    let config =
+        json!({"rag": {"embeddings": false}, "tools": {"http": {"allowedHosts": ["127.0.0.1"]}}});
+    std::fs::write(p.join(".ado-mcp-config.json"), config.to_string()).unwrap();
+    let tools = p.join(".promptd/tools");
+    let function = |name: &str| json!({"executionType": "predefined_server_function", "executionDetails": {"functionName": name}});
+    std::fs::write(
+        tools.join("search.json"),
+        definition(
+            "search",
+            json!({"query": {"type": "string"}, "topK": {"type": "integer"}}),
+            &["query"],
+            function("search_repository"),
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        tools.join("render.json"),
+        definition(
+            "render",
+            json!({"promptName": {"type": "string"}, "args": {"type": "object"}}),
+            &["promptName"],
+            function("render_prompt"),
+        ),
+    )
+    .unwrap();
+    // An http answer that misses its output schema.
+    let mut strict: Value = serde_json::from_str(&definition(
+        "strict",
+        json!({"t": {"type": "string"}}),
+        &["t"],
+        http(&format!("{}/text/{{t}}", target.base()), "GET"),
+    ))
+    .unwrap();
+    strict["outputSchema"] = json!(json!({"type": "object", "required": ["id"]}).to_string());
+    std::fs::write(tools.join("strict.json"), strict.to_string()).unwrap();
+
+    let c = call(
+        p,
+        "search",
+        json!({"query": "fetch with retry", "topK": 3}),
+        "k",
+    )
+    .await;
+    assert_eq!(c.outcome["isError"], false, "{:?} {}", c.outcome, c.stderr);
+    let chunks = c.outcome["structured"]["chunks"].as_array().unwrap();
+    assert!(
+        chunks.iter().any(|ch| ch["path"] == "retry.rs"),
+        "{chunks:?}"
+    );
+
+    let c = call(
+        p,
+        "render",
+        json!({"promptName": "bug_triage", "args": {"report": "the cache drops writes"}}),
+        "k",
+    )
+    .await;
+    assert_eq!(
+        c.outcome["structured"]["promptName"], "bug_triage",
+        "{:?}",
+        c.outcome
+    );
+    assert!(
+        c.outcome["structured"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("the cache drops writes"),
+        "{:?}",
+        c.outcome
+    );
+    failed_with(
+        &call(p, "render", json!({"promptName": "no_such_prompt"}), "k").await,
+        "unknown prompt",
+    );
+
+    failed_with(
+        &call(p, "strict", json!({"t": "plain"}), "k").await,
+        "does not match the tool's outputSchema",
+    );
+}
