@@ -347,6 +347,24 @@ async fn loopback_is_refused_unless_allowed_and_a_secret_in_an_answer_is_redacte
             .unwrap()
             .contains("redacted")
     );
+    // An error status quotes the body in its message: guarded as well.
+    let fail = definition(
+        "fail",
+        json!({"t": {"type": "string"}}),
+        &["t"],
+        http(&format!("{}/fail/{{t}}", target.base()), "GET"),
+    );
+    std::fs::write(allowed.path().join(".promptd/tools/fail.json"), fail).unwrap();
+    let c = call(
+        allowed.path(),
+        "fail",
+        json!({"t": format!("denied for {secret}")}),
+        "k",
+    )
+    .await;
+    failed_with(&c, "HTTP 500");
+    assert!(!c.outcome.to_string().contains(&secret), "{:?}", c.outcome);
+    assert!(c.outcome["text"].as_str().unwrap().contains("[REDACTED:"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

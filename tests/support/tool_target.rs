@@ -2,7 +2,8 @@
 //! path and records what it received (method, raw target, headers, body). Paths:
 //! `/slow` (answers after 3 s), `/drip` (a body sent one byte every 200 ms), `/big/N` (a body of
 //! N bytes), `/redirect/N` (N redirects, then the record), `/to/URL` (a redirect to URL),
-//! `/status/N` (that status), `/text/T` (T as `text/plain`); anything else: the record as JSON.
+//! `/status/N` (that status), `/text/T` (T as `text/plain`), `/fail/T` (T with status 500);
+//! anything else: the record as JSON.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -150,6 +151,11 @@ async fn serve(mut stream: TcpStream, log: Arc<Mutex<Vec<Received>>>, port: u16)
     } else if let Some(code) = path.strip_prefix("/status/") {
         let code = code.parse().unwrap_or(500);
         let _ = respond(&mut stream, code, "text/plain", "nope", &[]).await;
+    } else if let Some(text) = target.strip_prefix("/fail/") {
+        let text = percent_encoding::percent_decode_str(text)
+            .decode_utf8_lossy()
+            .to_string();
+        let _ = respond(&mut stream, 500, "text/plain", &text, &[]).await;
     } else if let Some(text) = target.strip_prefix("/text/") {
         let text = percent_encoding::percent_decode_str(text)
             .decode_utf8_lossy()

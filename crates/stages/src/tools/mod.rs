@@ -277,8 +277,8 @@ impl ToolOutcome {
     }
 }
 
-/// A schema violation as (field, message): the instance path as a JSON pointer, or for a
-/// missing required property the property itself.
+/// A schema violation as (field, message): the instance path as a JSON pointer (empty for the
+/// whole input, as for a missing required property, which the message names).
 pub(crate) fn input_error(e: &jsonschema::ValidationError<'_>) -> (String, String) {
     let path = e.instance_path().to_string();
     (path, e.to_string())
@@ -452,7 +452,15 @@ impl crate::Stages {
                         return Err(input_error_of(format!("/{field}"), message));
                     }
                     Err(http::HttpFailure::Failed(message)) => {
-                        return Ok(ToolOutcome::failed(format!("{name}: {message}")));
+                        // The message may quote the target's error body: guarded too.
+                        let (text, _) = self
+                            .guard_answer(name, Value::String(format!("{name}: {message}")))
+                            .await?;
+                        let text = match text {
+                            Value::String(t) => t,
+                            other => other.to_string(),
+                        };
+                        return Ok(ToolOutcome::failed(text));
                     }
                 }
             }
