@@ -15,7 +15,8 @@
 //! `promptd list --json` gives for the same folder), `prompts/get` with an argument and without a
 //! required one (-32602 naming it), `tools/list` and every tool called right (the SDK validates
 //! `structuredContent` against the `outputSchema`) and with a wrong-typed argument (-32602 naming
-//! it), `compose_prompt` and `enhance_prompt` without a folder argument working in the client's
+//! it; the server's directory holds one tool definition, `render_greeting`, listed and called
+//! like promptd's own), `compose_prompt` and `enhance_prompt` without a folder argument working in the client's
 //! declared root (a small git repository; `enhance_prompt` rewrites through a local
 //! OpenAI-compatible stub), `completion/complete` of an `enum` argument, and
 //! `notifications/prompts/list_changed` after a prompt file is edited (not promised by a stateless
@@ -23,7 +24,7 @@
 //!
 //! Every cell runs; the failing ones are reported together. A cell an SDK cannot run is a
 //! documented skip ([`skip_reason`]), printed. The newest MCP Inspector's CLI runs `tools/list`
-//! (with `--strict`) and `prompts/list` over stdio and HTTP.
+//! (with `--strict`) and `prompts/list` over stdio and HTTP, and calls the defined tool.
 //!
 //! They need Node.js, Python and the install: they run with the `system-tests` feature, and fail
 //! naming `scripts/setup-clients` when it has not run.
@@ -47,6 +48,8 @@ const PARALLEL_CELLS: usize = 3;
 const TOKEN: &str = "client-matrix-token-0123456789";
 /// A line of the root's AGENTS.md that `compose_prompt` quotes when it works in the root.
 const ROOT_MARKER: &str = "Matrix rule: every retry sleeps with jitter.";
+/// The tool definition every cell's server serves after promptd's own tools.
+const DEFINED_TOOL: &str = "render_greeting";
 /// The text the LLM stub answers `enhance_prompt` with.
 const ENHANCED: &str = "## Task\nAdd jittered backoff to fetch_with_retry.";
 
@@ -135,6 +138,8 @@ const CHECKS: &[&str] = &[
     "tool_wrong_type:enhance_prompt",
     "tool_valid:compose_prompt",
     "tool_wrong_type:compose_prompt",
+    "tool_valid:render_greeting",
+    "tool_wrong_type:render_greeting",
     "roots_compose",
     "roots_enhance",
     "completion",
@@ -203,6 +208,19 @@ fn cell_dirs() -> CellDirs {
     git(&root, &["commit", "-q", "-m", "workspace"]);
     let server_cwd = dir.path().join("server");
     std::fs::create_dir_all(&server_cwd).unwrap();
+    // A tool definition served beside promptd's own tools: `render_prompt` with an object
+    // output schema, which every SDK checks the structured answer against.
+    let tools = server_cwd.join(".promptd/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    let definition = json!({
+        "toolName": DEFINED_TOOL,
+        "description": "Render a registry prompt with arguments.",
+        "inputSchema": json!({"type": "object", "properties": {"promptName": {"type": "string"}, "args": {"type": "object"}}, "required": ["promptName"]}).to_string(),
+        "outputSchema": json!({"type": "object", "properties": {"promptName": {"type": "string"}, "text": {"type": "string"}}, "required": ["promptName", "text"]}).to_string(),
+        "executionType": "predefined_server_function",
+        "executionDetails": {"functionName": "render_prompt"},
+    });
+    std::fs::write(tools.join("render_greeting.json"), definition.to_string()).unwrap();
     let config = dir.path().join("config.json");
     let settings = json!({
         "rag": {"embeddings": false},
@@ -477,6 +495,11 @@ fn inspector(clients: &Path, target: &[String], method: &str) -> process::Bounde
     if method == "tools/list" {
         cmd.arg("--strict");
     }
+    if method == "tools/call" {
+        cmd.args(["--tool-name", DEFINED_TOOL])
+            .args(["--tool-arg", "promptName=greet"])
+            .args(["--tool-arg", r#"args={"who":"Ada"}"#]);
+    }
     cmd.env("HOME", home.path())
         .env("MCP_CATALOG_PATH", home.path().join("mcp.json"))
         .env("MCP_CLIENT_CONFIG_PATH", home.path().join("client.json"))
@@ -518,11 +541,16 @@ fn names(listing: &Value, key: &str) -> Vec<String> {
     ignore = "needs Node.js, Python and scripts/setup-clients"
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_newest_inspector_cli_lists_tools_and_prompts_strictly_over_stdio_and_http() {
+async fn the_newest_inspector_cli_lists_tools_and_prompts_strictly_and_calls_a_defined_tool() {
     let clients = Arc::new(clients_dir());
     let dirs = cell_dirs();
     let expected = listed_user_prompts(&dirs.prompts);
-    let tools = ["wit-get-prompts", "enhance_prompt", "compose_prompt"];
+    let tools = [
+        "wit-get-prompts",
+        "enhance_prompt",
+        "compose_prompt",
+        DEFINED_TOOL,
+    ];
 
     // The Inspector reads options anywhere on its command line (`--config` is one of its own):
     // the server it starts gets only its folder and page size.
@@ -538,14 +566,21 @@ async fn the_newest_inspector_cli_lists_tools_and_prompts_strictly_over_stdio_an
 
     for (transport, target) in [("stdio", stdio), ("http", http)] {
         let clients = clients.clone();
-        let (listed_tools, listed_prompts) = tokio::task::spawn_blocking(move || {
+        let (listed_tools, listed_prompts, called) = tokio::task::spawn_blocking(move || {
             (
                 inspector(&clients, &target, "tools/list"),
                 inspector(&clients, &target, "prompts/list"),
+                inspector(&clients, &target, "tools/call"),
             )
         })
         .await
         .unwrap();
+        let called = assert_clean(&called, &format!("tools/call over {transport}"));
+        assert_eq!(called["isError"], false, "{transport}: {called:#}");
+        assert_eq!(
+            called["structuredContent"]["promptName"], "greet",
+            "{transport}: {called:#}"
+        );
         let listed_tools = assert_clean(&listed_tools, &format!("tools/list over {transport}"));
         assert_eq!(names(&listed_tools, "tools"), tools, "{transport}");
         let listed_prompts =

@@ -66,3 +66,4 @@ mod studio_browser;
 mod studio_collections;
 mod studio_http;
 mod suggestions;
+mod tools_defined;

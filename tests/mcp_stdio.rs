@@ -300,8 +300,8 @@ fn stdio_memory_of_large_tool_answers_is_returned_when_the_session_goes_quiet() 
 
 /// The 2026-07-28 lifecycle (no `initialize`): a client discovers the server, opens a
 /// `subscriptions/listen` stream for list changes and gets `prompts/list_changed` on it when a
-/// prompt file is created; only the prompts category is acknowledged (the tool list never
-/// changes), and the server forgets the stream once it is cancelled.
+/// prompt file is created; both categories asked for are acknowledged (tool definitions change
+/// too), and the server forgets the stream once it is cancelled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_subscription_stream_carries_prompt_list_changes() {
     use rmcp::model::{GetMeta, ProtocolVersion, ServerNotification, SubscriptionFilter};
@@ -341,7 +341,10 @@ async fn stdio_subscription_stream_carries_prompt_list_changes() {
     .expect("listen");
     assert_eq!(
         subscription.acknowledged(),
-        &SubscriptionFilter::builder().prompts_list_changed().build()
+        &SubscriptionFilter::builder()
+            .prompts_list_changed()
+            .tools_list_changed()
+            .build()
     );
     // The folders are read beside the handshake; a listing waits for that first load. A file
     // written before the load ends is simply in it, with no change to announce.

@@ -7,6 +7,7 @@ pub mod common;
 pub mod rag;
 pub mod scan;
 pub mod stage_calls;
+pub mod tools;
 
 pub use common::CommonArgs;
 
@@ -57,6 +58,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Open the studio: a live web page to browse, fill, render, check and test prompts.
     Studio(StudioArgs),
+    /// Tool definitions (.promptd/tools): list, add, remove, call, parse an invocation reply.
+    Tools(tools::ToolsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -200,6 +203,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Compose(args) => stage_calls::compose(&cli.common, &args, &mut out()),
         Command::Serve(args) => serve(&cli.common, &args),
         Command::Studio(args) => studio(&cli.common, &args),
+        Command::Tools(args) => tools::run(&cli.common, &args, &mut out()),
     }
 }
 
@@ -386,14 +390,26 @@ fn check(common: &CommonArgs, out: &mut dyn Write) -> Result<u8> {
     for d in &diags {
         writeln!(out, "{d}")?;
     }
+    let stages = crate::stages::Stages::one_shot(std::sync::Arc::new(lib))?;
+    let tools = stages.served_tools();
+    for issue in &tools.issues {
+        writeln!(out, "error: {issue}")?;
+    }
     let errors = diags
         .iter()
         .filter(|d| d.severity == Severity::Error)
-        .count();
-    let warnings = diags.len() - errors + snap.config.warnings.len();
+        .count()
+        + tools.issues.len();
+    let warnings = diags.len() + tools.issues.len() - errors + snap.config.warnings.len();
+    let definitions = tools.tools.len() + tools.issues.len();
+    let checked_tools = if definitions == 0 {
+        String::new()
+    } else {
+        format!(" and {definitions} tool definition(s)")
+    };
     writeln!(
         out,
-        "checked {} prompts: {errors} error(s), {warnings} warning(s)",
+        "checked {} prompts{checked_tools}: {errors} error(s), {warnings} warning(s)",
         snap.registry.len()
     )?;
     Ok(u8::from(errors > 0))

@@ -39,12 +39,14 @@ pub fn fixture_prompts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/prompts")
 }
 
-/// A test client that records `prompts/list_changed` notifications and, when given roots,
+/// A test client that records `prompts/list_changed` notifications (and counts
+/// `tools/list_changed` ones) and, when given roots,
 /// offers them (the `roots` capability and `roots/list`) as an IDE with open folders does,
 /// counting the server's `roots/list` requests.
 #[derive(Clone)]
 pub struct TestClient {
     changed: mpsc::UnboundedSender<()>,
+    tools_changed: Arc<AtomicUsize>,
     roots: Arc<Mutex<Vec<Root>>>,
     roots_asked: Arc<AtomicUsize>,
 }
@@ -53,9 +55,15 @@ impl TestClient {
     fn new(changed: mpsc::UnboundedSender<()>, roots: Vec<Root>) -> TestClient {
         TestClient {
             changed,
+            tools_changed: Arc::default(),
             roots: Arc::new(Mutex::new(roots)),
             roots_asked: Arc::default(),
         }
+    }
+
+    /// How many `notifications/tools/list_changed` arrived.
+    pub fn tools_changed(&self) -> usize {
+        self.tools_changed.load(Ordering::SeqCst)
     }
 
     /// How many times the server asked for the roots.
@@ -94,6 +102,10 @@ impl ClientHandler for TestClient {
 
     async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
         let _ = self.changed.send(());
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.tools_changed.fetch_add(1, Ordering::SeqCst);
     }
 }
 

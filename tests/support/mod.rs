@@ -10,6 +10,7 @@
 //!   data in `tests/fixtures/guard/corpus/`;
 //! - [`rag`]: the retrieval fixture repository and the embedding model's location;
 //! - [`llm_server`]: a local OpenAI-compatible server that records every request;
+//! - [`tool_target`]: a loopback HTTP server that tool definitions call, recording requests;
 //! - [`browser`]: a real headless Chromium over the DevTools protocol, with screenshots;
 //! - [`fuse`]: a real FUSE mount (bindfs), whose writes from outside send no file events;
 //! - here: a prompt library over fixture folders, and path redaction for snapshots.
@@ -23,6 +24,7 @@ pub mod process;
 pub mod rag;
 pub mod stdio;
 pub mod studio;
+pub mod tool_target;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

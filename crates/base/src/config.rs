@@ -42,6 +42,7 @@ pub const SECTION_KEYS: &[&str] = &[
     "serve",
     "workspace",
     "prompts",
+    "tools",
     "$schema",
 ];
 

@@ -1,11 +1,11 @@
-//! The clients to notify when prompts change: every session that completed `initialize` (the
+//! The clients to notify when prompts or tools change: every session that completed `initialize` (the
 //! stdio peer, each streamable-HTTP session) and every 2026-07-28 `subscriptions/listen` stream.
 //! Closed clients are dropped when found.
 
 use std::sync::Mutex;
 
 use rmcp::RoleServer;
-use rmcp::model::{PromptListChangedNotification, ServerNotification};
+use rmcp::model::{PromptListChangedNotification, ServerNotification, ToolListChangedNotification};
 use rmcp::service::{Peer, SubscriptionSink};
 
 /// One way to reach a client.
@@ -13,11 +13,20 @@ use rmcp::service::{Peer, SubscriptionSink};
 enum Client {
     /// A session that negotiated through `initialize`: notifications go straight to the peer.
     Session(Peer<RoleServer>),
-    /// A `subscriptions/listen` request that accepted `promptsListChanged`.
+    /// A `subscriptions/listen` request that accepted `promptsListChanged` or
+    /// `toolsListChanged`.
     Subscription(SubscriptionSink),
 }
 
-/// Every connected client, for `notifications/prompts/list_changed`.
+/// What changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changed {
+    Prompts,
+    Tools,
+}
+
+/// Every connected client, for `notifications/prompts/list_changed` and
+/// `notifications/tools/list_changed`.
 #[derive(Debug, Default)]
 pub struct ConnectedClients {
     inner: Mutex<Inner>,
@@ -64,6 +73,13 @@ impl ConnectedClients {
     /// Sends `notifications/prompts/list_changed` to every client; drops the ones that are gone.
     /// Returns how many were notified.
     pub async fn notify_prompts_changed(&self) -> usize {
+        self.notify(Changed::Prompts).await
+    }
+
+    /// Sends `notifications/{prompts,tools}/list_changed` to every client that takes it (a
+    /// subscription only when it accepted that kind); drops the ones that are gone. Returns how
+    /// many were notified.
+    pub async fn notify(&self, changed: Changed) -> usize {
         let targets: Vec<(u64, Client)> = {
             let mut inner = self.lock();
             inner.clients.retain(|(_, c)| !is_closed(c));
@@ -72,17 +88,32 @@ impl ConnectedClients {
         let mut sent = 0;
         let mut gone = Vec::new();
         for (id, client) in targets {
-            let result = match &client {
-                Client::Session(peer) => peer
+            let result = match (&client, changed) {
+                (Client::Session(peer), Changed::Prompts) => peer
                     .notify_prompt_list_changed()
                     .await
                     .map_err(|e| e.to_string()),
-                Client::Subscription(sink) => sink
-                    .send(ServerNotification::PromptListChangedNotification(
-                        PromptListChangedNotification::default(),
-                    ))
+                (Client::Session(peer), Changed::Tools) => peer
+                    .notify_tool_list_changed()
                     .await
                     .map_err(|e| e.to_string()),
+                (Client::Subscription(sink), _) => {
+                    let accepted = sink.accepted();
+                    let notification = match changed {
+                        Changed::Prompts if accepted.prompts_list_changed == Some(true) => {
+                            ServerNotification::PromptListChangedNotification(
+                                PromptListChangedNotification::default(),
+                            )
+                        }
+                        Changed::Tools if accepted.tools_list_changed == Some(true) => {
+                            ServerNotification::ToolListChangedNotification(
+                                ToolListChangedNotification::default(),
+                            )
+                        }
+                        _ => continue,
+                    };
+                    sink.send(notification).await.map_err(|e| e.to_string())
+                }
             };
             match result {
                 Ok(()) => sent += 1,

@@ -8,7 +8,9 @@
 //! (names, descriptions, schemas) are the catalog's ([`promptd_stages::catalog`]). [`serve`] runs the server
 //! over stdio (default) or streamable HTTP at `/mcp`, with hot reload: [`promptd_core::watch`] reloads
 //! the library when prompt files or the config change, and every connected client
-//! ([`ConnectedClients`]) gets `notifications/prompts/list_changed`.
+//! ([`ConnectedClients`]) gets `notifications/prompts/list_changed`; the stages poll the tool
+//! definition folders ([`promptd_stages::Stages::watch_tools`]) and a change sends
+//! `notifications/tools/list_changed`.
 //!
 //! Over stdio, stdout carries only MCP frames; logs go to stderr.
 
@@ -29,6 +31,9 @@ pub use clients::ConnectedClients;
 pub use server::{DEFAULT_PAGE_SIZE, HandlerOptions, PromptServer};
 
 use promptd_core::library::PromptLibrary;
+
+/// How often the tool definition folders are checked for changes.
+const TOOLS_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// How to serve.
 #[derive(Debug, Clone, Default)]
@@ -170,6 +175,16 @@ pub async fn serve_async(
     }
     let stages =
         Arc::new(promptd_stages::Stages::new(library.clone()).map_err(ServeError::Stages)?);
+    let _tools_watcher = options.watch.then(|| {
+        let clients = clients.clone();
+        stages.watch_tools(TOOLS_POLL, move || {
+            let clients = clients.clone();
+            async move {
+                let n = clients.notify(clients::Changed::Tools).await;
+                tracing::debug!("sent tools/list_changed to {n} client(s)");
+            }
+        })
+    });
     let server = PromptServer::new(stages, clients.clone(), options.handler);
     match options.http {
         Some(addr) => {

@@ -172,6 +172,7 @@ impl ServerHandler for PromptServer {
                 .enable_prompts()
                 .enable_prompts_list_changed()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .build(),
         )
         .with_server_info(
@@ -267,8 +268,14 @@ impl ServerHandler for PromptServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let started = Instant::now();
-        let result = ListToolsResult::with_all_items(tool_calls::definitions().to_vec());
-        counted(Method::tools_list, started, Ok(result))
+        let mut tools = tool_calls::definitions().to_vec();
+        let served = self.stages.served_tools();
+        tools.extend(served.tools.iter().map(tool_calls::defined_tool));
+        counted(
+            Method::tools_list,
+            started,
+            Ok(ListToolsResult::with_all_items(tools)),
+        )
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -276,6 +283,10 @@ impl ServerHandler for PromptServer {
             .iter()
             .find(|t| t.name == name)
             .cloned()
+            .or_else(|| {
+                let served = self.stages.served_tools();
+                served.find(name).map(tool_calls::defined_tool)
+            })
     }
 
     async fn call_tool(
@@ -285,12 +296,21 @@ impl ServerHandler for PromptServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let started = Instant::now();
         self.library().wait_loaded().await;
-        let Some(entry) = tool_calls::find(&request.name) else {
-            let unknown = Err(ErrorData::invalid_params(
-                format!("unknown tool `{}`", request.name),
-                None,
-            ));
-            return counted(Method::tools_call, started, unknown);
+        let entry = tool_calls::find(&request.name);
+        let defined = match entry {
+            Some(_) => None,
+            None => self.stages.served_tools().find(&request.name).cloned(),
+        };
+        let uses_roots = match (entry, &defined) {
+            (Some(entry), _) => entry.uses_roots,
+            (None, Some(tool)) => tool.uses_workspace(),
+            (None, None) => {
+                let unknown = Err(ErrorData::invalid_params(
+                    format!("unknown tool `{}`", request.name),
+                    None,
+                ));
+                return counted(Method::tools_call, started, unknown);
+            }
         };
         let origin = if self.stdio {
             ClientOrigin::Stdio
@@ -299,7 +319,8 @@ impl ServerHandler for PromptServer {
                 authenticated: super::http::authenticated(&context.extensions),
             }
         };
-        let roots = match tool_calls::call_roots(entry, &request, &context, &self.roots) {
+        let asked = (&*request.name, uses_roots);
+        let roots = match tool_calls::call_roots(asked, &request, &context, &self.roots) {
             Ok(RootsOrAsk::Roots(roots)) => roots,
             Ok(RootsOrAsk::Ask(ask)) => {
                 answered(Method::tools_call, true, started);
@@ -314,8 +335,11 @@ impl ServerHandler for PromptServer {
             origin,
             visibility: self.visibility(),
         };
-        let result =
-            tool_calls::call_contained(entry, ctx, request.arguments.unwrap_or_default()).await;
+        let args = request.arguments.unwrap_or_default();
+        let result = match entry {
+            Some(entry) => tool_calls::call_contained(entry, ctx, args).await,
+            None => tool_calls::call_defined(ctx, request.name.to_string(), args).await,
+        };
         // A tool's own failure (`isError`) counts as an error too.
         let ok = matches!(&result, Ok(r) if r.is_error != Some(true));
         answered(Method::tools_call, ok, started);
@@ -349,11 +373,19 @@ impl ServerHandler for PromptServer {
         &self,
         _requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().prompts_list_changed().build())
+        Some(
+            SubscriptionFilter::builder()
+                .prompts_list_changed()
+                .tools_list_changed()
+                .build(),
+        )
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        let id = if context.accepted().prompts_list_changed == Some(true) {
+        let accepted = context.accepted();
+        let id = if accepted.prompts_list_changed == Some(true)
+            || accepted.tools_list_changed == Some(true)
+        {
             Some(self.clients.add_subscription(context.sink().clone()))
         } else {
             None

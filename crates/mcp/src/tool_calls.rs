@@ -3,7 +3,9 @@
 //! library (`wit-get-prompts`) or the stages (`enhance_prompt`, `compose_prompt`), and convert the
 //! answer into a tool result. The client's roots and how its request came (stdio, or HTTP with
 //! or without the server's token) become the [`Caller`] the stages check workspaces against.
-//! Adding a tool means a catalog entry and one [`ToolEntry`] in [`CALLS`].
+//! Adding a tool means a catalog entry and one [`ToolEntry`] in [`CALLS`]. The workspace's tool
+//! definitions ([`promptd_stages::tools`]) are listed after them ([`defined_tool`]) and called
+//! through [`Stages::call_tool`] ([`call_defined`]).
 
 use std::future::Future;
 use std::os::unix::ffi::OsStringExt;
@@ -31,6 +33,7 @@ use promptd_stages::catalog::{
     GetPromptsResponse, ToolSpec,
 };
 use promptd_stages::enhance::result_text;
+use promptd_stages::tools::{DefinedTool, ToolCallError, listed_output_schema};
 use promptd_stages::{Caller, ClientRoots, StageError, Stages};
 
 /// What a tool call can use.
@@ -83,12 +86,12 @@ pub enum RootsOrAsk {
 /// declared roots in the request's capabilities without answering is asked.
 #[allow(deprecated)]
 pub fn call_roots(
-    entry: &ToolEntry,
+    (name, uses_roots): (&str, bool),
     request: &CallToolRequestParams,
     context: &RequestContext<RoleServer>,
     session: &Arc<ClientRoots>,
 ) -> Result<RootsOrAsk, ErrorData> {
-    if !entry.uses_roots {
+    if !uses_roots {
         return Ok(RootsOrAsk::Roots(CallRoots::None));
     }
     let stateless = context
@@ -109,7 +112,7 @@ pub fn call_roots(
             ErrorData::invalid_params(
                 format!(
                     "{}: `inputResponses.{ROOTS_INPUT}.{}`: {}",
-                    entry.name,
+                    name,
                     e.path(),
                     e.inner()
                 ),
@@ -428,6 +431,64 @@ pub async fn call_contained(
     tokio::spawn((entry.call)(ctx, args))
         .await
         .map_err(|e| task_failed(entry.name, e))?
+}
+
+/// A served tool definition as an MCP tool (its output schema when it is an object schema).
+pub fn defined_tool(tool: &DefinedTool) -> Tool {
+    let input = tool
+        .definition
+        .input_schema
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let mut out = Tool::new(
+        tool.name().to_string(),
+        tool.definition.description.clone(),
+        Arc::new(input),
+    );
+    out.output_schema = listed_output_schema(tool).map(|s| Arc::new(s.clone()));
+    out
+}
+
+/// Calls a served tool definition on a task of its own (a panic answers -32603): its outcome
+/// as a tool result (`isError` for a failed execution), a mistake in the arguments as -32602
+/// naming the field (`data.argument`), a server fault as -32603.
+pub async fn call_defined(
+    ctx: ToolContext,
+    name: String,
+    mut args: JsonObject,
+) -> Result<CallToolResult, ErrorData> {
+    if let Some(tool) = ctx.stages.served_tools().find(&name)
+        && let Some(schema) = tool.definition.input_schema.as_object()
+    {
+        super::schema::decode_string_objects(schema, &mut args)
+            .map_err(|e| ErrorData::invalid_params(format!("{name}: {e}"), None))?;
+    }
+    let shown = name.clone();
+    let call = async move {
+        let caller = caller(&ctx).await;
+        ctx.stages.call_tool(&name, args, caller).await
+    };
+    let outcome = tokio::spawn(call)
+        .await
+        .map_err(|e| task_failed(&shown, e))?
+        .map_err(|e| match &e {
+            ToolCallError::Input { field, .. } => ErrorData::invalid_params(
+                e.to_string(),
+                Some(serde_json::json!({ "argument": field })),
+            ),
+            _ if e.is_caller_error() => ErrorData::invalid_params(e.to_string(), None),
+            _ => ErrorData::internal_error(e.to_string(), None),
+        })?;
+    let text = vec![ContentBlock::text(outcome.text)];
+    let mut result = if outcome.is_error {
+        CallToolResult::error(text)
+    } else {
+        CallToolResult::success(text)
+    };
+    result.structured_content = outcome.structured;
+    result.is_error = Some(outcome.is_error);
+    Ok(result)
 }
 
 fn enhance_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {

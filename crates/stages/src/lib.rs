@@ -24,6 +24,7 @@ pub mod catalog;
 pub mod compose;
 pub mod enhance;
 pub mod llm;
+pub mod tools;
 
 use std::num::NonZeroUsize;
 use std::panic::AssertUnwindSafe;
@@ -528,6 +529,10 @@ pub struct Stages {
     retrievers: Arc<RepositoryRetrievers>,
     /// From the environment (`LLM_*`); its response cap is set per call from the limits.
     llm: Option<ChatClient>,
+    /// The served tool definitions.
+    tools: tools::ToolRegistry,
+    /// The HTTP client of the last `tools.http` settings seen.
+    http: Mutex<Option<tools::http::HttpExecutor>>,
 }
 
 impl std::fmt::Debug for Stages {
@@ -560,10 +565,13 @@ impl Stages {
             guard: Mutex::new(None),
             retrievers: Arc::default(),
             llm: LlmConfig::from_env().map(ChatClient::new),
+            tools: tools::ToolRegistry::default(),
+            http: Mutex::new(None),
         };
         let snap = stages.library.snapshot();
         section::<GuardSettings>(&snap, "guard")?;
         stages.rag_config(&snap)?;
+        section::<tools::ToolsSettings>(&snap, tools::SECTION)?;
         Ok(stages)
     }
 
