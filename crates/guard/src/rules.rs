@@ -720,7 +720,16 @@ mod tests {
     fn builtin_rules_compile() {
         let set = RuleSet::builtin().expect("built-in rules compile");
         assert!(set.rules.len() >= 30, "{} rules", set.rules.len());
-        assert_eq!(set.global.len(), 1);
+        // The placeholder allowlist, then the reviewer allowlists of the shapeless rules.
+        assert_eq!(set.global.len(), 4);
+        for a in &set.global {
+            for t in &a.target_rules {
+                assert!(
+                    set.rules.iter().any(|r| &r.id == t),
+                    "a global allowlist targets `{t}`, which is no built-in rule"
+                );
+            }
+        }
     }
 
     #[test]
