@@ -87,3 +87,79 @@ fn rules_fixtures() {
         insta::assert_yaml_snapshot!(view);
     });
 }
+
+#[derive(Serialize)]
+struct ExplainedView {
+    rule: String,
+    line: usize,
+    redacted: String,
+    why: String,
+}
+
+#[derive(Serialize)]
+struct BuiltinView {
+    findings: Vec<ExplainedView>,
+    redacted_text: String,
+}
+
+/// Replaces `{{spec:<spec>}}` markers by a value built from the spec (see `support::guard`), so
+/// that no fixture holds a secret; returns the text and the (marker, value) pairs.
+fn expand_specs(raw: &str, g: &mut Fake) -> (String, Vec<(String, String)>) {
+    let mut text = String::new();
+    let mut values = Vec::new();
+    let mut rest = raw;
+    while let Some(start) = rest.find("{{spec:") {
+        let end = start + rest[start..].find("}}").expect("closed marker");
+        let value = g.token(&rest[start + "{{spec:".len()..end]);
+        text.push_str(&rest[..start]);
+        text.push_str(&value);
+        values.push((rest[start..end + 2].to_string(), value));
+        rest = &rest[end + 2..];
+    }
+    text.push_str(rest);
+    (text, values)
+}
+
+/// The built-in rules, fixture-driven: each `tests/fixtures/guard/builtin/*.txt` holds secrets
+/// that must be found (as `{{spec:…}}` markers, built at test time) and look-alikes that must
+/// not; the snapshot lists each finding with its explanation and the redacted text. A first
+/// line `path: <p>` scans the text as the file `<p>` (for path allowlists); otherwise it has no
+/// path, as a prompt.
+#[test]
+fn builtin_rules_fixtures() {
+    let guard = Guard::builtin().unwrap();
+    insta::glob!("fixtures/guard/builtin/*.txt", |path| {
+        let raw = std::fs::read_to_string(path).unwrap();
+        let (path_line, body) = match raw.strip_prefix("path: ") {
+            Some(rest) => {
+                let (p, body) = rest.split_once('\n').unwrap_or((rest, ""));
+                (Some(p.trim().to_string()), body.to_string())
+            }
+            None => (None, raw.clone()),
+        };
+        let (text, values) = expand_specs(&body, &mut Fake::new(7));
+        let mut input = ScanInput::new("input", text.as_str());
+        if let Some(p) = path_line {
+            input = input.with_path(p);
+        }
+        let report = guard.scan(std::slice::from_ref(&input)).unwrap();
+        let mut redacted_text = guard.redact_input(&input, &report);
+        for (marker, value) in &values {
+            redacted_text = redacted_text.replace(value.as_str(), marker);
+        }
+        let view = BuiltinView {
+            findings: report
+                .findings
+                .iter()
+                .map(|f| ExplainedView {
+                    rule: f.rule_id.clone(),
+                    line: f.line,
+                    redacted: f.redacted.clone(),
+                    why: guard.explain(&text, f).summary,
+                })
+                .collect(),
+            redacted_text,
+        };
+        insta::assert_yaml_snapshot!(view);
+    });
+}
