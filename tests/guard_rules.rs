@@ -64,8 +64,10 @@ fn rules_fixtures() {
         let input_rel = rel.with_extension("txt");
         let raw = std::fs::read_to_string(root.join(&input_rel)).unwrap();
         let (text, fakes) = expand(&raw, &mut Fake::new(42));
-        let input = ScanInput::new("input", text.as_str())
-            .with_path(input_rel.to_string_lossy().to_string());
+        // The file name alone as the path: the fixture folder is a test folder, which the
+        // built-in test-path allowlist skips for its shapeless rules and JWTs.
+        let file_name = input_rel.file_name().unwrap().to_string_lossy().to_string();
+        let input = ScanInput::new("input", text.as_str()).with_path(file_name);
         let report = guard.scan(std::slice::from_ref(&input)).unwrap();
         let mut redacted_text = guard.redact_input(&input, &report);
         for (marker, value) in &fakes {

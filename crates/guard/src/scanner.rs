@@ -117,11 +117,18 @@ impl Scanner {
                 summary: format!("{who} `{}`", finding.rule_id),
             };
         };
+        // The keyword on the finding's own line(s) if there is one, else anywhere in the text.
+        let start = text.floor_char_boundary(finding.byte_start.min(text.len()));
+        let end = text.ceil_char_boundary(finding.byte_end.min(text.len()));
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+        let near = text[line_start..line_end].to_ascii_lowercase();
         let lower = text.to_ascii_lowercase();
         let keyword = rule
             .keywords
             .iter()
-            .find(|k| lower.contains(k.as_str()))
+            .find(|k| near.contains(k.as_str()))
+            .or_else(|| rule.keywords.iter().find(|k| lower.contains(k.as_str())))
             .cloned();
         let allowlists_checked: Vec<String> = rule
             .allowlists
