@@ -96,6 +96,41 @@ fn stdin_and_json() {
 }
 
 #[test]
+fn explain_says_which_rule_fired_and_why() {
+    let f = files();
+    let text = format!("please debug: token={}\n", f.secret);
+    let o = promptd(&["scan", "--explain"], &text);
+    assert_eq!(o.status.code(), Some(1));
+    let out = stdout(&o);
+    let why = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("why: "))
+        .expect("a why line");
+    assert!(why.contains("rule `github-pat`"), "{why}");
+    assert!(why.contains("keyword `ghp_`"), "{why}");
+    assert!(why.contains("above its floor"), "{why}");
+    assert_no_leak(&o, &f.secret);
+
+    let o = promptd(&["scan", "--json", "--explain"], &text);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let e = &json["explanations"][0];
+    assert_eq!(e["ruleId"], "github-pat");
+    assert_eq!(e["keyword"], "ghp_");
+    assert_eq!(e["entropyFloor"], 3.0);
+    assert!(e["pattern"].as_str().unwrap().contains("ghp_"));
+    assert_eq!(
+        json["findings"].as_array().unwrap().len(),
+        json["explanations"].as_array().unwrap().len()
+    );
+    assert_no_leak(&o, &f.secret);
+
+    // Without the flag, no explanations.
+    let o = promptd(&["scan", "--json"], &text);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(json.get("explanations").is_none());
+}
+
+#[test]
 fn redact_policy_prints_the_redacted_text() {
     let f = files();
     let text = format!("token={}\nbye\n", f.secret);

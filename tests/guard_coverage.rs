@@ -139,3 +139,48 @@ fn gitleaks_default_rules_on_the_coverage_corpus() {
         positives.len()
     );
 }
+
+/// Writes the coverage corpus as one file per item under `$EVAL_GUARD_GENERATED_DIR/coverage/`
+/// (`pos/<rule>/<n>/sample.txt`, `neg/<group>/<n>/sample.txt`, `index.json`), for
+/// `scripts/eval-guard` to scan with promptd and gitleaks beside the corpora it fetches.
+#[test]
+#[ignore = "run by scripts/eval-guard"]
+fn write_the_coverage_corpus_for_eval_guard() {
+    let dir = std::path::PathBuf::from(
+        std::env::var_os("EVAL_GUARD_GENERATED_DIR").expect("EVAL_GUARD_GENERATED_DIR is set"),
+    );
+    let mut index = Vec::new();
+    let mut counts = std::collections::HashMap::<(bool, String), usize>::new();
+    for item in coverage() {
+        let positive = item.is_positive();
+        let family = match &item.expect {
+            Some(rule) => rule.clone(),
+            None => item
+                .name
+                .split('/')
+                .next()
+                .unwrap_or("negative")
+                .to_string(),
+        };
+        let safe: String = family
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let n = counts.entry((positive, safe.clone())).or_default();
+        let label = if positive { "pos" } else { "neg" };
+        let rel = format!("coverage/{label}/{safe}/{n}/sample.txt");
+        *n += 1;
+        let path = dir.join(&rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &item.text).unwrap();
+        index.push(serde_json::json!({"file": rel, "label": label, "family": family}));
+    }
+    let doc = serde_json::json!({"samples": index, "skipped": 0});
+    std::fs::write(dir.join("coverage/index.json"), doc.to_string()).unwrap();
+}

@@ -4,7 +4,8 @@
 //! them, and prints findings (always redacted) as text or JSON. Exit status: 0 clean, 1 secrets
 //! found, 2 the scan could not be completed (bad rules file, unreadable input, gitleaks failure).
 //! With `--policy redact` the redacted texts are printed instead of the finding list (JSON
-//! carries both); the exit status still says whether secrets were found.
+//! carries both); the exit status still says whether secrets were found. `--explain` adds, for
+//! each finding, the rule and why it fired (keyword, pattern, entropy floor, allowlists checked).
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -12,7 +13,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::guard::{Guard, GuardOptions, Policy, ScanInput, ScanReport, SecretFinding};
+use crate::guard::{
+    Explanation, Guard, GuardOptions, Policy, ScanInput, ScanReport, SecretFinding,
+};
 
 /// Exit status: no secret found.
 pub const EXIT_CLEAN: i32 = 0;
@@ -42,6 +45,10 @@ pub struct ScanArgs {
     /// Seconds gitleaks may run before the scan fails.
     #[arg(long, value_name = "SECS")]
     pub timeout: Option<u64>,
+    /// Say why each finding fired: its rule, the keyword that let the rule run, the pattern,
+    /// the entropy floor and the allowlists that did not apply.
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// `--policy`: the guard's [`Policy`] as a flag value.
@@ -70,6 +77,9 @@ struct JsonReport<'a> {
     findings: &'a [SecretFinding],
     #[serde(skip_serializing_if = "Option::is_none")]
     redacted: Option<Vec<RedactedInput>>,
+    /// With `--explain`: one per finding, in the same order.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explanations: Option<Vec<Explanation>>,
 }
 
 #[derive(Serialize)]
@@ -182,12 +192,22 @@ fn print_report(
             })
             .collect::<Vec<_>>()
     };
+    let explain = |f: &SecretFinding| {
+        let text = inputs
+            .iter()
+            .find(|i| i.label == f.label)
+            .map_or("", |i| i.text.as_ref());
+        guard.explain(text, f)
+    };
     if args.json {
         let json = JsonReport {
             clean: report.is_clean(),
             scanners: &report.scanners,
             findings: &report.findings,
             redacted: redact.then(redacted),
+            explanations: args
+                .explain
+                .then(|| report.findings.iter().map(explain).collect()),
         };
         serde_json::to_writer_pretty(&mut *out, &json)?;
         return writeln!(out);
@@ -230,6 +250,9 @@ fn print_report(
                 crate::guard::FindingSource::Gitleaks => "gitleaks",
             }
         )?;
+        if args.explain {
+            writeln!(out, "  why: {}", explain(f).summary)?;
+        }
     }
     let scanners = report.scanners.join(", ");
     if report.is_clean() {

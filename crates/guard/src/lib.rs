@@ -255,6 +255,34 @@ pub struct SecretFinding {
     pub byte_end: usize,
 }
 
+/// Why a finding was reported: the rule, what let it run and what it checked. Holds the rule's
+/// pattern and thresholds, never the secret.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Explanation {
+    pub rule_id: String,
+    pub label: String,
+    pub line: usize,
+    pub source: FindingSource,
+    /// The rule keyword found in the input, which let the rule run (`None`: the rule has no
+    /// keywords and always runs, or the finding is gitleaks').
+    pub keyword: Option<String>,
+    /// The rule's regex as written (`None` for a path-only rule or a gitleaks finding).
+    pub pattern: Option<String>,
+    /// Which capture group held the secret (`0`: the whole match).
+    pub secret_group: Option<usize>,
+    /// The secret's entropy and the rule's floor it exceeded.
+    pub entropy: f32,
+    pub entropy_floor: Option<f64>,
+    /// Allowlists that were checked and did not apply: the rule's own, then global ones that
+    /// target it.
+    pub allowlists_checked: Vec<String>,
+    /// Encodings the secret was found under, outermost first (empty: plain text).
+    pub decoded: Vec<String>,
+    /// One sentence saying the above.
+    pub summary: String,
+}
+
 /// Result of scanning one batch.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -405,6 +433,12 @@ impl Guard {
     /// of this text (use [`ScanReport::findings_for`] on a batch).
     pub fn redact(&self, text: &str, findings: &[SecretFinding]) -> String {
         redact::redact(text, findings)
+    }
+
+    /// Why `finding` was reported: its rule's keyword that occurs in `text` (the input the
+    /// finding came from), pattern, entropy floor and the allowlists that did not apply.
+    pub fn explain(&self, text: &str, finding: &SecretFinding) -> Explanation {
+        self.scanner.explain(text, finding)
     }
 
     /// Redacts one input of a scanned batch with its own findings.

@@ -97,6 +97,8 @@ struct RawRequired {
 #[serde(rename_all = "camelCase")]
 struct RawAllowlist {
     #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
     condition: Option<Spanned<String>>,
     #[serde(default)]
     regex_target: Option<Spanned<String>>,
@@ -156,6 +158,7 @@ struct RequiredSpec {
 
 #[derive(Clone, Debug)]
 struct AllowlistSpec {
+    description: String,
     condition: Condition,
     target: RegexTarget,
     regexes: Vec<Pattern>,
@@ -195,6 +198,8 @@ pub(crate) enum RegexTarget {
 
 /// One compiled allowlist.
 pub(crate) struct Allowlist {
+    /// As written in the rules file (may be empty); shown by explanations.
+    pub(crate) description: String,
     pub(crate) condition: Condition,
     pub(crate) target: RegexTarget,
     /// All of the allowlist's `regexes` as one set (any match allows), so that a finding costs
@@ -513,6 +518,7 @@ impl SpecReader<'_> {
             ));
         }
         Ok(AllowlistSpec {
+            description: raw.description.clone().unwrap_or_default(),
             condition,
             target,
             regexes: raw.regexes.iter().map(|p| self.pattern(p)).collect(),
@@ -616,6 +622,7 @@ fn combine(patterns: &[Pattern], rule: Option<&str>) -> Result<Option<RegexSet>,
 
 fn compile_allowlist(a: AllowlistSpec, rule: Option<&str>) -> Result<Allowlist, GuardError> {
     Ok(Allowlist {
+        description: a.description,
         condition: a.condition,
         target: a.target,
         regexes: combine(&a.regexes, rule)?,
@@ -720,7 +727,16 @@ mod tests {
     fn builtin_rules_compile() {
         let set = RuleSet::builtin().expect("built-in rules compile");
         assert!(set.rules.len() >= 30, "{} rules", set.rules.len());
-        assert_eq!(set.global.len(), 1);
+        // The placeholder allowlist, then the reviewer allowlists of the shapeless rules.
+        assert_eq!(set.global.len(), 5);
+        for a in &set.global {
+            for t in &a.target_rules {
+                assert!(
+                    set.rules.iter().any(|r| &r.id == t),
+                    "a global allowlist targets `{t}`, which is no built-in rule"
+                );
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ use regex::bytes::RegexSet;
 
 use super::decode;
 use super::rules::{Allowlist, Condition, RegexTarget, Required, Rule, RuleSet};
-use super::{FindingSource, SecretFinding};
+use super::{Explanation, FindingSource, SecretFinding};
 
 /// A secret found in decoded text, before it is placed on the original text's encoded segment.
 struct DecodedHit {
@@ -79,6 +79,118 @@ impl Scanner {
 
     pub(crate) fn rule_count(&self) -> usize {
         self.rules.rules.len()
+    }
+
+    /// Why `finding` (of `text`) was reported; see [`Explanation`].
+    pub(crate) fn explain(&self, text: &str, finding: &SecretFinding) -> Explanation {
+        let decoded: Vec<String> = finding
+            .description
+            .rsplit_once("(decoded: ")
+            .map(|(_, chain)| {
+                chain
+                    .trim_end_matches(')')
+                    .split(" > ")
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let rule = (finding.source == FindingSource::Promptd)
+            .then(|| self.rules.rules.iter().find(|r| r.id == finding.rule_id))
+            .flatten();
+        let Some(rule) = rule else {
+            let who = match finding.source {
+                FindingSource::Gitleaks => "gitleaks reported it with its rule",
+                FindingSource::Promptd => "no rule of this set has the id",
+            };
+            return Explanation {
+                rule_id: finding.rule_id.clone(),
+                label: finding.label.clone(),
+                line: finding.line,
+                source: finding.source,
+                keyword: None,
+                pattern: None,
+                secret_group: None,
+                entropy: finding.entropy,
+                entropy_floor: None,
+                allowlists_checked: Vec::new(),
+                decoded,
+                summary: format!("{who} `{}`", finding.rule_id),
+            };
+        };
+        // The keyword on the finding's own line(s) if there is one, else anywhere in the text.
+        let start = text.floor_char_boundary(finding.byte_start.min(text.len()));
+        let end = text.ceil_char_boundary(finding.byte_end.min(text.len()));
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+        let near = text[line_start..line_end].to_ascii_lowercase();
+        let lower = text.to_ascii_lowercase();
+        let keyword = rule
+            .keywords
+            .iter()
+            .find(|k| near.contains(k.as_str()))
+            .or_else(|| rule.keywords.iter().find(|k| lower.contains(k.as_str())))
+            .cloned();
+        let allowlists_checked: Vec<String> = rule
+            .allowlists
+            .iter()
+            .map(|a| format!("rule: {}", a.description))
+            .chain(
+                self.rules
+                    .global
+                    .iter()
+                    .filter(|a| {
+                        a.target_rules.is_empty() || a.target_rules.iter().any(|t| t == &rule.id)
+                    })
+                    .map(|a| format!("global: {}", a.description)),
+            )
+            .collect();
+        let group = rule.regex.as_ref().map(|re| {
+            if re.captures_len() == 1 {
+                0
+            } else {
+                rule.secret_group.unwrap_or(1)
+            }
+        });
+        let mut summary = format!("rule `{}` ({})", rule.id, rule.description);
+        match (&keyword, rule.keywords.is_empty()) {
+            (Some(k), _) => summary.push_str(&format!(": keyword `{k}` occurs in the input")),
+            (None, true) => summary.push_str(": a rule without keywords, run on every input"),
+            (None, false) => summary.push_str(": its keyword occurs in decoded text"),
+        }
+        match (&rule.regex, &rule.path) {
+            (Some(_), _) => summary.push_str(", its pattern matched"),
+            (None, Some(_)) => summary.push_str(", the file's path matched its path pattern"),
+            (None, None) => {}
+        }
+        if let Some(floor) = rule.entropy {
+            summary.push_str(&format!(
+                ", the value's entropy {:.2} is above its floor {floor}",
+                finding.entropy
+            ));
+        }
+        if !allowlists_checked.is_empty() {
+            summary.push_str(&format!(
+                ", and none of its {} allowlist(s) applied",
+                allowlists_checked.len()
+            ));
+        }
+        if !decoded.is_empty() {
+            summary.push_str(&format!(" (found after decoding {})", decoded.join(" > ")));
+        }
+        Explanation {
+            rule_id: rule.id.clone(),
+            label: finding.label.clone(),
+            line: finding.line,
+            source: finding.source,
+            keyword,
+            pattern: rule.regex.as_ref().map(|re| re.as_str().to_string()),
+            secret_group: group,
+            entropy: finding.entropy,
+            entropy_floor: rule.entropy,
+            allowlists_checked,
+            decoded,
+            summary,
+        }
     }
 
     /// Which rules may match `text`: a bit per rule.
@@ -764,6 +876,47 @@ mod tests {
         assert_eq!(preview("abcdefgh"), "ab…");
         assert_eq!(preview("abcdefghijklmnopqrstuvwxyz"), "abcd…");
         assert_eq!(preview("ééééééééé"), "éé…");
+    }
+
+    #[test]
+    fn an_explanation_names_the_keyword_floor_and_allowlists_never_the_secret() {
+        let scanner = Scanner::new(RuleSet::builtin().unwrap());
+        // Built from pieces so that no secret is written in the source.
+        let secret = [
+            "gh",
+            "p_",
+            "Zq3",
+            "Lr2Tv8Kp4Wz",
+            "Ny6Hd3JqXb5",
+            "Mc7Fg1Sn0Ru",
+        ]
+        .concat();
+        let text = format!("export GITHUB_TOKEN={secret}\n");
+        let findings = scanner.scan("t", None, &text);
+        let f = findings.iter().find(|f| f.rule_id == "github-pat").unwrap();
+        let why = scanner.explain(&text, f);
+        assert_eq!(why.keyword.as_deref(), Some("ghp_"));
+        assert_eq!(why.entropy_floor, Some(3.0));
+        assert!(why.pattern.as_deref().unwrap().contains("ghp_"));
+        assert!(why.decoded.is_empty());
+        assert!(why.summary.contains("keyword `ghp_`"), "{}", why.summary);
+        assert!(!format!("{why:?}").contains(&secret));
+
+        // A shapeless rule lists the global allowlists that target it.
+        let value = ["Qm9x", "Lr2Tv8", "Kp4Wz", "Ny6Hd3", "Jq"].concat();
+        let text = format!("api_secret = \"{value}\"\n");
+        let findings = scanner.scan("t", None, &text);
+        let f = findings
+            .iter()
+            .find(|f| f.rule_id == "generic-secret")
+            .unwrap();
+        let why = scanner.explain(&text, f);
+        assert!(
+            why.allowlists_checked
+                .iter()
+                .any(|a| a.starts_with("global: names"))
+        );
+        assert!(!format!("{why:?}").contains(&value));
     }
 
     #[test]
