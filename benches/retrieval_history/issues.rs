@@ -223,9 +223,8 @@ pub struct IssueSelection {
     pub kept: usize,
 }
 
-static DIFF_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^diff --git a/(\S+) b/(\S+)$").expect("diff header regex")
-});
+static DIFF_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"(?m)^diff --git a/(\S+) b/(\S+)$").expect("diff header regex"));
 
 /// The old-side paths of a unified git patch, in order, each once.
 pub fn patched_paths(patch: &str) -> Vec<String> {

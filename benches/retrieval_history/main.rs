@@ -61,10 +61,10 @@ use promptd::rag::store::RagDir;
 use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 
 use crate::baseline::WholeFileBm25;
-use crate::metrics::{Outcome, TOP_FILES};
-use crate::repos::{REPOS, Repo, WorkTree};
 use crate::issues::{Half, ISSUE_REPOS, IssueRepo};
+use crate::metrics::{Outcome, TOP_FILES};
 use crate::paths::FileKind;
+use crate::repos::{REPOS, Repo, WorkTree};
 use crate::results::{
     BASELINE, BASELINE_NO_TESTS, CaseResult, HITS_FOLLOWED, HYBRID, LEXICAL, PREVIOUS, RepoRun,
     Selected,
