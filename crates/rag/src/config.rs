@@ -155,7 +155,8 @@ pub struct RagConfig {
     /// long-lived retriever, e.g. under `promptd serve`); otherwise every refresh walks the
     /// whole tree. [`RagConfig::one_shot`] turns it off.
     pub watch: bool,
-    /// Use the embedding model when one is available.
+    /// Compute chunk vectors and rank with the embedding model when one is available. Off by
+    /// default: the index is lexical, and `promptd index` embeds only when this is on.
     pub embeddings: bool,
     /// Directory holding `model.onnx` + tokenizer files; falls back to `PROMPTD_EMBED_MODEL_DIR`,
     /// then `$PROMPTD_DEPS_DIR/models/all-MiniLM-L6-v2`.
@@ -216,7 +217,7 @@ impl Default for RagConfig {
             index_budget_secs: 20,
             refresh_wait_ms: 0,
             watch: true,
-            embeddings: true,
+            embeddings: false,
             model_dir: None,
             ort_dylib_path: None,
             hub_model: None,
@@ -282,6 +283,12 @@ mod tests {
         let json = serde_json::to_value(RagConfig::default()).unwrap();
         assert_eq!(json["indexBudgetSecs"], 20);
         assert_eq!(json["fusion"], "rrf");
+        assert!(
+            !config.embeddings,
+            "the index is lexical unless embeddings are turned on"
+        );
+        let opted: RagConfig = serde_json::from_str(r#"{"embeddings": true}"#).unwrap();
+        assert!(opted.embeddings);
     }
 
     #[test]
