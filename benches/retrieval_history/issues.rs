@@ -121,11 +121,6 @@ pub const ISSUE_REPOS: &[IssueRepo] = &[
         Half::Tuning,
     ),
     issue_repo(
-        "DS4SD/docling",
-        "7df157204b7027090b66104f6e987f08fa77c431",
-        Half::Tuning,
-    ),
-    issue_repo(
         "pydantic/pydantic",
         "2151025aa51263f3016502b00010b78e4481eaa1",
         Half::Tuning,

@@ -40,7 +40,8 @@
 //!   `nocap={"maxChunksPerFile":0}`).
 //! - `EVAL_SPLIT`: `tuning` or `held-out` to run only that half (tune on `tuning`).
 //! - `EVAL_KINDS`: `commits` (the default), `issues` or `both`.
-//! - `EVAL_ISSUE_CASES`: issue reports kept per repository (default 60).
+//! - `EVAL_ISSUE_CASES`: issue reports kept per repository (default 20: one run of both
+//!   halves stays near 30 minutes on 2 shared cores).
 //! - `EVAL_ACCEPTANCE=1`: also the acceptance repositories' issue reports, in a table of their
 //!   own (`issues::Half::Acceptance`).
 
@@ -558,7 +559,7 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/eval-history"));
     let max_cases = env_usize("EVAL_HISTORY_CASES", 100);
-    let max_issues = env_usize("EVAL_ISSUE_CASES", 60);
+    let max_issues = env_usize("EVAL_ISSUE_CASES", 20);
     let only: Option<Vec<String>> = std::env::var("EVAL_HISTORY_REPOS")
         .ok()
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
