@@ -98,6 +98,8 @@ fn previous() -> RagConfig {
         path_boost: 1.0,
         identifier_weight: 1.0,
         plain_words: 0,
+        repeated_term_weight: 0.0,
+        read_reports: false,
         mentioned_file_boost: 1.0,
         kind_weights: KindWeights::NEUTRAL,
         file_rank_weight: 0.0,

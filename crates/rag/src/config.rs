@@ -117,6 +117,12 @@ pub struct RagConfig {
     /// In a request with more plain words than this, plain words are weighted down so that
     /// together they weigh this many (0: never).
     pub plain_words: usize,
+    /// How much a term's repetitions in the request raise its weight,
+    /// `× (1 + repeatedTermWeight × ln(count))` (0: each term once).
+    pub repeated_term_weight: f32,
+    /// Read a request as an issue report: drop template boilerplate (HTML comments, heading
+    /// lines of plain words) and take the kinds of files it asks about from its first line.
+    pub read_reports: bool,
     /// Multiplier of the chunks of a file the request mentions by path or name.
     pub mentioned_file_boost: f32,
     /// Score multipliers of chunks by the kind of their file, for kinds the request does not
@@ -204,6 +210,8 @@ impl Default for RagConfig {
             action_boost: 1.1,
             identifier_weight: 2.0,
             plain_words: 0,
+            repeated_term_weight: 0.5,
+            read_reports: true,
             mentioned_file_boost: 2.0,
             kind_weights: KindWeights::SOURCE_FIRST,
             max_chunks_per_file: 1,
@@ -248,6 +256,8 @@ impl RagConfig {
         TermWeights {
             identifier: self.identifier_weight,
             plain_words: self.plain_words,
+            repeated: self.repeated_term_weight,
+            read_reports: self.read_reports,
         }
     }
 
@@ -287,6 +297,8 @@ mod tests {
             !config.embeddings,
             "the index is lexical unless embeddings are turned on"
         );
+        assert!(config.read_reports);
+        assert_eq!(json["repeatedTermWeight"], 0.5);
         let opted: RagConfig = serde_json::from_str(r#"{"embeddings": true}"#).unwrap();
         assert!(opted.embeddings);
     }
