@@ -156,11 +156,6 @@ pub const ISSUE_REPOS: &[IssueRepo] = &[
         Half::HeldOut,
     ),
     issue_repo(
-        "tobymao/sqlglot",
-        "37362f4fc1d63c4687149cec3a8aab109c1eb989",
-        Half::HeldOut,
-    ),
-    issue_repo(
         "UKPLab/sentence-transformers",
         "85ec64559f4414aa536eca4bf53538291e0a333f",
         Half::HeldOut,
