@@ -293,7 +293,7 @@ mod tests {
                       ## `parse_args()` ignores --notes\n<!-- unterminated";
         assert_eq!(
             report_text(report),
-            "\nCalling `Session.send` raises\n## `parse_args()` ignores --notes\n\n"
+            "\n\nCalling `Session.send` raises\n## `parse_args()` ignores --notes\n\n"
         );
         let r = Request::parse(report, REPORTS);
         let template = tokenize::query_terms("Summary describe reproduce expected");
