@@ -43,6 +43,7 @@ fn registry_crate(name: &str) -> PathBuf {
 /// The ranking configurations compared; the first is the shipped default.
 fn variants(model: &RagConfig) -> Vec<(&'static str, RagConfig)> {
     let base = RagConfig {
+        embeddings: true,
         model_dir: model.model_dir.clone(),
         ort_dylib_path: model.ort_dylib_path.clone(),
         ..RagConfig::default()

@@ -1,10 +1,10 @@
-//! What a process loads to answer: a one-shot `promptd context` on an index without cached
-//! vectors never loads the embedding model or ONNX Runtime (its JSON says so, its debug log has
-//! no model-load line and its peak memory stays well below a run that loads them); with vectors
-//! cached for the model it loads the model to embed the query and ranks hybrid. A long-lived
-//! retriever still loads the model and embeds in the background. The embedder keeps the order
-//! of its inputs while it runs them shortest first or in background turns, and cached vectors
-//! of another token window are not used.
+//! What a process loads to answer, with embeddings turned on (`rag.embeddings`): a one-shot
+//! `promptd context` on an index without cached vectors never loads the embedding model or ONNX
+//! Runtime (its JSON says so, its debug log has no model-load line and its peak memory stays well
+//! below a run that loads them); with vectors cached for the model it loads the model to embed
+//! the query and ranks hybrid. A long-lived retriever still loads the model and embeds in the
+//! background. The embedder keeps the order of its inputs while it runs them shortest first or in
+//! background turns, and cached vectors of another token window are not used.
 
 use crate::support;
 
@@ -24,12 +24,16 @@ struct ContextRun {
     peak_rss_mib: f64,
 }
 
-/// Runs promptd with the model installed in the environment and debug logging on.
+/// Runs promptd with the model installed in the environment, embeddings turned on in its
+/// config file and debug logging on.
 fn promptd_with_model(dir: &Path, args: &[&str]) -> (std::process::Output, f64) {
     let (model, runtime) = model_paths();
+    let config = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(config.path(), r#"{"rag": {"embeddings": true}}"#).unwrap();
     let mut child = promptd()
         .args(args)
         .current_dir(dir)
+        .env("PROMPTD_CONFIG", config.path())
         .env("PROMPTD_EMBED_MODEL_DIR", model)
         .env("ORT_DYLIB_PATH", runtime)
         .env("RUST_LOG", "promptd=debug")
@@ -223,4 +227,39 @@ fn embedding_keeps_input_order_and_cuts_long_texts() {
             "text {i}"
         );
     }
+}
+
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs the embedding model and ONNX Runtime (scripts/setup installs it)"
+)]
+#[test]
+fn index_embeds_only_when_asked() {
+    let repo = fixture_repo();
+    let dir = repo.path();
+    let dir_arg = dir.to_str().unwrap();
+    let (model, runtime) = model_paths();
+    let index = |extra: &[&str]| {
+        let out = promptd()
+            .args(["index", "--dir", dir_arg])
+            .args(extra)
+            .current_dir(dir)
+            .env_remove("PROMPTD_CONFIG")
+            .env("PROMPTD_EMBED_MODEL_DIR", &model)
+            .env("ORT_DYLIB_PATH", &runtime)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    // With the model installed and no config, the index stays lexical.
+    let lexical = index(&[]);
+    assert!(lexical.starts_with("indexed "), "{lexical}");
+    assert!(!lexical.contains("embedded"), "{lexical}");
+    let embedded = index(&["--embed"]);
+    assert!(embedded.contains("\nembedded "), "{embedded}");
 }

@@ -46,11 +46,24 @@ impl Split {
 
 /// One request with its gold files.
 pub struct Case {
+    /// The fix commit, or the issue report's instance id.
     pub sha: String,
+    /// The tree the request is asked against: the fix's parent, the report's base commit.
     pub parent: String,
     pub request: String,
     pub gold: Vec<String>,
     pub split: Split,
+}
+
+impl Case {
+    /// How tables name the case: a commit's first 10 hex digits, an instance id whole.
+    pub fn label(&self) -> &str {
+        if self.sha.len() == 40 && self.sha.bytes().all(|b| b.is_ascii_hexdigit()) {
+            &self.sha[..10]
+        } else {
+            &self.sha
+        }
+    }
 }
 
 /// How many commits each rule let through or dropped (printed, and kept in the JSON).

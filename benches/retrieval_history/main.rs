@@ -11,7 +11,16 @@
 //! defaults with vectors. Prints Acc@1, Acc@5, Chunks@6, Recall@5, MRR@10 and latency per
 //! configuration for the held-out half (the number to report) and the tuning half, with
 //! per-repository and per-language breakdowns and the kinds of files that crowd the shipped
-//! lexical ranking when it misses; writes everything to `target/eval-history/results.json`.
+//! lexical ranking when it misses; writes everything to `target/eval-history/results.json`
+//! (one object per request kind).
+//!
+//!
+//! A second request kind, issue reports (`EVAL_KINDS=issues`, or `both` for the two in one
+//! run): real bug reports and feature requests from published localisation datasets (see
+//! `issues.rs`), each asked against the base commit it was filed at, with the source files of
+//! its merged fix as gold. Its halves are whole repositories; whole-file BM25 over all files
+//! and over the files that are not tests, promptd's shipped lexical default and the
+//! `EVAL_VARIANTS` answer each report, and the tree is indexed once per base commit.
 //!
 //! Run it with `scripts/eval-retrieval`. Environment:
 //! - `EVAL_HISTORY_MIRRORS`: folder of bare repositories (default `/work/.mirror` when it
@@ -30,9 +39,15 @@
 //!   a `rag` config section applied over the shipped defaults (e.g.
 //!   `nocap={"maxChunksPerFile":0}`).
 //! - `EVAL_SPLIT`: `tuning` or `held-out` to run only that half (tune on `tuning`).
+//! - `EVAL_KINDS`: `commits` (the default), `issues` or `both`.
+//! - `EVAL_ISSUE_CASES`: issue reports kept per repository (default 20: one run of both
+//!   halves stays near 30 minutes on 2 shared cores).
+//! - `EVAL_ACCEPTANCE=1`: also the acceptance repositories' issue reports, in a table of their
+//!   own (`issues::Half::Acceptance`).
 
 mod baseline;
 mod cases;
+mod issues;
 mod metrics;
 mod paths;
 mod report;
@@ -47,9 +62,14 @@ use promptd::rag::store::RagDir;
 use promptd::rag::{RagConfig, RetrievalMode, RetrievalQuery, Retriever};
 
 use crate::baseline::WholeFileBm25;
+use crate::issues::{Half, ISSUE_REPOS, IssueRepo};
 use crate::metrics::{Outcome, TOP_FILES};
+use crate::paths::FileKind;
 use crate::repos::{REPOS, Repo, WorkTree};
-use crate::results::{BASELINE, CaseResult, HITS_FOLLOWED, HYBRID, LEXICAL, PREVIOUS, RepoRun};
+use crate::results::{
+    BASELINE, BASELINE_NO_TESTS, CaseResult, HITS_FOLLOWED, HYBRID, LEXICAL, PREVIOUS, RepoRun,
+    Selected,
+};
 
 // The allocator the `promptd` binary uses.
 #[global_allocator]
@@ -78,6 +98,8 @@ fn previous() -> RagConfig {
         path_boost: 1.0,
         identifier_weight: 1.0,
         plain_words: 0,
+        repeated_term_weight: 0.0,
+        read_reports: false,
         mentioned_file_boost: 1.0,
         kind_weights: KindWeights::NEUTRAL,
         file_rank_weight: 0.0,
@@ -258,7 +280,7 @@ fn run_repo(
     let tree = WorkTree::prepare(repo, &git_dir, work_root)?;
     let mut run = RepoRun {
         repo,
-        selection,
+        selection: Selected::Commits(selection),
         index_seconds: 0.0,
         baseline_files: 0,
         hybrid_fallbacks: 0,
@@ -345,7 +367,7 @@ fn run_repo(
                 .collect();
             eprintln!(
                 "  {} {:<8} {:<9} gold {:?}  {}",
-                &case.sha[..10],
+                case.label(),
                 repo.short(),
                 case.split.label(),
                 case.gold,
@@ -370,17 +392,199 @@ fn run_repo(
     Ok(run)
 }
 
+/// The lexical rankers of one tree: a configuration as shipped (timed) and deep (ranking).
+struct Rankers {
+    name: &'static str,
+    shipped: Retriever,
+    deep: Retriever,
+}
+
+fn rankers(tree: &Path, name: &'static str, config: &RagConfig) -> Result<Rankers, String> {
+    let shipped = open(tree, config.clone())?;
+    index(&shipped)?;
+    let deep = open(tree, deep(config.clone()))?;
+    index(&deep)?;
+    Ok(Rankers {
+        name,
+        shipped,
+        deep,
+    })
+}
+
+/// The issue-report cases of one repository: the tree is checked out and indexed once per
+/// base commit; whole-file BM25 (all files, and without tests), the shipped lexical default
+/// and the `EVAL_VARIANTS` answer each report.
+fn run_issue_repo(
+    repo: &'static IssueRepo,
+    reports: &[issues::Report],
+    work_root: &Path,
+    max_cases: usize,
+    variants: &[(&'static str, RagConfig)],
+    split: Option<cases::Split>,
+    results: &mut Vec<CaseResult>,
+) -> Result<RepoRun, String> {
+    let git_dir = repos::git_dir(&repo.repo, work_root)?;
+    let tree = WorkTree::prepare(&repo.repo, &git_dir, work_root)?;
+    let mut tracked_at = |sha: &str| -> Result<std::collections::HashSet<String>, String> {
+        Ok(tree.files_at(sha)?.into_iter().collect())
+    };
+    let (mut cases, selection) = issues::build(repo, reports, max_cases, &mut tracked_at)?;
+    if let Some(split) = split {
+        cases.retain(|c| c.split == split);
+    }
+    let datasets: std::collections::BTreeSet<&str> = reports.iter().map(|r| r.dataset).collect();
+    eprintln!(
+        "{}: {} issue reports ({}), {} kept ({:?})",
+        repo.repo.slug,
+        selection.eligible,
+        datasets.into_iter().collect::<Vec<_>>().join(", "),
+        cases.len(),
+        repo.half,
+    );
+    let mut run = RepoRun {
+        repo: &repo.repo,
+        selection: Selected::Issues(selection),
+        index_seconds: 0.0,
+        baseline_files: 0,
+        hybrid_fallbacks: 0,
+    };
+    let started = Instant::now();
+    let total = cases.len();
+    let mut current: Option<(String, WholeFileBm25, WholeFileBm25, Vec<Rankers>)> = None;
+    for (i, case) in cases.into_iter().enumerate() {
+        if current.as_ref().is_none_or(|(sha, ..)| *sha != case.parent) {
+            // The previous tree's retrievers close before its index is removed.
+            drop(current.take());
+            tree.checkout(&case.parent)?;
+            let tracked = tree.files_at(&case.parent)?;
+            let indexing = Instant::now();
+            let baseline = WholeFileBm25::build(&tree.dir, &tracked, repo.repo.langs)?;
+            let untested: Vec<String> = tracked
+                .iter()
+                .filter(|p| paths::classify(p, repo.repo.foreign) != FileKind::Test)
+                .cloned()
+                .collect();
+            let no_tests = WholeFileBm25::build(&tree.dir, &untested, repo.repo.langs)?;
+            fresh_index(&tree.dir)?;
+            let mut all = vec![rankers(&tree.dir, LEXICAL, &shipped(false))?];
+            for (name, config) in variants {
+                all.push(rankers(&tree.dir, name, config)?);
+            }
+            run.index_seconds += indexing.elapsed().as_secs_f64();
+            run.baseline_files = baseline.files();
+            current = Some((case.parent.clone(), baseline, no_tests, all));
+        }
+        let (_, baseline, no_tests, all) = current.as_ref().expect("indexed above");
+        let mut outcomes = Vec::new();
+        for (name, bm25) in [(BASELINE, baseline), (BASELINE_NO_TESTS, no_tests)] {
+            let t = Instant::now();
+            let files = bm25.search(&case.request, TOP_FILES)?;
+            let latency_ms = t.elapsed().as_secs_f64() * 1e3;
+            outcomes.push((
+                name,
+                Outcome {
+                    chunk_files: files.iter().take(metrics::TOP_CHUNKS).cloned().collect(),
+                    files,
+                    latency_ms,
+                },
+            ));
+        }
+        for r in all {
+            let (outcome, _) = promptd_outcome(&r.shipped, &r.deep, &case.request, false)?;
+            outcomes.push((r.name, outcome));
+        }
+        let outcomes: Vec<_> = outcomes
+            .into_iter()
+            .map(|(name, o)| {
+                let s = metrics::score(&o, &case.gold);
+                (name, o, s)
+            })
+            .collect();
+        if env_flag("EVAL_VERBOSE") {
+            let ranks: Vec<String> = outcomes
+                .iter()
+                .map(|(n, _, s)| format!("{n}: {}", s.rank.map_or("-".into(), |r| r.to_string())))
+                .collect();
+            eprintln!(
+                "  {} {:<9} gold {:?}  {}",
+                case.label(),
+                case.split.label(),
+                case.gold,
+                ranks.join("  ")
+            );
+        }
+        if (i + 1) % 25 == 0 || i + 1 == total {
+            eprintln!(
+                "  {}: {}/{} cases ({:.0} s)",
+                repo.repo.short(),
+                i + 1,
+                total,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        results.push(CaseResult {
+            repo: &repo.repo,
+            case,
+            outcomes,
+        });
+    }
+    Ok(run)
+}
+
+/// Which request kinds a run measures (`EVAL_KINDS`: `commits`, `issues` or `both`).
+struct Kinds {
+    commits: bool,
+    issues: bool,
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn write_out(out: &Path, report: &serde_json::Value) {
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).expect("results folder");
+    }
+    std::fs::write(
+        out,
+        serde_json::to_vec_pretty(report).expect("results JSON"),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
+    println!("results: {}", out.display());
+}
+
 fn main() {
     let work_root = std::env::var_os("EVAL_HISTORY_WORK")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/eval-history"));
-    let max_cases = std::env::var("EVAL_HISTORY_CASES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100);
+    let max_cases = env_usize("EVAL_HISTORY_CASES", 100);
+    let max_issues = env_usize("EVAL_ISSUE_CASES", 20);
     let only: Option<Vec<String>> = std::env::var("EVAL_HISTORY_REPOS")
         .ok()
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
+    let selected = |short: &str| only.as_ref().is_none_or(|o| o.iter().any(|s| s == short));
+    let kinds = match std::env::var("EVAL_KINDS").as_deref() {
+        Err(_) | Ok("commits") => Kinds {
+            commits: true,
+            issues: false,
+        },
+        Ok("issues") => Kinds {
+            commits: false,
+            issues: true,
+        },
+        Ok("both") => Kinds {
+            commits: true,
+            issues: true,
+        },
+        Ok(other) => {
+            eprintln!("eval-history: EVAL_KINDS is commits, issues or both, not {other}");
+            std::process::exit(2);
+        }
+    };
+    let acceptance = env_flag("EVAL_ACCEPTANCE");
     let hybrid = env_flag("EVAL_HYBRID");
     let variants = variants().unwrap_or_else(|e| {
         eprintln!("eval-history: {e}");
@@ -398,52 +602,99 @@ fn main() {
     let out = std::env::var_os("EVAL_HISTORY_OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|| work_root.join("results.json"));
-    let started = Instant::now();
-    let mut results = Vec::new();
-    let mut runs = Vec::new();
-    for repo in REPOS {
-        if only
-            .as_ref()
-            .is_some_and(|o| !o.iter().any(|s| s == repo.short()))
-        {
-            continue;
-        }
-        match run_repo(
-            repo,
-            &work_root,
-            max_cases,
-            hybrid,
-            &variants,
-            split,
-            &mut results,
-        ) {
-            Ok(run) => runs.push(run),
-            Err(e) => {
-                eprintln!("eval-history: {e}");
-                std::process::exit(1);
+    let fail = |e: String| -> ! {
+        eprintln!("eval-history: {e}");
+        std::process::exit(1);
+    };
+    let mut json = serde_json::Map::new();
+    if kinds.commits {
+        let started = Instant::now();
+        let mut results = Vec::new();
+        let mut runs = Vec::new();
+        for repo in REPOS.iter().filter(|r| selected(r.short())) {
+            match run_repo(
+                repo,
+                &work_root,
+                max_cases,
+                hybrid,
+                &variants,
+                split,
+                &mut results,
+            ) {
+                Ok(run) => runs.push(run),
+                Err(e) => fail(e),
             }
         }
+        let mut configs = vec![BASELINE, PREVIOUS, LEXICAL, HITS_FOLLOWED];
+        configs.extend(variants.iter().map(|(name, _)| *name));
+        if hybrid {
+            configs.push(HYBRID);
+        }
+        let report = report::Report {
+            title: "real fix commits (request: the commit message)",
+            selection_header: "commits / not a fix / release-revert / source files not 1–5 / gold not in parent / message too short / duplicate → eligible → kept",
+            configs: &configs,
+            runs: &runs,
+            results: &results,
+            max_cases,
+            seconds: started.elapsed().as_secs_f64(),
+        };
+        print!("{}", report.text());
+        json.insert("commit_messages".into(), report.json());
     }
-    let mut configs = vec![BASELINE, PREVIOUS, LEXICAL, HITS_FOLLOWED];
-    configs.extend(variants.iter().map(|(name, _)| *name));
-    if hybrid {
-        configs.push(HYBRID);
+    if kinds.issues {
+        let reports = issues::read_dumps(&work_root).unwrap_or_else(|e| fail(e));
+        let mut configs = vec![BASELINE, BASELINE_NO_TESTS, LEXICAL];
+        configs.extend(variants.iter().map(|(name, _)| *name));
+        let halves: &[(&str, &str, &[Half])] = &[
+            (
+                "issue_reports",
+                "real issue reports (request: the report as filed)",
+                &[Half::Tuning, Half::HeldOut],
+            ),
+            (
+                "issue_reports_acceptance",
+                "real issue reports, ACCEPTANCE repositories (never tuned on; the held-out column is theirs)",
+                &[Half::Acceptance],
+            ),
+        ];
+        for (key, title, wanted) in halves {
+            if wanted.contains(&Half::Acceptance) && !acceptance {
+                continue;
+            }
+            let started = Instant::now();
+            let mut results = Vec::new();
+            let mut runs = Vec::new();
+            for repo in ISSUE_REPOS
+                .iter()
+                .filter(|r| wanted.contains(&r.half) && selected(r.repo.short()))
+            {
+                let mine = reports.get(repo.repo.slug).map_or(&[][..], Vec::as_slice);
+                match run_issue_repo(
+                    repo,
+                    mine,
+                    &work_root,
+                    max_issues,
+                    &variants,
+                    split,
+                    &mut results,
+                ) {
+                    Ok(run) => runs.push(run),
+                    Err(e) => fail(e),
+                }
+            }
+            let report = report::Report {
+                title,
+                selection_header: "reports / empty / no source file of the fix at the base commit → eligible → kept",
+                configs: &configs,
+                runs: &runs,
+                results: &results,
+                max_cases: max_issues,
+                seconds: started.elapsed().as_secs_f64(),
+            };
+            print!("\n{}", report.text());
+            json.insert((*key).into(), report.json());
+        }
     }
-    let report = report::Report {
-        configs: &configs,
-        runs: &runs,
-        results: &results,
-        max_cases,
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    print!("{}", report.text());
-    if let Some(dir) = out.parent() {
-        std::fs::create_dir_all(dir).expect("results folder");
-    }
-    std::fs::write(
-        &out,
-        serde_json::to_vec_pretty(&report.json()).expect("results JSON"),
-    )
-    .unwrap_or_else(|e| panic!("{}: {e}", out.display()));
-    println!("results: {}", out.display());
+    write_out(&out, &serde_json::Value::Object(json));
 }

@@ -14,6 +14,10 @@ use crate::paths::{FileKind as Kind, classify};
 use crate::results::{CaseResult, RepoRun};
 
 pub struct Report<'a> {
+    /// What the requests are, for the first line (`real fix commits`, `real issue reports`).
+    pub title: &'a str,
+    /// The names of the selection counts, in the order of [`crate::results::Selected::line`].
+    pub selection_header: &'a str,
     pub configs: &'a [&'static str],
     pub runs: &'a [RepoRun],
     pub results: &'a [CaseResult],
@@ -84,7 +88,7 @@ impl<'a> Report<'a> {
                 if kind != Kind::Source && n * 2 >= outcome.chunk_files.len().max(1) {
                     let ex = c.examples.entry(kind).or_default();
                     if ex.len() < EXAMPLES_PER_KIND {
-                        ex.push(format!("{} {}", r.repo.short(), &r.case.sha[..10]));
+                        ex.push(format!("{} {}", r.repo.short(), r.case.label()));
                     }
                 }
             }
@@ -201,7 +205,8 @@ impl<'a> Report<'a> {
         let held = self.split(Split::HeldOut).count();
         let _ = writeln!(
             out,
-            "Retrieval on real fix commits: {} repositories, {} cases ({} held-out, {} tuning), the newest {} eligible per repository; {} build{}; {:.0} s",
+            "Retrieval on {}: {} repositories, {} cases ({} held-out, {} tuning), at most {} per repository; {} build{}; {:.0} s",
+            self.title,
             self.runs.len(),
             self.results.len(),
             held,
@@ -241,23 +246,15 @@ impl<'a> Report<'a> {
         }
         let _ = writeln!(
             out,
-            "\ncase selection per repository: commits / not a fix / release-revert / source files not 1–5 / gold not in parent / message too short / duplicate → eligible → kept"
+            "\ncase selection per repository: {}",
+            self.selection_header
         );
         for run in self.runs {
-            let s = &run.selection;
             let _ = writeln!(
                 out,
-                "{:<12} {} / {} / {} / {} / {} / {} / {} → {} → {}   (indexing {:.0} s, baseline {} files{})",
+                "{:<12} {}   (indexing {:.0} s, baseline {} files{})",
                 run.repo.short(),
-                s.commits,
-                s.not_a_fix,
-                s.release_or_revert,
-                s.source_files_not_1_to_5,
-                s.gold_absent_in_parent,
-                s.message_too_short,
-                s.duplicate,
-                s.eligible,
-                s.kept,
+                run.selection.line(),
                 run.index_seconds,
                 run.baseline_files,
                 if run.hybrid_fallbacks > 0 {
@@ -309,6 +306,7 @@ impl<'a> Report<'a> {
                 .collect::<serde_json::Map<_, _>>()
         };
         json!({
+            "requests": self.title,
             "build": if cfg!(debug_assertions) { "debug" } else { "optimised" },
             "seconds": self.seconds,
             "max_cases_per_repository": self.max_cases,

@@ -1,7 +1,10 @@
 //! What a benchmark run produces: the names of the configurations compared, each case's
 //! answers and scores, and what was done per repository (case selection, indexing time).
 
+use serde::Serialize;
+
 use crate::cases::{Case, Selection};
+use crate::issues::IssueSelection;
 use crate::metrics::{Outcome, Scores};
 use crate::repos::Repo;
 
@@ -12,6 +15,40 @@ pub const LEXICAL: &str = "promptd default, lexical";
 /// The shipped lexical configuration with `rag.followHits` from `EVAL_FOLLOW_HITS`.
 pub const HITS_FOLLOWED: &str = "promptd lexical, followHits from env";
 pub const HYBRID: &str = "promptd default, hybrid";
+/// Whole-file BM25 over the files that are not tests (by promptd's file kinds).
+pub const BASELINE_NO_TESTS: &str = "whole-file BM25, no tests";
+
+/// How a repository's cases were selected, by request kind.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Selected {
+    Commits(Selection),
+    Issues(IssueSelection),
+}
+
+impl Selected {
+    /// The counts in the order of [`Selected::header`].
+    pub fn line(&self) -> String {
+        match self {
+            Selected::Commits(s) => format!(
+                "{} / {} / {} / {} / {} / {} / {} → {} → {}",
+                s.commits,
+                s.not_a_fix,
+                s.release_or_revert,
+                s.source_files_not_1_to_5,
+                s.gold_absent_in_parent,
+                s.message_too_short,
+                s.duplicate,
+                s.eligible,
+                s.kept
+            ),
+            Selected::Issues(s) => format!(
+                "{} / {} / {} → {} → {}",
+                s.instances, s.empty_report, s.no_source_gold, s.eligible, s.kept
+            ),
+        }
+    }
+}
 
 /// One case's answers from every configuration.
 pub struct CaseResult {
@@ -23,7 +60,7 @@ pub struct CaseResult {
 /// What was done for one repository.
 pub struct RepoRun {
     pub repo: &'static Repo,
-    pub selection: Selection,
+    pub selection: Selected,
     /// Seconds spent bringing the rankers' indexes (and vectors) up to date, over all cases.
     pub index_seconds: f64,
     /// Files in the whole-file index at the last case.

@@ -49,9 +49,13 @@ pub struct IndexArgs {
     /// Repository to index (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub dir: PathBuf,
-    /// Skip computing embedding vectors (lexical index only).
-    #[arg(long)]
+    /// Skip computing embedding vectors even when `rag.embeddings` is on (lexical index only).
+    #[arg(long, conflicts_with = "embed")]
     pub no_embed: bool,
+    /// Compute embedding vectors this time even when `rag.embeddings` is off (needs an
+    /// installed model; queries use them only with `rag.embeddings` on).
+    #[arg(long)]
+    pub embed: bool,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -136,7 +140,7 @@ pub fn run_index(
     out: &mut dyn Write,
 ) -> Result<i32, CliRagError> {
     let config = RagConfig {
-        embeddings: settings.config.embeddings && !args.no_embed,
+        embeddings: (settings.config.embeddings || args.embed) && !args.no_embed,
         ..settings.config.clone()
     };
     let workspace = settings.workspace(&args.dir)?;

@@ -213,6 +213,7 @@ pub fn static_model_dir() -> PathBuf {
 /// A configuration using the real static model, and no ONNX Runtime.
 pub fn static_model_config() -> RagConfig {
     RagConfig {
+        embeddings: true,
         model_dir: Some(static_model_dir()),
         ort_dylib_path: Some(PathBuf::from("/nonexistent/libonnxruntime.so")),
         ..RagConfig::default()
@@ -223,6 +224,7 @@ pub fn static_model_config() -> RagConfig {
 pub fn model_config() -> RagConfig {
     let (model, runtime) = model_paths();
     RagConfig {
+        embeddings: true,
         model_dir: Some(model),
         ort_dylib_path: Some(runtime),
         ..RagConfig::default()

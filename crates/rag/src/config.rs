@@ -117,6 +117,12 @@ pub struct RagConfig {
     /// In a request with more plain words than this, plain words are weighted down so that
     /// together they weigh this many (0: never).
     pub plain_words: usize,
+    /// How much a term's repetitions in the request raise its weight,
+    /// `× (1 + repeatedTermWeight × ln(count))` (0: each term once).
+    pub repeated_term_weight: f32,
+    /// Read a request as an issue report: drop template boilerplate (HTML comments, heading
+    /// lines of plain words) and take the kinds of files it asks about from its first line.
+    pub read_reports: bool,
     /// Multiplier of the chunks of a file the request mentions by path or name.
     pub mentioned_file_boost: f32,
     /// Score multipliers of chunks by the kind of their file, for kinds the request does not
@@ -155,7 +161,8 @@ pub struct RagConfig {
     /// long-lived retriever, e.g. under `promptd serve`); otherwise every refresh walks the
     /// whole tree. [`RagConfig::one_shot`] turns it off.
     pub watch: bool,
-    /// Use the embedding model when one is available.
+    /// Compute chunk vectors and rank with the embedding model when one is available. Off by
+    /// default: the index is lexical, and `promptd index` embeds only when this is on.
     pub embeddings: bool,
     /// Directory holding `model.onnx` + tokenizer files; falls back to `PROMPTD_EMBED_MODEL_DIR`,
     /// then `$PROMPTD_DEPS_DIR/models/all-MiniLM-L6-v2`.
@@ -203,6 +210,8 @@ impl Default for RagConfig {
             action_boost: 1.1,
             identifier_weight: 2.0,
             plain_words: 0,
+            repeated_term_weight: 0.5,
+            read_reports: true,
             mentioned_file_boost: 2.0,
             kind_weights: KindWeights::SOURCE_FIRST,
             max_chunks_per_file: 1,
@@ -216,7 +225,7 @@ impl Default for RagConfig {
             index_budget_secs: 20,
             refresh_wait_ms: 0,
             watch: true,
-            embeddings: true,
+            embeddings: false,
             model_dir: None,
             ort_dylib_path: None,
             hub_model: None,
@@ -247,6 +256,8 @@ impl RagConfig {
         TermWeights {
             identifier: self.identifier_weight,
             plain_words: self.plain_words,
+            repeated: self.repeated_term_weight,
+            read_reports: self.read_reports,
         }
     }
 
@@ -282,6 +293,14 @@ mod tests {
         let json = serde_json::to_value(RagConfig::default()).unwrap();
         assert_eq!(json["indexBudgetSecs"], 20);
         assert_eq!(json["fusion"], "rrf");
+        assert!(
+            !config.embeddings,
+            "the index is lexical unless embeddings are turned on"
+        );
+        assert!(config.read_reports);
+        assert_eq!(json["repeatedTermWeight"], 0.5);
+        let opted: RagConfig = serde_json::from_str(r#"{"embeddings": true}"#).unwrap();
+        assert!(opted.embeddings);
     }
 
     #[test]

@@ -146,7 +146,10 @@ fn classify(path: &str) -> FileKind {
         None => (Vec::new(), lower.as_str()),
     };
     let ext = extension(name);
-    if dirs.iter().any(|d| VENDOR_DIRS.contains(d)) {
+    // A `packages/` folder inside a package holds copies of other projects
+    // (`requests/packages/urllib3/`); at the top it is a monorepo's own (`packages/core/`).
+    if dirs.iter().any(|d| VENDOR_DIRS.contains(d)) || dirs.iter().skip(1).any(|d| *d == "packages")
+    {
         return FileKind::Vendored;
     }
     if name.contains(".generated.")
@@ -262,6 +265,12 @@ mod tests {
             ("HISTORY.rst", FileKind::Changelog),
             ("CHANGELOG.md", FileKind::Changelog),
             ("requests/_vendor/idna/core.py", FileKind::Vendored),
+            (
+                "requests/packages/urllib3/connectionpool.py",
+                FileKind::Vendored,
+            ),
+            ("src/requests/packages/chardet/core.py", FileKind::Vendored),
+            ("packages/core/src/index.ts", FileKind::Source),
             ("vendor/github.com/x/y.go", FileKind::Vendored),
             ("deno_dist/jsx/index.ts", FileKind::Generated),
             ("api/v1/types.pb.go", FileKind::Generated),

@@ -29,6 +29,12 @@ pub struct TermWeights {
     pub identifier: f32,
     /// Plain words beyond this many are weighted down so their weights sum to this many.
     pub plain_words: usize,
+    /// How much a term's repetitions in the request raise its weight:
+    /// `× (1 + repeated × ln(count))` (0: every term counts once).
+    pub repeated: f32,
+    /// Read the request as an issue report ([`report_text`]): template boilerplate dropped,
+    /// the kinds of files asked about read from its first line only.
+    pub read_reports: bool,
 }
 
 /// A request read for searching.
@@ -91,6 +97,37 @@ const COMMIT_TYPES: &[&str] = &[
     "note", "warning", "error", "todo",
 ];
 
+fn html_comment_pattern() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"(?s)<!--.*?(?:-->|$)").expect("html comment pattern"))
+}
+
+/// A line that is only a heading of an issue template: a Markdown heading or a bold line of
+/// plain words (`### Steps to reproduce`, `**Expected behavior**`), with nothing code-like.
+fn template_heading_pattern() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"^\s*(?:#{1,6}\s+[A-Za-z][A-Za-z ,/'()?-]{0,60}|\*\*[A-Za-z][A-Za-z ,/'()?-]{0,60}\*\*:?)\s*:?\s*$")
+            .expect("template heading pattern")
+    })
+}
+
+/// An issue report without what its template wrote: HTML comments (the template's
+/// instructions, `<!-- Summary. -->`) and heading lines of plain words. Everything the user
+/// wrote, code blocks and tracebacks included, stays.
+pub fn report_text(text: &str) -> String {
+    let without_comments = html_comment_pattern().replace_all(text, "\n");
+    let mut out = String::with_capacity(without_comments.len());
+    for line in without_comments.lines() {
+        if template_heading_pattern().is_match(line) {
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
 fn backtick_pattern() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| Regex::new(r"`([^`\n]{1,200})`").expect("backtick pattern"))
@@ -99,6 +136,13 @@ fn backtick_pattern() -> &'static Regex {
 impl Request {
     /// Reads `text` with the given weights.
     pub fn parse(text: &str, weights: TermWeights) -> Request {
+        let cleaned;
+        let text = if weights.read_reports {
+            cleaned = report_text(text);
+            cleaned.as_str()
+        } else {
+            text
+        };
         let mut paths: Vec<String> = Vec::new();
         for m in path_pattern().find_iter(text) {
             let p = m.as_str().trim_start_matches("./").to_string();
@@ -149,22 +193,36 @@ impl Request {
                 }
             }
         }
-        let terms = tokenize::query_terms(text);
-        let plain = terms.iter().filter(|t| !weight_of.contains_key(*t)).count();
+        let counted = tokenize::query_term_counts(text);
+        let plain = counted
+            .iter()
+            .filter(|(t, _)| !weight_of.contains_key(t))
+            .count();
         let plain_weight = if weights.plain_words > 0 && plain > weights.plain_words {
             weights.plain_words as f32 / plain as f32
         } else {
             1.0
         };
-        let words = text
+        // In a report, "tests pass" or "the docs say" somewhere in the text asks for no kind;
+        // its first line (a title, a commit subject) says what it is about.
+        let asked_from = if weights.read_reports {
+            text.trim_start().lines().next().unwrap_or("")
+        } else {
+            text
+        };
+        // A report naming its test runner (`pytest`, `unittest`) is about running tests, or
+        // about the runner itself, not asking for a test file.
+        let words = asked_from
             .split(|c: char| !c.is_alphanumeric())
             .map(str::to_lowercase)
+            .filter(|w| !weights.read_reports || !matches!(w.as_str(), "pytest" | "unittest"))
             .collect::<Vec<_>>();
         Request {
-            terms: terms
+            terms: counted
                 .into_iter()
-                .map(|t| QueryTerm {
-                    weight: weight_of.get(&t).copied().unwrap_or(plain_weight),
+                .map(|(t, count)| QueryTerm {
+                    weight: weight_of.get(&t).copied().unwrap_or(plain_weight)
+                        * (1.0 + weights.repeated * (count as f32).ln()),
                     text: t,
                 })
                 .collect(),
@@ -203,7 +261,74 @@ mod tests {
     const WEIGHTS: TermWeights = TermWeights {
         identifier: 3.0,
         plain_words: 8,
+        repeated: 0.0,
+        read_reports: false,
     };
+
+    #[test]
+    fn repeated_terms_weigh_more_when_asked() {
+        let text = "widget widget widget frame";
+        let flat = Request::parse(text, WEIGHTS);
+        assert_eq!(weight(&flat, "widget"), weight(&flat, "frame"));
+        let counted = Request::parse(
+            text,
+            TermWeights {
+                repeated: 0.5,
+                ..WEIGHTS
+            },
+        );
+        let expected = 1.0 + 0.5 * 3f32.ln();
+        assert!((weight(&counted, "widget") - expected).abs() < 1e-5);
+        assert_eq!(weight(&counted, "frame"), 1.0);
+    }
+    const REPORTS: TermWeights = TermWeights {
+        read_reports: true,
+        ..WEIGHTS
+    };
+
+    #[test]
+    fn reports_lose_their_template() {
+        let report = "<!-- Summary. Describe the bug, keep it short. -->\n### Steps to reproduce\n\
+                      Calling `Session.send` raises\n**Expected behavior**\n\
+                      ## `parse_args()` ignores --notes\n<!-- unterminated";
+        assert_eq!(
+            report_text(report),
+            "\n\nCalling `Session.send` raises\n## `parse_args()` ignores --notes\n\n"
+        );
+        let r = Request::parse(report, REPORTS);
+        let template = tokenize::query_terms("Summary describe reproduce expected");
+        assert_eq!(template.len(), 4);
+        assert!(
+            r.terms.iter().all(|t| !template.contains(&t.text)),
+            "{:?}",
+            r.terms
+        );
+        assert!(
+            Request::parse(report, WEIGHTS)
+                .terms
+                .iter()
+                .any(|t| template.contains(&t.text))
+        );
+        assert!(r.identifiers.iter().any(|i| i == "Session.send"));
+    }
+
+    #[test]
+    fn reports_ask_for_kinds_in_their_first_line_only() {
+        let body = "crash in the parser\n\nThe tests pass, and the docs say it should work.";
+        assert!(Request::parse(body, WEIGHTS).asked.tests);
+        let asked = Request::parse(body, REPORTS).asked;
+        assert!(!asked.tests && !asked.docs);
+        assert!(
+            Request::parse("add a test for retries\n\nbody", REPORTS)
+                .asked
+                .tests
+        );
+        assert!(
+            !Request::parse("pytest crashes on collection", REPORTS)
+                .asked
+                .tests
+        );
+    }
 
     fn weight(r: &Request, term: &str) -> f32 {
         r.terms

@@ -399,6 +399,25 @@ pub fn analyzer() -> TextAnalyzer {
     TextAnalyzer::from(CodeTokenizer::default())
 }
 
+/// Analyzed (stemmed) query terms with how often each occurs, in first-seen order.
+pub fn query_term_counts(text: &str) -> Vec<(String, usize)> {
+    let mut analyzer = analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut out: Vec<(String, usize)> = Vec::new();
+    while stream.advance() {
+        let t = &stream.token().text;
+        match at.get(t) {
+            Some(&i) => out[i].1 += 1,
+            None => {
+                at.insert(t.clone(), out.len());
+                out.push((t.clone(), 1));
+            }
+        }
+    }
+    out
+}
+
 /// Analyzed (stemmed) query terms, de-duplicated in first-seen order.
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut analyzer = analyzer();
