@@ -259,6 +259,7 @@ fn corrupt_or_old_index_is_rebuilt_with_a_warning() {
 fn lexical_fallback_without_a_model_is_a_warning() {
     let repo = fixture_repo();
     let config = RagConfig {
+        embeddings: true,
         model_dir: Some(repo.path().join("no-such-model")),
         ..RagConfig::default()
     };
