@@ -7,114 +7,11 @@
 
 use std::path::Path;
 
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 
-/// Folder, under the workspace root, holding tool definitions.
-pub const TOOLS_DIR: &str = ".promptd/tools";
-
-/// Where a tool comes from.
-#[derive(Serialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase", tag = "kind")]
-pub enum ToolOrigin {
-    /// One of the MCP server's own tools.
-    Server,
-    /// A `.promptd/tools/*.json` file (workspace-relative path).
-    #[serde(rename_all = "camelCase")]
-    Workspace {
-        path: String,
-        execution_type: ExecutionType,
-        execution_details: Value,
-    },
-}
-
-/// How a Plandex-shaped tool is executed.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum ExecutionType {
-    Http,
-    PredefinedServerFunction,
-}
-
-/// A tool as listed in the catalog. The server's own tools are made with
-/// [`ToolDefinition::server`] by the caller.
-#[derive(Serialize, Clone, Debug, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolDefinition {
-    pub name: String,
-    pub description: String,
-    pub input_schema: Value,
-    pub output_schema: Option<Value>,
-    pub origin: ToolOrigin,
-}
-
-impl ToolDefinition {
-    /// One of the MCP server's own tools.
-    pub fn server(
-        name: impl Into<String>,
-        description: impl Into<String>,
-        input_schema: Value,
-    ) -> Self {
-        Self {
-            name: name.into(),
-            description: description.into(),
-            input_schema,
-            output_schema: None,
-            origin: ToolOrigin::Server,
-        }
-    }
-
-    /// The tool as it appears in the tools block.
-    pub fn render(&self) -> String {
-        let mut section = format!("### Tool: {}\n", self.name);
-        let description = self.description.trim();
-        if !description.is_empty() {
-            section.push_str(description);
-            section.push('\n');
-        }
-        section.push_str(&format!("Input schema: {}\n", self.input_schema));
-        if let Some(output) = &self.output_schema {
-            section.push_str(&format!("Output schema: {output}\n"));
-        }
-        section
-    }
-}
-
-/// A tool definition that was skipped.
-#[derive(Serialize, JsonSchema, Clone, Debug, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolIssue {
-    /// Workspace-relative path of the file (or `server:<name>` for a server tool).
-    pub path: String,
-    /// Where in the file, when the problem is in its text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<usize>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub column: Option<usize>,
-    pub reason: String,
-}
-
-impl ToolIssue {
-    /// An issue of a whole file or folder.
-    pub fn new(path: impl Into<String>, reason: impl Into<String>) -> ToolIssue {
-        ToolIssue {
-            path: path.into(),
-            line: None,
-            column: None,
-            reason: reason.into(),
-        }
-    }
-}
-
-impl std::fmt::Display for ToolIssue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => write!(f, "{}:{l}:{c}: {}", self.path, self.reason),
-            _ => write!(f, "{}: {}", self.path, self.reason),
-        }
-    }
-}
+pub use crate::tools::definition::{
+    ExecutionType, TOOLS_DIR, ToolDefinition, ToolIssue, ToolOrigin,
+};
 
 /// The tools stage's output.
 #[derive(Serialize, Clone, Debug, Default, PartialEq)]

@@ -32,7 +32,7 @@ pub use definition::{DefinedTool, Execution};
 pub use http::HttpSettings;
 pub use invocation::{Invocation, InvocationError, parse_invocation};
 
-use crate::compose::tools::{TOOLS_DIR, ToolIssue};
+use definition::{TOOLS_DIR, ToolIssue};
 
 /// The config section of tool settings.
 pub const SECTION: &str = "tools";
