@@ -353,43 +353,61 @@ fn run_repo(
             run.hybrid_fallbacks += usize::from(fell_back);
             outcomes.push((HYBRID, outcome));
         }
-        let outcomes: Vec<_> = outcomes
-            .into_iter()
-            .map(|(name, o)| {
-                let s = metrics::score(&o, &case.gold);
-                (name, o, s)
-            })
-            .collect();
-        if env_flag("EVAL_VERBOSE") {
-            let ranks: Vec<String> = outcomes
-                .iter()
-                .map(|(n, _, s)| format!("{n}: {}", s.rank.map_or("-".into(), |r| r.to_string())))
-                .collect();
-            eprintln!(
-                "  {} {:<8} {:<9} gold {:?}  {}",
-                case.label(),
-                repo.short(),
-                case.split.label(),
-                case.gold,
-                ranks.join("  ")
-            );
-        }
-        if (i + 1) % 25 == 0 || i + 1 == total {
-            eprintln!(
-                "  {}: {}/{} cases ({:.0} s)",
-                repo.short(),
-                i + 1,
-                total,
-                started.elapsed().as_secs_f64()
-            );
-        }
-        results.push(CaseResult {
-            repo,
-            case,
-            outcomes,
-        });
+        record(results, repo, case, outcomes, (i, total, started), true);
     }
     Ok(run)
+}
+
+/// Scores one case's outcomes against its gold files, prints its line (`EVAL_VERBOSE`; with
+/// the repository when `show_repo`) and the progress every 25 cases (`i` of `total`, since
+/// `started`), and records it.
+fn record(
+    results: &mut Vec<CaseResult>,
+    repo: &'static Repo,
+    case: cases::Case,
+    outcomes: Vec<(&'static str, Outcome)>,
+    (i, total, started): (usize, usize, Instant),
+    show_repo: bool,
+) {
+    let outcomes: Vec<_> = outcomes
+        .into_iter()
+        .map(|(name, o)| {
+            let s = metrics::score(&o, &case.gold);
+            (name, o, s)
+        })
+        .collect();
+    if env_flag("EVAL_VERBOSE") {
+        let ranks: Vec<String> = outcomes
+            .iter()
+            .map(|(n, _, s)| format!("{n}: {}", s.rank.map_or("-".into(), |r| r.to_string())))
+            .collect();
+        let shown = if show_repo {
+            format!(" {:<8}", repo.short())
+        } else {
+            String::new()
+        };
+        eprintln!(
+            "  {}{shown} {:<9} gold {:?}  {}",
+            case.label(),
+            case.split.label(),
+            case.gold,
+            ranks.join("  ")
+        );
+    }
+    if (i + 1) % 25 == 0 || i + 1 == total {
+        eprintln!(
+            "  {}: {}/{} cases ({:.0} s)",
+            repo.short(),
+            i + 1,
+            total,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    results.push(CaseResult {
+        repo,
+        case,
+        outcomes,
+    });
 }
 
 /// The lexical rankers of one tree: a configuration as shipped (timed) and deep (ranking).
@@ -493,40 +511,14 @@ fn run_issue_repo(
             let (outcome, _) = promptd_outcome(&r.shipped, &r.deep, &case.request, false)?;
             outcomes.push((r.name, outcome));
         }
-        let outcomes: Vec<_> = outcomes
-            .into_iter()
-            .map(|(name, o)| {
-                let s = metrics::score(&o, &case.gold);
-                (name, o, s)
-            })
-            .collect();
-        if env_flag("EVAL_VERBOSE") {
-            let ranks: Vec<String> = outcomes
-                .iter()
-                .map(|(n, _, s)| format!("{n}: {}", s.rank.map_or("-".into(), |r| r.to_string())))
-                .collect();
-            eprintln!(
-                "  {} {:<9} gold {:?}  {}",
-                case.label(),
-                case.split.label(),
-                case.gold,
-                ranks.join("  ")
-            );
-        }
-        if (i + 1) % 25 == 0 || i + 1 == total {
-            eprintln!(
-                "  {}: {}/{} cases ({:.0} s)",
-                repo.repo.short(),
-                i + 1,
-                total,
-                started.elapsed().as_secs_f64()
-            );
-        }
-        results.push(CaseResult {
-            repo: &repo.repo,
+        record(
+            results,
+            &repo.repo,
             case,
             outcomes,
-        });
+            (i, total, started),
+            false,
+        );
     }
     Ok(run)
 }
