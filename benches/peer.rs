@@ -28,12 +28,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::load_average;
+use common::{StdioClient, load_average};
 use serde_json::{Value, json};
 
 #[path = "../tests/support"]
@@ -48,83 +47,6 @@ const ORG: &str = "benchorg";
 const PROJECT: &str = "BenchProject";
 const AREA: &str = r"BenchProject\Team";
 const ITERATION: &str = r"BenchProject\Sprint 1";
-
-struct Client {
-    name: &'static str,
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn spawn(name: &'static str, mut cmd: Command) -> Client {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Client {
-            name,
-            child,
-            stdin,
-            stdout,
-            next_id: 0,
-        }
-    }
-
-    fn send(&mut self, msg: &Value) {
-        let mut line = msg.to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.flush().unwrap();
-    }
-
-    /// Sends a request and waits for its response, skipping notifications and other ids.
-    fn call(&mut self, method: &str, params: &Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let mut line = String::new();
-        loop {
-            line.clear();
-            let n = self.stdout.read_line(&mut line).unwrap();
-            assert!(n > 0, "{}: closed stdout", self.name);
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
-                assert!(v.get("error").is_none(), "{} {method}: {v}", self.name);
-                return v;
-            }
-        }
-    }
-
-    fn initialize(&mut self) -> Value {
-        let r = self.call(
-            "initialize",
-            &json!({"protocolVersion": PROTOCOL, "capabilities": {},
-                    "clientInfo": {"name": "bench", "version": "0"}}),
-        );
-        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        r
-    }
-
-    /// Closes stdin and waits briefly for the exit, then kills the process (the peer keeps
-    /// running after its stdin closes: its prompt watcher holds the event loop open).
-    fn close(mut self) {
-        drop(self.stdin);
-        let started = Instant::now();
-        while self.child.try_wait().unwrap().is_none() {
-            if started.elapsed() > Duration::from_secs(2) {
-                let _ = self.child.kill();
-                let _ = self.child.wait();
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
 
 /// Latencies of one run, and the server's CPU seconds over it.
 struct Run {
@@ -158,7 +80,7 @@ impl Run {
     }
 }
 
-fn time_calls(client: &mut Client, n: usize, method: &str, params: &Value) -> Run {
+fn time_calls(client: &mut StdioClient, n: usize, method: &str, params: &Value) -> Run {
     for _ in 0..n.min(200) {
         client.call(method, params);
     }
@@ -255,7 +177,7 @@ fn answer_text(v: &Value) -> String {
 }
 
 /// One call, and the size of the text it answered.
-fn show_answer(client: &mut Client, method: &str, params: &Value, prompt: &str) {
+fn show_answer(client: &mut StdioClient, method: &str, params: &Value, prompt: &str) {
     let v = client.call(method, params);
     let text = answer_text(&v);
     assert!(
@@ -312,8 +234,8 @@ fn main() {
     );
 
     let t = Instant::now();
-    let mut peer = Client::spawn("peer", peer_command(&node, &peer_dir, home.path()));
-    let init = peer.initialize();
+    let mut peer = StdioClient::spawn("peer", peer_command(&node, &peer_dir, home.path()));
+    let init = peer.initialize(PROTOCOL);
     println!(
         "peer: spawn -> initialize answered {:.0} ms ({} {})",
         t.elapsed().as_secs_f64() * 1e3,
@@ -321,8 +243,8 @@ fn main() {
         init["result"]["serverInfo"]["version"]
     );
     let t = Instant::now();
-    let mut promptd = Client::spawn("promptd", promptd_command(&bin, &prompts, work.path()));
-    promptd.initialize();
+    let mut promptd = StdioClient::spawn("promptd", promptd_command(&bin, &prompts, work.path()));
+    promptd.initialize(PROTOCOL);
     println!(
         "promptd: spawn -> initialize answered {:.1} ms",
         t.elapsed().as_secs_f64() * 1e3

@@ -19,10 +19,9 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::time::Instant;
 
-use common::{env_usize, load_average};
+use common::{StdioClient, env_usize, load_average};
 use serde_json::{Value, json};
 
 #[path = "../tests/support"]
@@ -106,35 +105,6 @@ fn direct(reader: &mut BufReader<TcpStream>, writer: &mut TcpStream, id: usize) 
     reader.read_exact(&mut body).unwrap();
 }
 
-struct Server {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Server {
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let msg = json!({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params});
-        let mut line = msg.to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes()).unwrap();
-        self.stdin.flush().unwrap();
-        loop {
-            let mut answer = String::new();
-            assert!(
-                self.stdout.read_line(&mut answer).unwrap() > 0,
-                "server exited"
-            );
-            let v: Value = serde_json::from_str(&answer).unwrap();
-            if v.get("id") == Some(&json!(self.next_id)) {
-                return v;
-            }
-        }
-    }
-}
-
 fn summary(samples: &mut [f64]) -> (f64, String) {
     samples.sort_by(f64::total_cmp);
     let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
@@ -205,31 +175,13 @@ fn main() {
     cmd.args(["serve", "--no-watch"])
         .env("RUST_LOG", "error")
         .current_dir(dir.path());
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("spawn promptd serve");
-    let mut server = Server {
-        stdin: child.stdin.take().unwrap(),
-        stdout: BufReader::new(child.stdout.take().unwrap()),
-        child,
-        next_id: 0,
-    };
-    server.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
-    );
-    server
-        .stdin
-        .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
-        .unwrap();
+    let mut server = StdioClient::spawn("promptd", cmd);
+    server.initialize("2025-06-18");
     let mut timed = |name: &str| -> Vec<f64> {
-        let call = |s: &mut Server, i: usize| {
-            let answer = s.request(
+        let call = |s: &mut StdioClient, i: usize| {
+            let answer = s.call(
                 "tools/call",
-                json!({"name": name, "arguments": {"id": i.to_string()}}),
+                &json!({"name": name, "arguments": {"id": i.to_string()}}),
             );
             assert_eq!(answer["result"]["isError"], false, "{answer}");
         };
@@ -258,5 +210,5 @@ fn main() {
         h - e,
         load_average()
     );
-    let _ = server.child.kill();
+    server.close();
 }

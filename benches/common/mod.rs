@@ -1,9 +1,14 @@
-//! What several bench binaries share: the release binary, the machine's load, a process's
-//! resident memory, and the generated prompts of the large-registry benches. Each bench uses a
+//! What several bench binaries share: the release binary, a raw stdio JSON-RPC client, the
+//! machine's load, a process's resident memory, and the generated prompts of the large-registry benches. Each bench uses a
 //! part of it.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
 
 /// The binary under measurement: `$PROMPTD_BIN`, else `target/release/promptd` as `cargo build
 /// --release` makes it. The build runs every time (a no-op when up to date): `cargo bench` writes
@@ -85,4 +90,84 @@ pub fn generated_prompt(i: usize, revision: usize) -> String {
         );
     }
     body
+}
+
+/// A raw JSON-RPC client of a server over its stdin and stdout (one message a line).
+pub struct StdioClient {
+    pub name: &'static str,
+    pub child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl StdioClient {
+    /// Spawns `cmd` with piped stdin and stdout.
+    pub fn spawn(name: &'static str, mut cmd: Command) -> StdioClient {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        StdioClient {
+            name,
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        }
+    }
+
+    pub fn send(&mut self, msg: &Value) {
+        let mut line = msg.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// Sends a request and waits for its response, skipping notifications and other ids.
+    pub fn call(&mut self, method: &str, params: &Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            let n = self.stdout.read_line(&mut line).unwrap();
+            assert!(n > 0, "{}: closed stdout", self.name);
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                assert!(v.get("error").is_none(), "{} {method}: {v}", self.name);
+                return v;
+            }
+        }
+    }
+
+    /// `initialize` on `protocol`, then `notifications/initialized`.
+    pub fn initialize(&mut self, protocol: &str) -> Value {
+        let r = self.call(
+            "initialize",
+            &json!({"protocolVersion": protocol, "capabilities": {},
+                    "clientInfo": {"name": "bench", "version": "0"}}),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        r
+    }
+
+    /// Closes stdin and waits briefly for the exit, then kills the process (the peer keeps
+    /// running after its stdin closes: its prompt watcher holds the event loop open).
+    pub fn close(mut self) {
+        drop(self.stdin);
+        let started = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(2) {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
