@@ -433,17 +433,7 @@ impl RepositoryRetrievers {
         query: &str,
     ) -> Result<(Vec<DocChunk>, Vec<String>), RagError> {
         let r = self.retrieval(workspace, config, query, None)?;
-        let docs = r
-            .chunks
-            .iter()
-            .map(|c| DocChunk {
-                path: c.chunk.path.clone(),
-                start_line: c.chunk.start_line,
-                end_line: c.chunk.end_line,
-                text: c.chunk.text.clone(),
-                score: c.score,
-            })
-            .collect();
+        let docs = r.chunks.iter().map(DocChunk::retrieved).collect();
         Ok((docs, r.warnings))
     }
 

@@ -43,6 +43,17 @@ pub struct DocChunk {
 }
 
 impl DocChunk {
+    /// A retrieved chunk as a doc, with its retrieval score.
+    pub fn retrieved(c: &promptd_rag::RetrievedChunk) -> DocChunk {
+        DocChunk {
+            path: c.chunk.path.clone(),
+            start_line: c.chunk.start_line,
+            end_line: c.chunk.end_line,
+            text: c.chunk.text.clone(),
+            score: c.score,
+        }
+    }
+
     /// A whole file as one chunk (the `--doc` case), scored 1.0. `path` (absolute, or relative
     /// to the workspace root) must resolve, symlinks followed, to a regular file inside the
     /// workspace of at most `max_bytes` bytes of UTF-8 text; it is shown relative to the root.

@@ -179,13 +179,7 @@ fn search_repository(ctx: &FunctionContext<'_>, value: &Value) -> Result<Value, 
     let docs = retrieval
         .chunks
         .iter()
-        .map(|c| crate::compose::DocChunk {
-            path: c.chunk.path.clone(),
-            start_line: c.chunk.start_line,
-            end_line: c.chunk.end_line,
-            text: c.chunk.text.clone(),
-            score: c.score,
-        })
+        .map(crate::compose::DocChunk::retrieved)
         .collect();
     let (docs, _findings) = stages
         .guard_docs(&snap, docs, &mut warnings)
