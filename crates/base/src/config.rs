@@ -219,8 +219,9 @@ pub fn json_kind(v: &Value) -> &'static str {
     }
 }
 
-/// serde_json appends " at line X column Y"; we report those separately.
-fn strip_position(msg: &str) -> String {
+/// A serde_json error message without the " at line X column Y" it appends, for callers that
+/// report the position separately.
+pub fn strip_position(msg: &str) -> String {
     match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),
         None => msg.to_string(),

@@ -293,7 +293,7 @@ pub fn parse(raw: &str, shown: &str, reserved: &[&str]) -> Result<DefinedTool, T
         path: shown.to_string(),
         line: e.line().max(1),
         column: e.column().max(1),
-        problem: ToolFileProblem::Shape(strip_position(&e.to_string())),
+        problem: ToolFileProblem::Shape(promptd_base::config::strip_position(&e.to_string())),
     })?;
     let at_key = |key: &str| {
         let (line, column) = key_position(raw, key);
@@ -510,14 +510,6 @@ fn key_position(raw: &str, key: &str) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)
-}
-
-/// serde_json's message without its trailing ` at line L column C` (the error carries both).
-fn strip_position(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message.to_string(),
-    }
 }
 
 #[cfg(test)]
