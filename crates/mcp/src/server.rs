@@ -297,14 +297,17 @@ impl ServerHandler for PromptServer {
         let started = Instant::now();
         self.library().wait_loaded().await;
         let entry = tool_calls::find(&request.name);
-        let defined = match entry {
-            Some(_) => None,
-            None => self.stages.served_tools().find(&request.name).cloned(),
+        let uses_roots = match entry {
+            Some(entry) => Some(entry.uses_roots),
+            None => self
+                .stages
+                .served_tools()
+                .find(&request.name)
+                .map(|t| t.uses_workspace()),
         };
-        let uses_roots = match (entry, &defined) {
-            (Some(entry), _) => entry.uses_roots,
-            (None, Some(tool)) => tool.uses_workspace(),
-            (None, None) => {
+        let uses_roots = match uses_roots {
+            Some(uses) => uses,
+            None => {
                 let unknown = Err(ErrorData::invalid_params(
                     format!("unknown tool `{}`", request.name),
                     None,
