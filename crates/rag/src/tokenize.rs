@@ -420,16 +420,10 @@ pub fn query_term_counts(text: &str) -> Vec<(String, usize)> {
 
 /// Analyzed (stemmed) query terms, de-duplicated in first-seen order.
 pub fn query_terms(text: &str) -> Vec<String> {
-    let mut analyzer = analyzer();
-    let mut stream = analyzer.token_stream(text);
-    let mut out: Vec<String> = Vec::new();
-    while stream.advance() {
-        let t = &stream.token().text;
-        if !out.iter().any(|o| o == t) {
-            out.push(t.clone());
-        }
-    }
-    out
+    query_term_counts(text)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect()
 }
 
 #[cfg(test)]
