@@ -214,6 +214,14 @@ pub(crate) struct Allowlist {
     pub(crate) target_rules: Vec<String>,
 }
 
+impl Allowlist {
+    /// Whether this global allowlist applies to the rule `rule_id` (one without targets applies
+    /// to every rule).
+    pub(crate) fn targets(&self, rule_id: &str) -> bool {
+        self.target_rules.is_empty() || self.target_rules.iter().any(|t| t == rule_id)
+    }
+}
+
 /// One compiled rule.
 pub(crate) struct Rule {
     pub(crate) id: String,

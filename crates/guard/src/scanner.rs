@@ -138,9 +138,7 @@ impl Scanner {
                 self.rules
                     .global
                     .iter()
-                    .filter(|a| {
-                        a.target_rules.is_empty() || a.target_rules.iter().any(|t| t == &rule.id)
-                    })
+                    .filter(|a| a.targets(&rule.id))
                     .map(|a| format!("global: {}", a.description)),
             )
             .collect();
@@ -509,9 +507,11 @@ impl Scanner {
         line_hit: &mut dyn FnMut(usize, &RegexSet) -> bool,
     ) -> bool {
         let own = rule.allowlists.iter().map(Some);
-        let global = self.rules.global.iter().map(|a| {
-            (a.target_rules.is_empty() || a.target_rules.iter().any(|t| t == &rule.id)).then_some(a)
-        });
+        let global = self
+            .rules
+            .global
+            .iter()
+            .map(|a| a.targets(&rule.id).then_some(a));
         own.chain(global).enumerate().any(|(slot, a)| {
             a.is_some_and(|a| allowlist_allows(a, c, &mut |set| line_hit(slot, set)))
         })
