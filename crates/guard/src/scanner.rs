@@ -149,7 +149,7 @@ impl Scanner {
         let end = text.ceil_char_boundary(finding.byte_end.min(text.len()));
         let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
-        let near = text[line_start..line_end].as_bytes();
+        let near = &text.as_bytes()[line_start..line_end];
         let contains = |hay: &[u8], k: &str| {
             let k = k.as_bytes();
             !k.is_empty() && hay.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k))
