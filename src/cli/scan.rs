@@ -192,12 +192,10 @@ fn print_report(
             })
             .collect::<Vec<_>>()
     };
-    let explain = |f: &SecretFinding| {
-        let text = inputs
-            .iter()
-            .find(|i| i.label == f.label)
-            .map_or("", |i| i.text.as_ref());
-        guard.explain(text, f)
+    let explanations = if args.explain {
+        guard.explain_report(inputs, report)
+    } else {
+        Vec::new()
     };
     if args.json {
         let json = JsonReport {
@@ -205,9 +203,7 @@ fn print_report(
             scanners: &report.scanners,
             findings: &report.findings,
             redacted: redact.then(redacted),
-            explanations: args
-                .explain
-                .then(|| report.findings.iter().map(explain).collect()),
+            explanations: args.explain.then_some(explanations),
         };
         serde_json::to_writer_pretty(&mut *out, &json)?;
         return writeln!(out);
@@ -235,7 +231,7 @@ fn print_report(
         }
         return Ok(());
     }
-    for f in &report.findings {
+    for (i, f) in report.findings.iter().enumerate() {
         writeln!(
             out,
             "{}:{}:{}: {} {} ({}) [{}]",
@@ -250,8 +246,8 @@ fn print_report(
                 crate::guard::FindingSource::Gitleaks => "gitleaks",
             }
         )?;
-        if args.explain {
-            writeln!(out, "  why: {}", explain(f).summary)?;
+        if let Some(why) = explanations.get(i) {
+            writeln!(out, "  why: {}", why.summary)?;
         }
     }
     let scanners = report.scanners.join(", ");

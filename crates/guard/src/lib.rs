@@ -253,6 +253,9 @@ pub struct SecretFinding {
     /// Byte range of the secret within the input text (what [`Guard::redact`] replaces).
     pub byte_start: usize,
     pub byte_end: usize,
+    /// Encodings the secret was found under, outermost first (empty: found in plain text).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub encodings: Vec<String>,
 }
 
 /// Why a finding was reported: the rule, what let it run and what it checked. Holds the rule's
@@ -438,7 +441,41 @@ impl Guard {
     /// Why `finding` was reported: its rule's keyword that occurs in `text` (the input the
     /// finding came from), pattern, entropy floor and the allowlists that did not apply.
     pub fn explain(&self, text: &str, finding: &SecretFinding) -> Explanation {
-        self.scanner.explain(text, finding)
+        self.scanner
+            .explain_all(text, std::slice::from_ref(finding))
+            .remove(0)
+    }
+
+    /// The explanation of every finding of a scanned batch, in the report's order. Each input's
+    /// keywords are searched once, whatever the number of its findings.
+    pub fn explain_report(
+        &self,
+        inputs: &[ScanInput<'_>],
+        report: &ScanReport,
+    ) -> Vec<Explanation> {
+        let texts: std::collections::HashMap<&str, &str> = inputs
+            .iter()
+            .map(|i| (i.label.as_str(), i.text.as_ref()))
+            .collect();
+        let mut by_label: std::collections::HashMap<&str, Vec<usize>> = Default::default();
+        for (i, f) in report.findings.iter().enumerate() {
+            by_label.entry(f.label.as_str()).or_default().push(i);
+        }
+        let mut out: Vec<Option<Explanation>> = vec![None; report.findings.len()];
+        for (label, indices) in by_label {
+            let text = texts.get(label).copied().unwrap_or("");
+            let findings: Vec<SecretFinding> = indices
+                .iter()
+                .map(|&i| report.findings[i].clone())
+                .collect();
+            for (i, why) in indices
+                .into_iter()
+                .zip(self.scanner.explain_all(text, &findings))
+            {
+                out[i] = Some(why);
+            }
+        }
+        out.into_iter().flatten().collect()
     }
 
     /// Redacts one input of a scanned batch with its own findings.

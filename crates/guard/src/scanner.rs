@@ -36,6 +36,10 @@ pub(crate) struct Scanner {
     keyword_rules: Vec<Vec<usize>>,
     /// Rules that have no keyword and so always run.
     unconditional: Vec<usize>,
+    /// Each keyword's pattern index in the prefilter.
+    keyword_index: std::collections::HashMap<String, usize>,
+    /// Each rule's position in the set, by id: its rank among equally specific rules.
+    rule_index: std::collections::HashMap<String, usize>,
 }
 
 impl Scanner {
@@ -69,11 +73,18 @@ impl Scanner {
                     .expect("keyword automaton is small enough to build"),
             )
         };
+        let keyword_index = words.into_iter().enumerate().map(|(i, w)| (w, i)).collect();
+        let mut rule_index = std::collections::HashMap::with_capacity(rules.rules.len());
+        for (i, rule) in rules.rules.iter().enumerate() {
+            rule_index.entry(rule.id.clone()).or_insert(i);
+        }
         Scanner {
             rules,
             keywords,
             keyword_rules,
             unconditional,
+            keyword_index,
+            rule_index,
         }
     }
 
@@ -81,21 +92,36 @@ impl Scanner {
         self.rules.rules.len()
     }
 
-    /// Why `finding` (of `text`) was reported; see [`Explanation`].
-    pub(crate) fn explain(&self, text: &str, finding: &SecretFinding) -> Explanation {
-        let decoded: Vec<String> = finding
-            .description
-            .rsplit_once("(decoded: ")
-            .map(|(_, chain)| {
-                chain
-                    .trim_end_matches(')')
-                    .split(" > ")
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+    /// Why each of `findings` (all of `text`) was reported; see [`Explanation`]. The keywords
+    /// present in `text` are found in one pass of the prefilter, then each finding's own lines
+    /// are searched for its rule's keywords: linear in the text and in the findings' lines.
+    pub(crate) fn explain_all(&self, text: &str, findings: &[SecretFinding]) -> Vec<Explanation> {
+        let present = self.keywords_present(text.as_bytes());
+        findings
+            .iter()
+            .map(|f| self.explain_one(text, &present, f))
+            .collect()
+    }
+
+    /// Which keyword patterns (indices into the prefilter) occur in `text`.
+    fn keywords_present(&self, text: &[u8]) -> Vec<bool> {
+        let mut seen = vec![false; self.keyword_rules.len()];
+        if let Some(ac) = &self.keywords {
+            for m in ac.find_overlapping_iter(text) {
+                seen[m.pattern().as_usize()] = true;
+            }
+        }
+        seen
+    }
+
+    fn explain_one(&self, text: &str, present: &[bool], finding: &SecretFinding) -> Explanation {
+        let decoded = finding.encodings.clone();
         let rule = (finding.source == FindingSource::Promptd)
-            .then(|| self.rules.rules.iter().find(|r| r.id == finding.rule_id))
+            .then(|| {
+                self.rule_index
+                    .get(&finding.rule_id)
+                    .map(|&i| &self.rules.rules[i])
+            })
             .flatten();
         let Some(rule) = rule else {
             let who = match finding.source {
@@ -117,18 +143,28 @@ impl Scanner {
                 summary: format!("{who} `{}`", finding.rule_id),
             };
         };
-        // The keyword on the finding's own line(s) if there is one, else anywhere in the text.
+        // The keyword on the finding's own line(s) if there is one, else one that occurs
+        // anywhere in the text (as the prefilter saw it).
         let start = text.floor_char_boundary(finding.byte_start.min(text.len()));
         let end = text.ceil_char_boundary(finding.byte_end.min(text.len()));
         let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
         let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
-        let near = text[line_start..line_end].to_ascii_lowercase();
-        let lower = text.to_ascii_lowercase();
+        let near = &text.as_bytes()[line_start..line_end];
+        let contains = |hay: &[u8], k: &str| {
+            let k = k.as_bytes();
+            !k.is_empty() && hay.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k))
+        };
         let keyword = rule
             .keywords
             .iter()
-            .find(|k| near.contains(k.as_str()))
-            .or_else(|| rule.keywords.iter().find(|k| lower.contains(k.as_str())))
+            .find(|k| contains(near, k))
+            .or_else(|| {
+                rule.keywords.iter().find(|k| {
+                    self.keyword_index
+                        .get(k.as_str())
+                        .is_some_and(|&p| present[p])
+                })
+            })
             .cloned();
         let allowlists_checked: Vec<String> = rule
             .allowlists
@@ -261,16 +297,20 @@ impl Scanner {
                 lines: li,
                 span: range,
             };
-            decoded.push(at.finding(
+            let mut finding = at.finding(
                 &hit.rule_id,
                 &format!("{} (decoded: {})", hit.description, chain.join(" > ")),
                 hit.entropy,
                 FindingSource::Promptd,
-            ));
+            );
+            finding.encodings = chain.iter().map(|e| e.to_string()).collect();
+            decoded.push(finding);
         }
         drop(plain);
         findings.append(&mut decoded);
-        dedupe(&mut findings);
+        dedupe(&mut findings, |id| {
+            self.rule_index.get(id).copied().unwrap_or(usize::MAX)
+        });
         findings
     }
 
@@ -636,14 +676,22 @@ fn specificity(rule_id: &str) -> u8 {
     }
 }
 
-/// Drops exact duplicates, and findings whose secret overlaps the finding of a more specific
-/// rule (which says more about what leaked), as gitleaks does for its generic rule.
-fn dedupe(findings: &mut Vec<SecretFinding>) {
-    findings.sort_by(|a, b| {
-        (a.byte_start, a.byte_end, &a.rule_id).cmp(&(b.byte_start, b.byte_end, &b.rule_id))
+/// One finding per secret span: of the findings on the same span (two rules on one secret) the
+/// most specific, then the earliest rule of the set (`rank` lower) is kept; and findings whose
+/// secret overlaps the finding of a more specific rule (which says more about what leaked) are
+/// dropped, as gitleaks does for its generic rule. A finding is never dropped for one that covers
+/// less of the text, so redaction still covers every finding's span.
+fn dedupe(findings: &mut Vec<SecretFinding>, rank: impl Fn(&str) -> usize) {
+    findings.sort_by_cached_key(|f| {
+        (
+            f.byte_start,
+            f.byte_end,
+            std::cmp::Reverse(specificity(&f.rule_id)),
+            rank(&f.rule_id),
+        )
     });
-    findings.dedup_by(|a, b| {
-        a.rule_id == b.rule_id && a.byte_start == b.byte_start && a.byte_end == b.byte_end
+    findings.dedup_by(|later, kept| {
+        later.byte_start == kept.byte_start && later.byte_end == kept.byte_end
     });
     // The spans of the findings at or above each level of specificity.
     let at_least = |level: u8| {
@@ -842,6 +890,7 @@ impl SecretAt<'_> {
             source,
             byte_start: span.start,
             byte_end: span.end,
+            encodings: Vec::new(),
         }
     }
 }
@@ -894,7 +943,9 @@ mod tests {
         let text = format!("export GITHUB_TOKEN={secret}\n");
         let findings = scanner.scan("t", None, &text);
         let f = findings.iter().find(|f| f.rule_id == "github-pat").unwrap();
-        let why = scanner.explain(&text, f);
+        let why = scanner
+            .explain_all(&text, std::slice::from_ref(f))
+            .remove(0);
         assert_eq!(why.keyword.as_deref(), Some("ghp_"));
         assert_eq!(why.entropy_floor, Some(3.0));
         assert!(why.pattern.as_deref().unwrap().contains("ghp_"));
@@ -910,13 +961,63 @@ mod tests {
             .iter()
             .find(|f| f.rule_id == "generic-secret")
             .unwrap();
-        let why = scanner.explain(&text, f);
+        let why = scanner
+            .explain_all(&text, std::slice::from_ref(f))
+            .remove(0);
         assert!(
             why.allowlists_checked
                 .iter()
                 .any(|a| a.starts_with("global: names"))
         );
         assert!(!format!("{why:?}").contains(&value));
+    }
+
+    #[test]
+    fn one_finding_per_span() {
+        let scanner = Scanner::new(RuleSet::builtin().unwrap());
+        // Built from pieces so that no secret is written in the source.
+        let password = ["Qz7", "Lr2Tv8", "Kp4Wz"].concat();
+        let text = format!("DATABASE_URL=postgres://app:{password}@db.internal:5432/app\n");
+        let findings = scanner.scan("t", None, &text);
+        // database-url-password and url-credentials both match the password: the rule that
+        // comes first in the set (and knows it is a database) reports it, alone.
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        assert_eq!(findings[0].rule_id, "database-url-password");
+    }
+
+    #[test]
+    fn decoded_findings_carry_their_encodings_and_explain_reads_them() {
+        use base64::Engine as _;
+        let scanner = Scanner::new(RuleSet::builtin().unwrap());
+        let secret = ["gh", "p_", "Zq3Lr2Tv8Kp4Wz", "Ny6Hd3JqXb5", "Mc7Fg1Sn0Ru"].concat();
+        let blob = base64::engine::general_purpose::STANDARD.encode(format!("token={secret}"));
+        let text = format!("payload: {blob}\n");
+        let findings = scanner.scan("t", None, &text);
+        let f = findings.iter().find(|f| f.rule_id == "github-pat").unwrap();
+        assert_eq!(f.encodings, vec!["base64".to_string()]);
+        let why = scanner
+            .explain_all(&text, std::slice::from_ref(f))
+            .remove(0);
+        assert_eq!(why.decoded, f.encodings);
+        assert!(
+            why.summary.contains("after decoding base64"),
+            "{}",
+            why.summary
+        );
+    }
+
+    #[test]
+    fn explain_all_keeps_the_order_of_its_findings() {
+        let scanner = Scanner::new(RuleSet::builtin().unwrap());
+        let a = ["gh", "p_", "Zq3Lr2Tv8Kp4Wz", "Ny6Hd3JqXb5", "Mc7Fg1Sn0Ru"].concat();
+        let b = ["npm", "_", "Qm9xLr2Tv8Kp4Wz", "Ny6Hd3JqXb5", "Mc7Fg1Sn0R"].concat();
+        let text = format!("one {a}\ntwo {b}\n");
+        let findings = scanner.scan("t", None, &text);
+        let ids: Vec<&str> = findings.iter().map(|f| f.rule_id.as_str()).collect();
+        assert_eq!(ids, ["github-pat", "npm-access-token"]);
+        let why = scanner.explain_all(&text, &findings);
+        assert_eq!(why[0].keyword.as_deref(), Some("ghp_"));
+        assert_eq!(why[1].keyword.as_deref(), Some("npm_"));
     }
 
     #[test]
