@@ -189,6 +189,17 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     ))
     .await;
     assert_eq!(status, 400);
+    // A form over the request cap is refused before it is read whole.
+    let huge = "x".repeat(4 * 1024 * 1024 + 1);
+    let (status, _, _) = send(form(
+        http.post(format!("{base}/studio/tools/call"))
+            .bearer_auth(TOKEN),
+        &[("tool", "echo"), ("a.message", &huge)],
+    ))
+    .await;
+    assert_eq!(status, 413);
+    let (status, _, _) = send(http.get(format!("{base}/studio/tools")).bearer_auth(TOKEN)).await;
+    assert_eq!(status, 200, "the server keeps serving");
 }
 
 /// The text of the result of the card of `tool`, once the page shows one.

@@ -433,15 +433,6 @@ impl crate::Stages {
         built
     }
 
-    /// The served tool `name` and the settings a call runs under.
-    fn served_tool(&self, name: &str) -> Result<(DefinedTool, Arc<ToolsSettings>), ToolCallError> {
-        let served = self.served_tools();
-        let Some(tool) = served.find(name).cloned() else {
-            return Err(ToolCallError::Unknown { name: name.into() });
-        };
-        Ok((tool, self.tools_settings()?))
-    }
-
     /// Calls the served tool `name` with `args` for `caller`: checked against its input
     /// schema, executed, its answer guarded and checked against its output schema.
     pub async fn call_tool(
@@ -450,7 +441,11 @@ impl crate::Stages {
         args: Map<String, Value>,
         caller: crate::Caller,
     ) -> Result<ToolOutcome, ToolCallError> {
-        let (tool, settings) = self.served_tool(name)?;
+        let served = self.served_tools();
+        let Some(tool) = served.find(name) else {
+            return Err(ToolCallError::Unknown { name: name.into() });
+        };
+        let settings = self.tools_settings()?;
         self.run_tool(tool, &settings, args, caller).await
     }
 
@@ -463,8 +458,12 @@ impl crate::Stages {
         args: Map<String, Value>,
         caller: crate::Caller,
     ) -> Result<ToolOutcome, ToolCallError> {
-        let (tool, settings) = self.served_tool(name)?;
-        if !settings.studio_may_call(&tool) {
+        let served = self.served_tools();
+        let Some(tool) = served.find(name) else {
+            return Err(ToolCallError::Unknown { name: name.into() });
+        };
+        let settings = self.tools_settings()?;
+        if !settings.studio_may_call(tool) {
             return Err(ToolCallError::Refused {
                 tool: name.into(),
                 message: "an `http` tool is called from the studio only when the config allows \
@@ -480,7 +479,7 @@ impl crate::Stages {
     /// guard, the output schema.
     async fn run_tool(
         self: &Arc<Self>,
-        tool: DefinedTool,
+        tool: &DefinedTool,
         settings: &ToolsSettings,
         args: Map<String, Value>,
         caller: crate::Caller,
