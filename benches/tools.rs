@@ -3,6 +3,7 @@
 //!
 //! ```sh
 //! cargo build --release && cargo bench --bench tools
+//! PROMPTD_BIN=/path/to/promptd cargo bench --bench tools   # that binary, nothing built
 //! ```
 //!
 //! A loopback HTTP/1.1 target in this process answers `GET /item/{id}` with a small JSON body

@@ -224,3 +224,62 @@ async fn mcp_tool_structured_content_matches_its_output_schema() {
     assert!(!validator.is_valid(&broken), "unknown rule format accepted");
     s.close().await;
 }
+
+/// The tools block lists what the server's tool registry serves: the definitions of the
+/// server's `.promptd/tools` and of the folders `tools.folders` adds, with the files that did not
+/// load; `promptd compose`, `compose_prompt` and `tools/list` agree.
+#[tokio::test]
+async fn the_tools_block_lists_the_served_definitions_of_configured_folders() {
+    let ws = workspace();
+    let p = ws.path();
+    let echo = |name: &str| {
+        json!({"toolName": name, "description": format!("{name} from a folder"),
+            "inputSchema": "{\"type\":\"object\"}", "executionType": "predefined_server_function",
+            "executionDetails": {"functionName": "echoTool"}})
+        .to_string()
+    };
+    std::fs::create_dir_all(p.join("shared/tools")).unwrap();
+    std::fs::create_dir_all(p.join(".promptd/tools")).unwrap();
+    std::fs::write(p.join("shared/tools/lookup.json"), echo("lookup")).unwrap();
+    std::fs::write(p.join(".promptd/tools/local.json"), echo("local")).unwrap();
+    std::fs::write(
+        p.join(".promptd/tools/broken.json"),
+        "{\n  \"toolName\": 3\n}",
+    )
+    .unwrap();
+    std::fs::write(
+        p.join(".ado-mcp-config.json"),
+        json!({"tools": {"folders": ["shared/tools"]}}).to_string(),
+    )
+    .unwrap();
+
+    let check = |v: &Value, surface: &str| {
+        let text = v["text"].as_str().unwrap();
+        for name in ["local", "lookup"] {
+            assert!(
+                text.contains(&format!("### Tool: {name}\n")),
+                "{surface}: {text}"
+            );
+        }
+        let issues = v["ledger"]["toolIssues"].as_array().unwrap();
+        assert_eq!(issues.len(), 1, "{surface}: {issues:?}");
+        assert_eq!(issues[0]["path"], ".promptd/tools/broken.json");
+        assert_eq!(issues[0]["line"], 2, "{surface}: {issues:?}");
+    };
+    check(&compose(p, &["--doc", "notes.md"]), "promptd compose");
+
+    let s = mcp::stdio(p, &[]).await;
+    let args = json!({"query": "add retries", "dir": p, "docs": ["notes.md"]});
+    let result = s.call("compose_prompt", args).await.unwrap();
+    check(
+        &result.structured_content.clone().unwrap(),
+        "compose_prompt",
+    );
+    let listed = s.client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = listed.iter().map(|t| &*t.name).collect();
+    assert!(
+        names.contains(&"lookup") && names.contains(&"local"),
+        "{names:?}"
+    );
+    s.close().await;
+}

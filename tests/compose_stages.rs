@@ -108,7 +108,15 @@ fn request(case: &Case, root: &Path, query: &str, current_file: Option<&str>) ->
             .iter()
             .map(|t| ToolDefinition::server(&t.name, &t.description, t.input_schema.clone()))
             .collect(),
+        defined_tools: served_tools(root),
     }
+}
+
+/// The definitions of `root`'s `.promptd/tools`, as the server's tool registry serves them.
+fn served_tools(root: &Path) -> std::sync::Arc<promptd::stages::tools::ServedTools> {
+    let registry = promptd::stages::tools::ToolRegistry::default();
+    registry.reload(&[root.join(promptd::compose::tools::TOOLS_DIR)], root);
+    registry.served()
 }
 
 /// The reference layout's first line of the system block (the shipped template states it).

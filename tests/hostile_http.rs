@@ -1106,6 +1106,7 @@ async fn every_route_takes_the_same_host_and_origin_rule() {
             ("/mcp", mcp),
             ("/metrics", get("/metrics")),
             ("/", get("/")),
+            ("/studio/tools", get("/studio/tools")),
         ] {
             let reply = exchange(to, None, raw.as_bytes()).await;
             assert_eq!(

@@ -106,6 +106,11 @@ impl PromptServer {
         self.stages.library()
     }
 
+    /// The stages served.
+    pub fn stages(&self) -> &Arc<Stages> {
+        &self.stages
+    }
+
     /// The clients that get `list_changed`.
     pub fn clients(&self) -> &Arc<ConnectedClients> {
         &self.clients

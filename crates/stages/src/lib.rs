@@ -729,6 +729,7 @@ impl Stages {
         request.docs = docs;
         request.docs_budget = input.docs_budget.unwrap_or(settings.docs_budget);
         request.server_tools = crate::catalog::server_tool_definitions();
+        request.defined_tools = self.served_tools();
         let mut composed = compose_prompt(
             &snapshot,
             self.library.clock(),

@@ -1,10 +1,12 @@
 //! The studio: what a prompt author sees of the library, as plain data the web page ([`web`])
 //! prints. Every prompt of every folder and dialect; one prompt's argument form, its render cut
 //! into the template's text and the values substituted (each with the layer it came from), its
-//! token count, its `check` diagnostics and its `promptd test` cases (run read-only).
+//! token count, its `check` diagnostics and its `promptd test` cases (run read-only); and the
+//! served tool definitions, with a form that calls one ([`tools`]).
 //!
 //! Nothing here writes to disk: test cases run with [`SnapshotUpdate::Nothing`].
 
+pub mod tools;
 pub mod web;
 
 use std::collections::BTreeMap;

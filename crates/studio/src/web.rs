@@ -4,8 +4,9 @@
 //!
 //! Routes: `/` (the page; `?prompt=NAME&a.ARG=VALUE`, `&q=WORDS` to list only the prompts
 //! that match), `/studio/render` (the output fragment
-//! for the same query), `/studio/events` (an event `reload` after every swap), and the assets
-//! under `/studio/`. Every route is a GET and none writes anything.
+//! for the same query), `/studio/events` (an event `reload` after every swap), the tool
+//! definitions page ([`super::tools`]), and the assets under `/studio/`. Every route but a tool call
+//! (a POST) is a GET, and none writes anything itself.
 //!
 //! Guards: `Host` and `Origin` are checked by the rule every route of the server shares
 //! ([`promptd_http::origins::require_site`], which the server puts in front of these routes);
@@ -69,6 +70,8 @@ const STUDIO_CSS: &str = include_str!("assets/studio.css");
 pub struct StudioState {
     pub library: Arc<PromptLibrary>,
     pub options: StudioOptions,
+    /// The stages over `library`: the tool definitions page calls through them.
+    pub stages: Arc<promptd_stages::Stages>,
 }
 
 /// What the guards need.
@@ -92,6 +95,8 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         .expect("entry template");
     env.add_template("denied.html", include_str!("assets/denied.html"))
         .expect("denied template");
+    env.add_template("tools.html", include_str!("assets/tools.html"))
+        .expect("tools template");
     env
 });
 
@@ -103,6 +108,7 @@ pub fn router(
     streams: Arc<promptd_http::streams::EventStreams>,
 ) -> axum::Router {
     let guard = Arc::new(guard);
+    let state = Arc::new(state);
     axum::Router::new()
         .route(PAGE_PATH, get(page))
         .route(RENDER_PATH, get(render))
@@ -112,7 +118,8 @@ pub fn router(
         )
         .route("/studio/app.js", get(app_js))
         .route("/studio/studio.css", get(studio_css))
-        .with_state(Arc::new(state))
+        .with_state(state.clone())
+        .merge(super::tools::routes(state, guard.token.is_some()))
         // The token page guards the studio's own routes only: any other path is a plain 404,
         // never the studio's sign-in page (an MCP client probing for OAuth must not get HTML).
         .route_layer(middleware::from_fn_with_state(guard, authenticate))
@@ -279,7 +286,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
-fn html_page<S: Serialize>(template: &str, context: &S) -> Response {
+pub(crate) fn html_page<S: Serialize>(template: &str, context: &S) -> Response {
     match TEMPLATES
         .get_template(template)
         .and_then(|t| t.render(minijinja::value::Serde(context)))
@@ -292,7 +299,7 @@ fn html_page<S: Serialize>(template: &str, context: &S) -> Response {
     }
 }
 
-fn plain(status: StatusCode, text: &str) -> Response {
+pub(crate) fn plain(status: StatusCode, text: &str) -> Response {
     (
         status,
         [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
@@ -301,7 +308,7 @@ fn plain(status: StatusCode, text: &str) -> Response {
         .into_response()
 }
 
-fn fault(what: &str) -> Response {
+pub(crate) fn fault(what: &str) -> Response {
     plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("500: {what}\n"))
 }
 
@@ -385,7 +392,8 @@ async fn authenticate(
     response
 }
 
-/// No framing, no inline or foreign scripts, no sniffing, no caching, no referrer.
+/// No framing, no inline or foreign scripts, no sniffing, no caching, no referrer (unless the
+/// page says `same-origin`).
 async fn secure_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let h = response.headers_mut();
@@ -401,10 +409,10 @@ async fn secure_headers(request: Request, next: Next) -> Response {
         HeaderValue::from_static("nosniff"),
     );
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
+    // A page whose form POSTs keeps its `same-origin`: under `no-referrer` Chromium sends such a
+    // form with `Origin: null`, which the `Origin` rule refuses.
+    h.entry(header::REFERRER_POLICY)
+        .or_insert(HeaderValue::from_static("no-referrer"));
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }

@@ -4,8 +4,8 @@
 //!
 //! Design principle: *stages produce variables, templates render them*. [`gather_parts`]
 //! (module `parts`) runs the stages — [`rules`] (project rules discovered in the workspace,
-//! applied whole), [`tools`] (the MCP server's own tools plus `.promptd/tools/*.json` in
-//! Plandex's shape, validated) and [`docs`] (retrieved or `--doc` chunks fitted into a token
+//! applied whole), [`tools`] (the MCP server's own tools plus the tool definitions the server
+//! serves) and [`docs`] (retrieved or `--doc` chunks fitted into a token
 //! budget) — and returns [`ComposeParts`], a `Serialize` (camelCase) value. [`compose_prompt`]
 //! (module `frame`) hands it to the registry template `compose_frame`, the only place the layout
 //! is written, and finds the cacheable prefix in what the template rendered.
@@ -27,4 +27,4 @@ pub use parts::{
     ComposeParts, ComposeRequest, ComposeSettings, DEFAULT_DOCS_BUDGET, PartTokens, gather_parts,
 };
 pub use rules::{AppliedRule, RuleFormat, RuleLedgerEntry, RulesReport, discover_rules};
-pub use tools::{ModelTools, ToolDefinition, ToolIssue, ToolOrigin, load_tools};
+pub use tools::{ModelTools, ToolDefinition, ToolIssue, ToolOrigin, offered_tools};

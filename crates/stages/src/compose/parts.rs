@@ -1,17 +1,19 @@
 //! The composer's stages for one request: [`rules`](super::rules) (project rules discovered in
 //! the workspace, applied whole), [`tools`](super::tools) (the MCP server's own tools plus
-//! `.promptd/tools/*.json` definitions, validated) and [`docs`](super::docs) (retrieved or
+//! the tool definitions the server serves) and [`docs`](super::docs) (retrieved or
 //! `--doc` chunks fitted into a token budget), gathered into [`ComposeParts`]: the variables
 //! the `compose_frame` template renders.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::docs::{DocChunk, DocLedgerEntry, fit_docs};
 use super::error::ComposeError;
 use super::rules::{RulesReport, discover_rules};
-use super::tools::{ToolDefinition, ToolIssue, load_tools};
+use super::tools::{ToolDefinition, ToolIssue, offered_tools};
+use crate::tools::ServedTools;
 use promptd_base::tokens::count_tokens;
 
 /// Default token budget of the docs block.
@@ -38,7 +40,7 @@ impl Default for ComposeSettings {
 pub struct ComposeRequest {
     /// The user's current request (rendered by the frame, not by the stages).
     pub query: String,
-    /// Workspace root: rules and `.promptd/tools` are found under it.
+    /// Workspace root: rules are found under it.
     pub workspace_root: PathBuf,
     /// The file the user is in, absolute or relative to the workspace root.
     pub current_file: Option<PathBuf>,
@@ -46,8 +48,10 @@ pub struct ComposeRequest {
     pub docs: Vec<DocChunk>,
     /// Token budget of the docs block ([`DEFAULT_DOCS_BUDGET`] by default).
     pub docs_budget: usize,
-    /// The MCP server's own tools, listed before the workspace's tools.
+    /// The MCP server's own tools, listed before the tool definitions.
     pub server_tools: Vec<ToolDefinition>,
+    /// The tool definitions the server serves ([`crate::Stages::served_tools`]).
+    pub defined_tools: Arc<ServedTools>,
 }
 
 impl ComposeRequest {
@@ -60,6 +64,7 @@ impl ComposeRequest {
             docs: Vec::new(),
             docs_budget: DEFAULT_DOCS_BUDGET,
             server_tools: Vec::new(),
+            defined_tools: Arc::default(),
         }
     }
 }
@@ -135,7 +140,7 @@ impl ComposeParts {
 /// Runs the rules, tools and docs stages for one request.
 pub fn gather_parts(request: &ComposeRequest) -> Result<ComposeParts, ComposeError> {
     let rules = discover_rules(&request.workspace_root, request.current_file.as_deref())?;
-    let tools = load_tools(&request.workspace_root, &request.server_tools);
+    let tools = offered_tools(&request.server_tools, &request.defined_tools);
     let docs = fit_docs(&request.docs, request.docs_budget);
     let rules_block = rules.render_block();
     let rules_always_on_block = rules.render_always_on_block();

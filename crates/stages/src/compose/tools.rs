@@ -1,14 +1,15 @@
 //! The tools stage: the catalog of tools the model may call — the MCP server's own tools (filled
-//! by the caller) followed by the workspace's `.promptd/tools/*.json` definitions in Plandex's
-//! shape (`toolName`, `description`, `inputSchema`/`outputSchema` as JSON Schema *strings*,
-//! `executionType` `http` | `predefined_server_function`, `executionDetails`), read and checked
-//! by the tool registry's loader ([`crate::tools::definition`]). A file that fails is reported
-//! as a [`ToolIssue`] (path, line, column, reason) and skipped; the others still load.
-
-use std::path::Path;
+//! by the caller) followed by the tool definitions the server serves (Plandex's shape:
+//! `toolName`, `description`, `inputSchema`/`outputSchema` as JSON Schema *strings*,
+//! `executionType` `http` | `predefined_server_function`, `executionDetails`), as the tool
+//! registry ([`crate::tools::ToolRegistry`]) read and checked them from `.promptd/tools` and
+//! `tools.folders`. A file that failed is reported as a [`ToolIssue`] (path, line, column,
+//! reason); the others are offered.
 
 use serde::Serialize;
 
+use crate::tools::ServedTools;
+use crate::tools::definition::ToolFileProblem;
 pub use crate::tools::definition::{
     ExecutionType, TOOLS_DIR, ToolDefinition, ToolIssue, ToolOrigin,
 };
@@ -32,10 +33,9 @@ impl ModelTools {
     }
 }
 
-/// Server tools (in the order given) then the valid definitions of the workspace's
-/// `.promptd/tools` (sorted by file name), read by the tool registry's loader
-/// ([`crate::tools::definition::load_file`]).
-pub fn load_tools(workspace_root: &Path, server_tools: &[ToolDefinition]) -> ModelTools {
+/// Server tools (in the order given), then the definitions `defined` serves (in its order),
+/// with its issues. A definition whose name a server tool of the list takes is an issue too.
+pub fn offered_tools(server_tools: &[ToolDefinition], defined: &ServedTools) -> ModelTools {
     let mut catalog = ModelTools::default();
     for tool in server_tools {
         if catalog.tools.iter().any(|t| t.name == tool.name) {
@@ -47,31 +47,15 @@ pub fn load_tools(workspace_root: &Path, server_tools: &[ToolDefinition]) -> Mod
             catalog.tools.push(tool.clone());
         }
     }
-    let (files, issues) = crate::tools::definition_files(&[workspace_root.join(TOOLS_DIR)]);
-    catalog.issues.extend(issues.into_iter().map(|mut i| {
-        i.path = TOOLS_DIR.to_string();
-        i
-    }));
-    let reserved: Vec<&str> = server_tools.iter().map(|t| t.name.as_str()).collect();
-    for file in files {
-        let shown = crate::tools::shown_path(&file, workspace_root);
-        match crate::tools::definition::load_file(&file, &shown, &reserved) {
-            Ok(tool) if catalog.tools.iter().any(|t| t.name == tool.name()) => {
-                catalog.issues.push(ToolIssue::new(
-                    shown,
-                    format!("duplicate tool name `{}`", tool.name()),
-                ));
-            }
-            Ok(tool) => catalog.tools.push(tool.definition),
-            Err(err) => {
-                tracing::warn!("skipping tool definition {err}");
-                catalog.issues.push(ToolIssue {
-                    path: err.path,
-                    line: Some(err.line),
-                    column: Some(err.column),
-                    reason: err.problem.to_string(),
-                });
-            }
+    catalog.issues.extend(defined.issues.iter().cloned());
+    for tool in &defined.tools {
+        if catalog.tools.iter().any(|t| t.name == tool.name()) {
+            catalog.issues.push(ToolIssue::new(
+                tool.path(),
+                ToolFileProblem::Shadows(tool.name().into()).to_string(),
+            ));
+        } else {
+            catalog.tools.push(tool.definition.clone());
         }
     }
     catalog
@@ -91,7 +75,9 @@ mod tests {
             "{\"toolName\": \"bad\", \"description\": \"d\",\n  \"inputSchema\": \"true\",\n  \"executionType\": \"predefined_server_function\"}",
         )
         .unwrap();
-        let catalog = load_tools(root.path(), &[]);
+        let registry = crate::tools::ToolRegistry::default();
+        registry.reload(&[dir], root.path());
+        let catalog = offered_tools(&[], &registry.served());
         assert_eq!(catalog.issues.len(), 1);
         assert_eq!(
             catalog.issues[0].to_string(),

@@ -11,9 +11,8 @@
 //! The registry ([`ToolRegistry`]) reads its folders again when their files' stamps change: a
 //! file that stops loading keeps its last good definition served and is reported with its
 //! `file:line:col`; a name may be taken once, and never one of promptd's own tools. The
-//! composer's tools block lists the same definitions through the same loader
-//! ([`definition::load_file`]). [`invocation`] reads the reply shape of models without native
-//! tool calling.
+//! composer's tools block lists the definitions this registry serves. [`invocation`] reads the
+//! reply shape of models without native tool calling.
 
 pub mod definition;
 pub mod functions;
@@ -47,6 +46,17 @@ pub struct ToolsSettings {
     pub http: HttpSettings,
     /// Arguments larger than this (as JSON) are refused.
     pub max_input_bytes: usize,
+    /// Whether the studio may call `http` tools (its form calls predefined functions only
+    /// otherwise).
+    pub studio_calls_http: bool,
+}
+
+impl ToolsSettings {
+    /// Whether the studio may call `tool`: a predefined function always, an `http` tool only
+    /// with `tools.studioCallsHttp`.
+    pub fn studio_may_call(&self, tool: &DefinedTool) -> bool {
+        self.studio_calls_http || !matches!(tool.execution, Execution::Http(_))
+    }
 }
 
 impl Default for ToolsSettings {
@@ -55,6 +65,7 @@ impl Default for ToolsSettings {
             folders: Vec::new(),
             http: HttpSettings::default(),
             max_input_bytes: 256 * 1024,
+            studio_calls_http: false,
         }
     }
 }
@@ -84,10 +95,18 @@ struct RegistryState {
     served: Arc<ServedTools>,
 }
 
-/// The served definitions, read again when their files change.
+/// The `tools` section of one config, parsed once.
+type ParsedSettings = (
+    Arc<promptd_base::config::ProjectConfig>,
+    Result<Arc<ToolsSettings>, ToolCallError>,
+);
+
+/// The served definitions, read again when their files change, and the `tools` settings of the
+/// config last seen (parsed again only when the config changes).
 #[derive(Default)]
 pub struct ToolRegistry {
     state: Mutex<RegistryState>,
+    settings: Mutex<Option<ParsedSettings>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -239,6 +258,10 @@ pub enum ToolCallError {
         field: String,
         message: String,
     },
+    /// The tool may not be called from where the call came (the studio and an `http` tool
+    /// without `tools.studioCallsHttp`).
+    #[error("{tool}: {message}")]
+    Refused { tool: String, message: String },
     /// A server fault: a config section that does not parse, a guard that cannot start.
     #[error("{tool}: {message}")]
     Server { tool: String, message: String },
@@ -316,21 +339,38 @@ fn outcome(answer: Value, warnings: Vec<String>) -> ToolOutcome {
 }
 
 impl crate::Stages {
-    /// The tool settings of the current snapshot.
-    pub fn tools_settings(&self) -> Result<ToolsSettings, ToolCallError> {
-        let snap = self.library().snapshot();
-        crate::section::<ToolsSettings>(&snap, SECTION).map_err(|e| ToolCallError::Server {
-            tool: SECTION.into(),
-            message: e.to_string(),
-        })
+    /// The `tools` settings of the current snapshot: parsed when the section changes, not per
+    /// call or poll.
+    pub fn tools_settings(&self) -> Result<Arc<ToolsSettings>, ToolCallError> {
+        let config = self.library().snapshot().config.clone();
+        let mut kept = self
+            .tools
+            .settings
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((seen, parsed)) = kept.as_mut()
+            && (Arc::ptr_eq(seen, &config) || seen.raw.get(SECTION) == config.raw.get(SECTION))
+        {
+            *seen = config;
+            return parsed.clone();
+        }
+        let parsed = config
+            .section_as::<ToolsSettings>(SECTION)
+            .map(Arc::new)
+            .map_err(|message| ToolCallError::Server {
+                tool: SECTION.into(),
+                message,
+            });
+        *kept = Some((config, parsed.clone()));
+        parsed
     }
 
     /// The folders definitions are read from: the server's `.promptd/tools`, then
-    /// `tools.folders`.
-    pub fn tool_folders(&self) -> Vec<PathBuf> {
-        let cwd = self.library().cwd().to_path_buf();
+    /// `tools.folders` of `settings` (none when the section does not parse).
+    fn tool_folders(&self, settings: Option<&ToolsSettings>) -> Vec<PathBuf> {
+        let cwd = self.library().cwd();
         let mut folders = vec![cwd.join(TOOLS_DIR)];
-        if let Ok(settings) = self.tools_settings() {
+        if let Some(settings) = settings {
             folders.extend(settings.folders.iter().map(|f| cwd.join(f)));
         }
         folders
@@ -338,7 +378,8 @@ impl crate::Stages {
 
     /// Reads the definitions again if their files changed; whether what is served changed.
     pub fn reload_tools(&self) -> bool {
-        let folders = self.tool_folders();
+        let settings = self.tools_settings().ok();
+        let folders = self.tool_folders(settings.as_deref());
         self.tools.reload(&folders, self.library().cwd())
     }
 
@@ -401,10 +442,49 @@ impl crate::Stages {
         caller: crate::Caller,
     ) -> Result<ToolOutcome, ToolCallError> {
         let served = self.served_tools();
-        let Some(tool) = served.find(name).cloned() else {
+        let Some(tool) = served.find(name) else {
             return Err(ToolCallError::Unknown { name: name.into() });
         };
         let settings = self.tools_settings()?;
+        self.run_tool(tool, &settings, args, caller).await
+    }
+
+    /// Calls `name` for the studio's form: as [`call_tool`](Self::call_tool), except that an
+    /// `http` tool is refused unless `tools.studioCallsHttp` allows it
+    /// ([`ToolsSettings::studio_may_call`]).
+    pub async fn call_tool_from_studio(
+        self: &Arc<Self>,
+        name: &str,
+        args: Map<String, Value>,
+        caller: crate::Caller,
+    ) -> Result<ToolOutcome, ToolCallError> {
+        let served = self.served_tools();
+        let Some(tool) = served.find(name) else {
+            return Err(ToolCallError::Unknown { name: name.into() });
+        };
+        let settings = self.tools_settings()?;
+        if !settings.studio_may_call(tool) {
+            return Err(ToolCallError::Refused {
+                tool: name.into(),
+                message: "an `http` tool is called from the studio only when the config allows \
+                          it: set `tools.studioCallsHttp` to `true` in the config file (MCP \
+                          clients and `promptd tools call` are not affected)"
+                    .into(),
+            });
+        }
+        self.run_tool(tool, &settings, args, caller).await
+    }
+
+    /// Runs `tool` under `settings`: the arguments capped and checked, the execution, the
+    /// guard, the output schema.
+    async fn run_tool(
+        self: &Arc<Self>,
+        tool: &DefinedTool,
+        settings: &ToolsSettings,
+        args: Map<String, Value>,
+        caller: crate::Caller,
+    ) -> Result<ToolOutcome, ToolCallError> {
+        let name = tool.name();
         let input_error_of = |field: String, message: String| ToolCallError::Input {
             tool: name.into(),
             field,
@@ -548,6 +628,42 @@ pub(crate) mod tests {
     use super::*;
     use promptd_core::library::{LibraryOptions, PromptLibrary};
     use promptd_core::registry::{BuiltinSource, PromptSource};
+
+    #[test]
+    fn the_tools_section_is_parsed_when_it_changes_not_per_poll_or_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join(".ado-mcp-config.json");
+        std::fs::write(&config, r#"{"tools": {"maxInputBytes": 1000}}"#).unwrap();
+        let roots: Vec<Arc<dyn PromptSource>> = vec![Arc::new(BuiltinSource)];
+        let options = LibraryOptions {
+            cwd: dir.path().to_path_buf(),
+            ..Default::default()
+        };
+        let library = Arc::new(PromptLibrary::open_with_roots(options, roots).unwrap());
+        let stages = crate::Stages::new(library.clone()).unwrap();
+        let first = stages.tools_settings().unwrap();
+        assert_eq!(first.max_input_bytes, 1000);
+        for _ in 0..3 {
+            stages.reload_tools();
+        }
+        // A poll reads the settings parsed before: the same value, not a new parse.
+        assert!(Arc::ptr_eq(&first, &stages.tools_settings().unwrap()));
+        // Another section changing keeps them too.
+        std::fs::write(
+            &config,
+            r#"{"tools": {"maxInputBytes": 1000}, "project": "p"}"#,
+        )
+        .unwrap();
+        library.reload();
+        assert!(Arc::ptr_eq(&first, &stages.tools_settings().unwrap()));
+        // The section changing is read again, once.
+        std::fs::write(&config, r#"{"tools": {"maxInputBytes": 2000}}"#).unwrap();
+        library.reload();
+        let changed = stages.tools_settings().unwrap();
+        assert_eq!(changed.max_input_bytes, 2000);
+        stages.reload_tools();
+        assert!(Arc::ptr_eq(&changed, &stages.tools_settings().unwrap()));
+    }
 
     pub(crate) fn stages() -> crate::Stages {
         let dir = std::env::temp_dir();
