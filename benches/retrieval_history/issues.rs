@@ -1,13 +1,18 @@
 //! Issue-report cases: real bug reports and feature requests as users filed them, each with
 //! the repository state it was filed against and the files its merged fix changed. They come
-//! from published localisation datasets committed as JSON lines in public repositories
-//! (SWE-bench Lite and Verified, Loc-Bench: `instance_id`, `repo`, `base_commit`,
-//! `problem_statement`, `patch`), read at run time from those repositories' bare git
-//! directories; nothing of them is committed here. The request is the problem statement as
-//! written; the gold files are the source files of the fix's patch (tests, docs, vendored and
-//! generated files do not count) that exist at the base commit. Halves are whole repositories
-//! ([`IssueRepo::half`]), so the held-out figure says how a ranking does on a repository it
-//! was never tuned on.
+//! from published localisation and issue-resolution datasets committed as JSON lines in public
+//! repositories, read at run time from those repositories' bare git directories; nothing of
+//! them is committed here:
+//! - SWE-bench Lite and Verified, Loc-Bench (Python; `instance_id`, `repo`, `base_commit`,
+//!   `problem_statement`, `patch`);
+//! - Multi-SWE-bench (Rust, Go, Java, JavaScript; `org`, `repo`, `number`, `base.sha`, the
+//!   `resolved_issues` the pull request closed, `fix_patch`): the request is the text of the
+//!   issues it resolved, title and body, never the pull request's own description.
+//!
+//! The request is the problem statement as written; the gold files are the source files of
+//! the fix's patch (tests, docs, vendored and generated files do not count) that exist at the
+//! base commit. Halves are whole repositories ([`IssueRepo::half`]), so the held-out figure
+//! says how a ranking does on a repository it was never tuned on.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -20,38 +25,70 @@ use crate::cases::{Case, Split};
 use crate::paths::{Lang, is_source};
 use crate::repos::{Repo, git};
 
+/// How a dump's lines are laid out.
+#[derive(Clone, Copy)]
+pub enum Format {
+    /// SWE-bench's fields (also Loc-Bench's).
+    SweBench,
+    /// Multi-SWE-bench's fields.
+    MultiSweBench,
+}
+
 /// A dataset of issue reports: JSON-lines files in a public repository at a pinned commit.
 pub struct Dump {
     /// `owner/name` of the repository holding the files.
     pub repo: Repo,
     /// The dataset's name in tables.
     pub label: &'static str,
+    pub format: Format,
     /// The JSON-lines files, one instance per line.
     pub files: &'static [&'static str],
 }
+
+const CHRONOREPO: Repo = Repo {
+    slug: "ITMO-NSS-team/chronorepo_icdm26",
+    pinned: "ff6efadabca2f2930ffae9001c7e42f073413c12",
+    langs: &[Lang::Python],
+    foreign: &[],
+};
+
+const MULTI_SWE_BENCH: Repo = Repo {
+    slug: "kuppireddypravalika/MSWE-validation-dataset",
+    pinned: "f3788671b1be72292be1b3dfc61063f97dd474a0",
+    langs: &[Lang::Rust, Lang::Go, Lang::Java, Lang::JavaScript],
+    foreign: &[],
+};
 
 /// The datasets read. An instance appearing in several (Lite is mostly inside Verified) is
 /// taken once, by its `instance_id`.
 pub const DUMPS: &[Dump] = &[
     Dump {
-        repo: Repo {
-            slug: "ITMO-NSS-team/chronorepo_icdm26",
-            pinned: "ff6efadabca2f2930ffae9001c7e42f073413c12",
-            langs: &[Lang::Python],
-            foreign: &[],
-        },
+        repo: CHRONOREPO,
         label: "SWE-bench Lite + Verified",
+        format: Format::SweBench,
         files: &["data/swebench_lite.jsonl", "data/swebench_verified.jsonl"],
     },
     Dump {
-        repo: Repo {
-            slug: "ITMO-NSS-team/chronorepo_icdm26",
-            pinned: "ff6efadabca2f2930ffae9001c7e42f073413c12",
-            langs: &[Lang::Python],
-            foreign: &[],
-        },
+        repo: CHRONOREPO,
         label: "Loc-Bench",
+        format: Format::SweBench,
         files: &["data/locbench.jsonl"],
+    },
+    Dump {
+        repo: MULTI_SWE_BENCH,
+        label: "Multi-SWE-bench",
+        format: Format::MultiSweBench,
+        files: &[
+            "MSWE-agent/data/rust/sharkdp__fd_dataset.jsonl",
+            "MSWE-agent/data/rust/sharkdp__bat_dataset.jsonl",
+            "MSWE-agent/data/rust/tokio-rs__tracing_dataset.jsonl",
+            "MSWE-agent/data/rust/BurntSushi__ripgrep_dataset.jsonl",
+            "MSWE-agent/data/go/zeromicro__go-zero_dataset.jsonl",
+            "MSWE-agent/data/go/grpc__grpc-go_dataset.jsonl",
+            "MSWE-agent/data/java/fasterxml__jackson-core_dataset.jsonl",
+            "MSWE-agent/data/js/iamkun__dayjs_dataset.jsonl",
+            "MSWE-agent/data/js/anuraghazra__github-readme-stats_dataset.jsonl",
+        ],
     },
 ];
 
@@ -75,22 +112,27 @@ pub struct IssueRepo {
 }
 
 const PY: &[Lang] = &[Lang::Python];
+const RUST: &[Lang] = &[Lang::Rust];
+const GO: &[Lang] = &[Lang::Go];
+const JAVA: &[Lang] = &[Lang::Java];
+const JS: &[Lang] = &[Lang::JavaScript];
 
 const fn issue_repo(slug: &'static str, pinned: &'static str, half: Half) -> IssueRepo {
-    issue_repo_with(slug, pinned, half, &[])
+    issue_repo_with(slug, pinned, half, PY, &[])
 }
 
 const fn issue_repo_with(
     slug: &'static str,
     pinned: &'static str,
     half: Half,
+    langs: &'static [Lang],
     foreign: &'static [&'static str],
 ) -> IssueRepo {
     IssueRepo {
         repo: Repo {
             slug,
             pinned,
-            langs: PY,
+            langs,
             foreign,
         },
         half,
@@ -99,6 +141,8 @@ const fn issue_repo_with(
 
 /// The repositories, each wholly in one half. `pinned` is a commit every case's base commit
 /// precedes (the mirror's tip when the list was made): it identifies the mirror to read.
+/// Repositories other than Python ones are listed after them (Multi-SWE-bench); their halves
+/// were fixed before any of their results were seen.
 pub const ISSUE_REPOS: &[IssueRepo] = &[
     issue_repo(
         "sympy/sympy",
@@ -179,11 +223,75 @@ pub const ISSUE_REPOS: &[IssueRepo] = &[
         "psf/requests",
         "1f6589ec3a1ee910f9a65cc3ceac60b26677bc0e",
         Half::Acceptance,
+        PY,
         &["requests/packages/", "src/requests/packages/"],
+    ),
+    issue_repo_with(
+        "sharkdp/bat",
+        "2ba8db9c14e5794572f5ea338c2b90404c9769cb",
+        Half::Tuning,
+        RUST,
+        &[],
+    ),
+    issue_repo_with(
+        "tokio-rs/tracing",
+        "f40ccdaa03cf114c7ee1ef14949207626bf6be57",
+        Half::Tuning,
+        RUST,
+        &[],
+    ),
+    issue_repo_with(
+        "BurntSushi/ripgrep",
+        "3fce3b5bb0236da2df6d99672afb8a719642eca7",
+        Half::Tuning,
+        RUST,
+        &[],
+    ),
+    issue_repo_with(
+        "anuraghazra/github-readme-stats",
+        "5df91f9bfa89c356a55cbb3c2bbc164fdbf94a86",
+        Half::Tuning,
+        JS,
+        &[],
+    ),
+    issue_repo_with(
+        "iamkun/dayjs",
+        "0f6c19e3b63bcc3ff74917cb3a60125020c75648",
+        Half::HeldOut,
+        JS,
+        &[],
+    ),
+    issue_repo_with(
+        "sharkdp/fd",
+        "ee20f426ddf338ac7ead5c5f00ea49258005caaf",
+        Half::HeldOut,
+        RUST,
+        &[],
+    ),
+    issue_repo_with(
+        "zeromicro/go-zero",
+        "11f21098ddd95a58f801920fea4f0543d4d01586",
+        Half::HeldOut,
+        GO,
+        &[],
+    ),
+    issue_repo_with(
+        "grpc/grpc-go",
+        "4793ad0474669eafbd5346c8a3d098fdfa542498",
+        Half::HeldOut,
+        GO,
+        &[],
+    ),
+    issue_repo_with(
+        "FasterXML/jackson-core",
+        "b367da1c30a25e99fbf2c30876e948b578c86846",
+        Half::HeldOut,
+        JAVA,
+        &[],
     ),
 ];
 
-/// One line of a dump (other fields are ignored).
+/// One line of a SWE-bench dump (other fields are ignored).
 #[derive(Deserialize)]
 struct Instance {
     instance_id: String,
@@ -191,6 +299,54 @@ struct Instance {
     base_commit: String,
     problem_statement: String,
     patch: String,
+}
+
+/// One line of a Multi-SWE-bench dump (other fields are ignored).
+#[derive(Deserialize)]
+struct MultiInstance {
+    org: String,
+    repo: String,
+    number: u64,
+    base: MultiBase,
+    resolved_issues: Vec<ResolvedIssue>,
+    fix_patch: String,
+}
+
+#[derive(Deserialize)]
+struct MultiBase {
+    sha: String,
+}
+
+#[derive(Deserialize)]
+struct ResolvedIssue {
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+impl From<MultiInstance> for Instance {
+    /// The request is what the resolved issues say, title then body, one after another.
+    fn from(m: MultiInstance) -> Instance {
+        let problem_statement = m
+            .resolved_issues
+            .iter()
+            .map(|i| {
+                let title = i.title.as_deref().unwrap_or("").trim();
+                let body = i.body.as_deref().unwrap_or("").trim();
+                format!("{title}\n\n{body}").trim().to_string()
+            })
+            .filter(|t| !t.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        Instance {
+            instance_id: format!("{}__{}-{}", m.org, m.repo, m.number),
+            repo: format!("{}/{}", m.org, m.repo),
+            base_commit: m.base.sha,
+            problem_statement,
+            patch: m.fix_patch,
+        }
+    }
 }
 
 /// An instance read from a dump, before it is matched to a repository's tree.
@@ -228,8 +384,9 @@ pub fn patched_paths(patch: &str) -> Vec<String> {
     out
 }
 
-/// Every instance of the dumps, grouped by repository slug (each `instance_id` once, first
-/// dump first, dump order within).
+/// Every instance of the dumps, grouped by repository slug in lower case (datasets and GitHub
+/// differ in case: `fasterxml/jackson-core`), each `instance_id` once, first dump first, dump
+/// order within.
 pub fn read_dumps(work_root: &Path) -> Result<BTreeMap<String, Vec<Report>>, String> {
     let mut seen = HashSet::new();
     let mut by_repo: BTreeMap<String, Vec<Report>> = BTreeMap::new();
@@ -250,18 +407,26 @@ pub fn read_dumps(work_root: &Path) -> Result<BTreeMap<String, Vec<Report>>, Str
                 if line.trim().is_empty() {
                     continue;
                 }
-                let i: Instance = serde_json::from_str(line)
-                    .map_err(|e| format!("{}:{file}:{}: {e}", dump.repo.slug, n + 1))?;
+                let at = |e: serde_json::Error| format!("{}:{file}:{}: {e}", dump.repo.slug, n + 1);
+                let i: Instance = match dump.format {
+                    Format::SweBench => serde_json::from_str(line).map_err(at)?,
+                    Format::MultiSweBench => serde_json::from_str::<MultiInstance>(line)
+                        .map_err(at)?
+                        .into(),
+                };
                 if !seen.insert(i.instance_id.clone()) {
                     continue;
                 }
-                by_repo.entry(i.repo.clone()).or_default().push(Report {
-                    id: i.instance_id,
-                    dataset: dump.label,
-                    base: i.base_commit,
-                    request: i.problem_statement,
-                    patched: patched_paths(&i.patch),
-                });
+                by_repo
+                    .entry(i.repo.to_ascii_lowercase())
+                    .or_default()
+                    .push(Report {
+                        id: i.instance_id,
+                        dataset: dump.label,
+                        base: i.base_commit,
+                        request: i.problem_statement,
+                        patched: patched_paths(&i.patch),
+                    });
             }
         }
     }

@@ -16,8 +16,8 @@
 //!
 //!
 //! A second request kind, issue reports (`EVAL_KINDS=issues`, or `both` for the two in one
-//! run): real bug reports and feature requests from published localisation datasets (see
-//! `issues.rs`), each asked against the base commit it was filed at, with the source files of
+//! run): real bug reports and feature requests from published localisation and
+//! issue-resolution datasets, Python and Rust, Go, Java, JavaScript (see `issues.rs`), each asked against the base commit it was filed at, with the source files of
 //! its merged fix as gold. Its halves are whole repositories; whole-file BM25 over all files
 //! and over the files that are not tests, promptd's shipped lexical default and the
 //! `EVAL_VARIANTS` answer each report, and the tree is indexed once per base commit.
@@ -40,8 +40,11 @@
 //!   `nocap={"maxChunksPerFile":0}`).
 //! - `EVAL_SPLIT`: `tuning` or `held-out` to run only that half (tune on `tuning`).
 //! - `EVAL_KINDS`: `commits` (the default), `issues` or `both`.
-//! - `EVAL_ISSUE_CASES`: issue reports kept per repository (default 20: one run of both
-//!   halves stays near 30 minutes on 2 shared cores).
+//! - `EVAL_ISSUE_CASES`: issue reports kept per repository (default 30; sympy alone has 137,
+//!   and its tree is the slowest to index).
+//! - `EVAL_REUSE_INDEX=1`: the issue reports' index is brought up to date from one base
+//!   commit to the next instead of built anew for each (promptd merges the segments of
+//!   replaced chunks after every refresh); much faster on large trees.
 //! - `EVAL_ACCEPTANCE=1`: also the acceptance repositories' issue reports, in a table of their
 //!   own (`issues::Half::Acceptance`).
 
@@ -452,12 +455,13 @@ fn run_issue_repo(
     }
     let datasets: std::collections::BTreeSet<&str> = reports.iter().map(|r| r.dataset).collect();
     eprintln!(
-        "{}: {} issue reports ({}), {} kept ({:?})",
+        "{}: {} issue reports ({}), {} kept ({:?}), {} asked in this run",
         repo.repo.slug,
         selection.eligible,
         datasets.into_iter().collect::<Vec<_>>().join(", "),
-        cases.len(),
+        selection.kept,
         repo.half,
+        cases.len(),
     );
     let mut run = RepoRun {
         repo: &repo.repo,
@@ -483,7 +487,9 @@ fn run_issue_repo(
                 .cloned()
                 .collect();
             let no_tests = WholeFileBm25::build(&tree.dir, &untested, repo.repo.langs)?;
-            fresh_index(&tree.dir)?;
+            if !env_flag("EVAL_REUSE_INDEX") {
+                fresh_index(&tree.dir)?;
+            }
             let mut all = vec![rankers(&tree.dir, LEXICAL, &shipped(false))?];
             for (name, config) in variants {
                 all.push(rankers(&tree.dir, name, config)?);
@@ -553,7 +559,7 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/eval-history"));
     let max_cases = env_usize("EVAL_HISTORY_CASES", 100);
-    let max_issues = env_usize("EVAL_ISSUE_CASES", 20);
+    let max_issues = env_usize("EVAL_ISSUE_CASES", 30);
     let only: Option<Vec<String>> = std::env::var("EVAL_HISTORY_REPOS")
         .ok()
         .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
@@ -661,7 +667,9 @@ fn main() {
                 .iter()
                 .filter(|r| wanted.contains(&r.half) && selected(r.repo.short()))
             {
-                let mine = reports.get(repo.repo.slug).map_or(&[][..], Vec::as_slice);
+                let mine = reports
+                    .get(&repo.repo.slug.to_ascii_lowercase())
+                    .map_or(&[][..], Vec::as_slice);
                 match run_issue_repo(
                     repo,
                     mine,

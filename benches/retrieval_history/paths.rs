@@ -10,8 +10,10 @@ pub use promptd::rag::kind::FileKind;
 pub enum Lang {
     Python,
     TypeScript,
+    JavaScript,
     Go,
     Rust,
+    Java,
 }
 
 impl Lang {
@@ -19,8 +21,10 @@ impl Lang {
         match self {
             Lang::Python => "Python",
             Lang::TypeScript => "TypeScript",
+            Lang::JavaScript => "JavaScript",
             Lang::Go => "Go",
             Lang::Rust => "Rust",
+            Lang::Java => "Java",
         }
     }
 
@@ -28,8 +32,10 @@ impl Lang {
         match self {
             Lang::Python => &["py"],
             Lang::TypeScript => &["ts", "tsx", "mts", "cts"],
+            Lang::JavaScript => &["js", "jsx", "mjs", "cjs"],
             Lang::Go => &["go"],
             Lang::Rust => &["rs"],
+            Lang::Java => &["java"],
         }
     }
 
