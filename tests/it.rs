@@ -65,5 +65,6 @@ mod stages_reload;
 mod studio_browser;
 mod studio_collections;
 mod studio_http;
+mod studio_playground;
 mod suggestions;
 mod tools_defined;

@@ -55,6 +55,15 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
     }
     let (status, _, _) = get(http.get(format!("{base}/?token=wrong-token"))).await;
     assert_eq!(status, 401);
+    // A run is a model call: behind the same token.
+    let (status, _, _) = get(http
+        .post(format!("{base}/studio/run"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("prompt=review&a.language=go"))
+    .await;
+    assert_eq!(status, 401, "POST /studio/run");
+    let (status, _, _) = get(http.get(format!("{base}/studio/runs?prompt=review"))).await;
+    assert_eq!(status, 401, "/studio/runs");
 
     // `/?token=` sets an HttpOnly, SameSite=Strict cookie and drops the token from the address.
     let (status, headers, _) =
@@ -139,7 +148,17 @@ async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
     .await;
     assert_eq!(status, 200, "the page's own origin");
 
-    // Every route is read-only.
+    // A page of another site cannot start a run.
+    let (status, _, _) = get(http
+        .post(format!("{base}/studio/run"))
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("prompt=review&a.language=go"))
+    .await;
+    assert_eq!(status, 403, "POST /studio/run from a foreign origin");
+    assert!(!dir.path().join(".promptd").exists(), "a refused run wrote");
+
+    // Every other route is read-only.
     let before = std::fs::read_to_string(dir.path().join("prompts/review.md")).unwrap();
     for path in ["/", "/studio/render?prompt=review", "/studio/events"] {
         let (status, _, _) = get(http.post(format!("{base}{path}")).body("x")).await;

@@ -53,6 +53,9 @@ pub enum Command {
     Enhance(stage_calls::EnhanceArgs),
     /// Compose the final prompt: system prompt, tools, project rules and docs under a budget.
     Compose(stage_calls::ComposeArgs),
+    /// Run a prompt against the configured model (LLM_* env), streaming the answer; the run
+    /// is recorded in .promptd/runs/.
+    Run(stage_calls::RunArgs),
     /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http (and the
     /// studio page at /).
     Serve(ServeArgs),
@@ -201,6 +204,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out()),
         Command::Enhance(args) => stage_calls::enhance(&cli.common, &args, &mut out()),
         Command::Compose(args) => stage_calls::compose(&cli.common, &args, &mut out()),
+        Command::Run(args) => stage_calls::run(&cli.common, &args, &mut out()),
         Command::Serve(args) => serve(&cli.common, &args),
         Command::Studio(args) => studio(&cli.common, &args),
         Command::Tools(args) => tools::run(&cli.common, &args, &mut out()),

@@ -93,6 +93,7 @@ pub fn router(
                     library.cwd(),
                     server.visibility(),
                 ),
+                stages: server.stages().clone(),
             },
             promptd_studio::web::WebGuard {
                 token: token.clone(),
