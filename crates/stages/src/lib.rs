@@ -1,8 +1,9 @@
 //! The stage calls both adapters make, built once below them: [`Stages::enhance`] and
 //! [`Stages::compose`] take a catalog request ([`EnhanceRequest`], [`ComposeInput`]) and the
 //! [`Caller`] (which folders it may use, where its workspace defaults to), resolve and check the
-//! workspace, run the pipeline and splice every warning into the result. The CLI and the MCP
-//! server only convert to and from these calls.
+//! workspace, run the pipeline and splice every warning into the result. [`Stages::run`] runs
+//! a prompt against the model and records the run ([`run`]). The CLI, the MCP server and the
+//! studio only convert to and from these calls.
 //!
 //! [`Stages`] holds the long-lived collaborators: the secret guard, the open retrievers, and the
 //! LLM client. It also owns the policy for long-lived resources: a stage's blocking work runs on
