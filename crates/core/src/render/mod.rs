@@ -1289,11 +1289,18 @@ fn messages_of(prompt: &PromptTemplate, text: &str) -> Vec<PromptMessage> {
     out
 }
 
+/// A role marker: `<!-- role: user|assistant|system -->` in any letter case and spacing,
+/// wherever it stands (a line of its own, indented, or after text on a line), with the blanks
+/// and line break that end its line.
 static ROLE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^[ \t]*<!--\s*role:\s*(user|assistant)\s*-->[ \t]*\r?$").expect("role regex")
+    Regex::new(r"(?i)<!--\s*role:\s*(user|assistant|system)\s*-->[ \t]*(?:\r?\n)?")
+        .expect("role regex")
 });
 
-/// Splits rendered text into messages at `<!-- role: user|assistant -->` lines.
+/// Splits rendered text into messages at `<!-- role: … -->` markers: each marker starts a
+/// section that runs to the next one, text before the first is a user message, and a section
+/// with nothing but blanks is dropped. A system section, which MCP has no role for, is a user
+/// message that starts with its `<!-- role: system -->` line.
 pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
     if !roles {
         return vec![PromptMessage {
@@ -1302,25 +1309,35 @@ pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
         }];
     }
     let mut out = Vec::new();
+    let push = |role: &str, chunk: &str, out: &mut Vec<PromptMessage>| {
+        let chunk = chunk.trim();
+        if chunk.is_empty() {
+            return;
+        }
+        out.push(match role {
+            "system" => PromptMessage {
+                role: "user".into(),
+                text: format!("<!-- role: system -->\n{chunk}"),
+            },
+            role => PromptMessage {
+                role: role.into(),
+                text: chunk.to_string(),
+            },
+        });
+    };
     let mut role = "user".to_string();
     let mut start = 0;
     for c in ROLE.captures_iter(text) {
         let m = c.get(0).expect("match");
-        let chunk = text[start..m.start()].trim();
-        if !chunk.is_empty() {
-            out.push(PromptMessage {
-                role: role.clone(),
-                text: chunk.to_string(),
-            });
-        }
-        role = c[1].to_string();
+        push(&role, &text[start..m.start()], &mut out);
+        role = c[1].to_ascii_lowercase();
         start = m.end();
     }
-    let chunk = text[start..].trim();
-    if !chunk.is_empty() || out.is_empty() {
+    push(&role, &text[start..], &mut out);
+    if out.is_empty() {
         out.push(PromptMessage {
-            role,
-            text: chunk.to_string(),
+            role: "user".into(),
+            text: String::new(),
         });
     }
     out
@@ -1347,5 +1364,27 @@ mod tests {
         assert_eq!(m.len(), 3);
         assert_eq!(m[1].role, "assistant");
         assert_eq!(m[2].text, "next");
+    }
+
+    #[test]
+    fn role_markers_count_inline_indented_and_in_any_case() {
+        let m = split_roles(
+            "<!-- role: system -->Be brief.\n  <!--role:User-->\nHi <!-- ROLE: assistant --> Hello",
+            true,
+        );
+        let got: Vec<(&str, &str)> = m
+            .iter()
+            .map(|m| (m.role.as_str(), m.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("user", "<!-- role: system -->\nBe brief."),
+                ("user", "Hi"),
+                ("assistant", "Hello"),
+            ]
+        );
+        let blank = split_roles("<!-- role: assistant -->\n  \n", true);
+        assert_eq!((blank.len(), blank[0].role.as_str()), (1, "user"));
     }
 }
