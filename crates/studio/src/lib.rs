@@ -6,8 +6,10 @@
 //! It also runs a prompt against the configured model ([`web`]'s run route, through
 //! [`promptd_stages::Stages::run`]) and lists the runs recorded for it ([`RunPanel`]). Nothing
 //! else writes to disk: test cases run with [`SnapshotUpdate::Nothing`], and a run is recorded
-//! by the stage, under the project's `.promptd/runs/`.
+//! by the stage, under the project's `.promptd/runs/`, and [`address`] keeps the studio's
+//! port and generated token under `.promptd/studio/` so an open page reconnects after a restart.
 
+pub mod address;
 pub mod web;
 
 use std::collections::BTreeMap;
