@@ -2,7 +2,7 @@
 //! render (values that print the same text keep their own sources), the files that failed to
 //! load listed live, and a prompt run against a local OpenAI-compatible server that streams
 //! (the answer shown as it arrives, the run recorded, the API key nowhere in the page). The
-//! same run from the CLI (`promptd run`).
+//! same run from the CLI (`promptd run`). "Use this case" filling the form from a test case.
 
 use std::time::Duration;
 
@@ -68,6 +68,59 @@ fn equal_values_keep_their_own_sources() {
         ])
     );
     screenshot(&tab, "playground-01-provenance");
+}
+
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs Chromium (scripts/setup installs it)"
+)]
+#[test]
+fn use_this_case_fills_the_form_from_a_test_case() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (_child, url, _log) = rt.block_on(http_server(dir.path(), &["--auth-token", TOKEN]));
+    let profile = tempfile::tempdir().unwrap();
+    let browser = launch(profile.path());
+    let tab = browser.new_tab().unwrap();
+    tab.set_default_timeout(LIVE);
+    tab.navigate_to(&format!("{}/?token={TOKEN}&prompt=review", page_base(&url)))
+        .unwrap();
+    tab.wait_until_navigated().unwrap();
+    tab.wait_for_element("li[data-case='review@go_strict'] a.use-case")
+        .unwrap()
+        .click()
+        .unwrap();
+    let (form, _) = wait_for(
+        &tab,
+        "the form filled from the case",
+        LIVE,
+        "const l = document.querySelector('[name=\"a.language\"]'); \
+         const s = document.querySelector('[name=\"a.strict\"]'); \
+         return l && l.value === 'go' && [l.value, s.checked, location.search]",
+    );
+    assert_eq!(form[0], json!("go"));
+    assert_eq!(
+        form[1],
+        json!(true),
+        "the case's strict: \"true\" checks the box"
+    );
+    assert!(
+        form[2].as_str().unwrap().contains("a.strict=true"),
+        "{form:?}"
+    );
+    let (text, _) = wait_for(
+        &tab,
+        "the case's render",
+        LIVE,
+        "const m = document.getElementById('messages'); \
+         return m && m.textContent.includes('Be strict.') && m.textContent",
+    );
+    assert!(
+        text.as_str().unwrap().contains("Review this go change"),
+        "{text}"
+    );
+    screenshot(&tab, "playground-04-use-this-case");
 }
 
 #[cfg_attr(

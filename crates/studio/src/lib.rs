@@ -500,10 +500,33 @@ pub struct CaseView {
     pub failures: Vec<String>,
     /// The unified diff of a changed (or new) snapshot: (`+`, `-`, ` `, `@`, `h`) and the line.
     pub diff: Vec<(&'static str, String)>,
+    /// The page of the prompt with the form filled from the case's arguments ("use this
+    /// case"); `None` for an unreadable declaration.
+    pub use_href: Option<String>,
 }
 
-fn case_view(c: CaseOutcome) -> CaseView {
+/// The page of the prompt `name` with each argument in the form: a string as written, any
+/// other value as its JSON text (which the form coerces back to the declared type).
+fn case_href(name: &str, args: &serde_json::Map<String, serde_json::Value>) -> String {
+    let mut pairs = vec![("prompt".to_string(), name.to_string())];
+    pairs.extend(args.iter().map(|(k, v)| {
+        let value = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        (format!("a.{k}"), value)
+    }));
+    format!(
+        "/?{}",
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
+    )
+}
+
+fn case_view(c: CaseOutcome, prompt: &str) -> CaseView {
     let passed = c.passed();
+    let use_href =
+        c.id.starts_with(&format!("{prompt}@"))
+            .then(|| case_href(prompt, &c.args));
     let (snapshot, diff) = match &c.snapshot {
         SnapshotOutcome::Matched => ("matched", Vec::new()),
         SnapshotOutcome::NotCompared => ("not compared", Vec::new()),
@@ -542,6 +565,7 @@ fn case_view(c: CaseOutcome) -> CaseView {
         snapshot,
         failures: c.failures,
         diff,
+        use_href,
     }
 }
 
@@ -572,7 +596,7 @@ pub fn cases(
     let mut out = Vec::new();
     let run = prompt_tests::run(snapshot, &test_options, &mut |c| {
         if c.id.starts_with(&own) || c.id == file {
-            out.push(case_view(c.clone()));
+            out.push(case_view(c.clone(), &prompt.name));
         }
     });
     if let Err(e) = run {
@@ -582,6 +606,7 @@ pub fn cases(
             snapshot: "not compared",
             failures: vec![e.to_string()],
             diff: Vec::new(),
+            use_href: None,
         });
     }
     out
