@@ -66,5 +66,6 @@ mod studio_browser;
 mod studio_collections;
 mod studio_http;
 mod studio_tools;
+mod studio_playground;
 mod suggestions;
 mod tools_defined;

@@ -1,7 +1,8 @@
 //! The studio over real HTTP, as a browser's requests reach it: the token (bearer header, or
 //! the cookie `/?token=` sets), Host and Origin checks, read-only routes, the render fragment,
 //! the event stream a file edit drives, `serve --no-studio`, and `promptd studio` itself
-//! (address with a generated token, `--open` through `$BROWSER`, loopback only).
+//! (address with a generated token, `--open` through `$BROWSER`, loopback only, the same port
+//! and token on the next start so an open page reconnects).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -55,6 +56,15 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
     }
     let (status, _, _) = get(http.get(format!("{base}/?token=wrong-token"))).await;
     assert_eq!(status, 401);
+    // A run is a model call: behind the same token.
+    let (status, _, _) = get(http
+        .post(format!("{base}/studio/run"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("prompt=review&a.language=go"))
+    .await;
+    assert_eq!(status, 401, "POST /studio/run");
+    let (status, _, _) = get(http.get(format!("{base}/studio/runs?prompt=review"))).await;
+    assert_eq!(status, 401, "/studio/runs");
 
     // `/?token=` sets an HttpOnly, SameSite=Strict cookie and drops the token from the address.
     let (status, headers, _) =
@@ -139,7 +149,17 @@ async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
     .await;
     assert_eq!(status, 200, "the page's own origin");
 
-    // Every route is read-only.
+    // A page of another site cannot start a run.
+    let (status, _, _) = get(http
+        .post(format!("{base}/studio/run"))
+        .header("origin", "https://evil.example")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("prompt=review&a.language=go"))
+    .await;
+    assert_eq!(status, 403, "POST /studio/run from a foreign origin");
+    assert!(!dir.path().join(".promptd").exists(), "a refused run wrote");
+
+    // Every other route is read-only.
     let before = std::fs::read_to_string(dir.path().join("prompts/review.md")).unwrap();
     for path in ["/", "/studio/render?prompt=review", "/studio/events"] {
         let (status, _, _) = get(http.post(format!("{base}{path}")).body("x")).await;
@@ -469,6 +489,57 @@ async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
         "{err}"
     );
     assert!(!err.contains("  "), "stray spaces: {err:?}");
+}
+
+#[tokio::test]
+async fn a_restarted_studio_keeps_its_port_and_token_so_an_open_page_reconnects() {
+    let dir = tempfile::tempdir().unwrap();
+    write_project(dir.path());
+    let http = client();
+    let (mut first, url) = studio(dir.path(), &[], &[]).await;
+    let base = url.split("/?").next().unwrap().to_string();
+    let (status, headers, _) = get(http.get(&url)).await;
+    assert_eq!(status, 303, "{headers:?}");
+    let cookie = headers["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_string();
+    first.kill().await.unwrap();
+    first.wait().await.unwrap();
+    let kept = std::fs::read_to_string(dir.path().join(".promptd/studio/.gitignore")).unwrap();
+    assert_eq!(kept, "*\n", "the remembered address stays out of git");
+
+    let (_second, again) = studio(dir.path(), &[], &[]).await;
+    assert_eq!(again, url, "the same port and token on the next start");
+    let (status, _, body) = get(http.get(format!("{base}/")).header("cookie", &cookie)).await;
+    assert_eq!(status, 200, "the open page's cookie still works: {body}");
+    let events = within(
+        "the event stream",
+        http.get(format!("{base}/studio/events"))
+            .header("cookie", &cookie)
+            .send(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        events.status().as_u16(),
+        200,
+        "the page's event stream reconnects"
+    );
+    drop(events);
+
+    let mut second = _second;
+    second.kill().await.unwrap();
+    second.wait().await.unwrap();
+
+    // A port another process holds: the studio starts on a free one with the same token.
+    let _blocker = std::net::TcpListener::bind(base.trim_start_matches("http://")).unwrap();
+    let (_third, moved) = studio(dir.path(), &[], &[]).await;
+    assert_ne!(moved, url);
+    assert_eq!(moved.split("?token=").nth(1), url.split("?token=").nth(1));
 }
 
 #[tokio::test]

@@ -53,6 +53,9 @@ pub enum Command {
     Enhance(stage_calls::EnhanceArgs),
     /// Compose the final prompt: system prompt, tools, project rules and docs under a budget.
     Compose(stage_calls::ComposeArgs),
+    /// Run a prompt against the configured model (LLM_* env), streaming the answer; the run
+    /// is recorded in .promptd/runs/.
+    Run(stage_calls::RunArgs),
     /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http (and the
     /// studio page at /).
     Serve(ServeArgs),
@@ -64,9 +67,11 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct StudioArgs {
-    /// Address to listen on (loopback; port 0 picks a free one).
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
-    pub addr: std::net::SocketAddr,
+    /// Address to listen on (loopback; port 0 picks a free one). Default: 127.0.0.1 on the
+    /// port of the last start on this project while it is free (`.promptd/studio/`), so an
+    /// open page reconnects.
+    #[arg(long, value_name = "ADDR")]
+    pub addr: Option<std::net::SocketAddr>,
     /// Open the page in the browser ($BROWSER, else xdg-open).
     #[arg(long)]
     pub open: bool,
@@ -201,6 +206,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Test(args) => prompt_tests::test(&cli.common, &args, &mut out()),
         Command::Enhance(args) => stage_calls::enhance(&cli.common, &args, &mut out()),
         Command::Compose(args) => stage_calls::compose(&cli.common, &args, &mut out()),
+        Command::Run(args) => stage_calls::run(&cli.common, &args, &mut out()),
         Command::Serve(args) => serve(&cli.common, &args),
         Command::Studio(args) => studio(&cli.common, &args),
         Command::Tools(args) => tools::run(&cli.common, &args, &mut out()),
@@ -439,25 +445,56 @@ fn serve(common: &CommonArgs, args: &ServeArgs) -> Result<u8> {
 }
 
 fn studio(common: &CommonArgs, args: &StudioArgs) -> Result<u8> {
-    if !args.addr.ip().is_loopback() {
+    if let Some(addr) = args.addr
+        && !addr.ip().is_loopback()
+    {
         bail!(
-            "--addr {}: the studio is for one author on this machine; serve others with \
-             `promptd serve --http ADDR --auth-token TOKEN`",
-            args.addr
+            "--addr {addr}: the studio is for one author on this machine; serve others with \
+             `promptd serve --http ADDR --auth-token TOKEN`"
         );
     }
     let lib = crate::library::PromptLibrary::open_deferred(common.library_options()?)?;
+    let store = crate::studio::address::AddressStore::for_project(lib.cwd());
+    let remembered = if args.addr.is_none() {
+        store.load()
+    } else {
+        None
+    };
     let (token, show_token) = match (&args.auth_token, args.no_token) {
         (Some(t), _) => (Some(t.clone()), false),
         (None, true) => (None, false),
-        (None, false) => (Some(random_token()?), true),
+        (None, false) => match remembered.as_ref().and_then(|r| r.token.clone()) {
+            Some(t) => (Some(t), true),
+            None => (Some(random_token()?), true),
+        },
+    };
+    let addr = match args.addr {
+        Some(addr) => addr,
+        None => {
+            let addr = crate::studio::address::choose(
+                std::net::Ipv4Addr::LOCALHOST.into(),
+                remembered.map(|r| r.port),
+            )
+            .context("finding a free port for the studio")?;
+            let kept = crate::studio::address::Remembered {
+                port: addr.port(),
+                token: token.clone().filter(|_| show_token),
+            };
+            if let Err(e) = store.save(&kept) {
+                tracing::warn!(
+                    "{}: {e}; the next start picks a new port",
+                    store.file().display()
+                );
+            }
+            addr
+        }
     };
     let options = crate::mcp::ServeOptions {
         handler: crate::mcp::HandlerOptions {
             expose_system: args.expose_system,
             ..crate::mcp::HandlerOptions::default()
         },
-        http: Some(args.addr),
+        http: Some(addr),
         auth_token: token,
         watch: true,
         polling: crate::watch::Polling::Auto,

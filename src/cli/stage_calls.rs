@@ -1,6 +1,7 @@
 //! `promptd enhance` and `promptd compose`: flags into catalog requests, the same
 //! [`Stages`] calls the MCP tools `enhance_prompt` and `compose_prompt` make (as the trusted
 //! local user, whose workspace defaults to the current directory), and the result printed.
+//! `promptd run`: the studio's Run ([`Stages::run`]), the answer printed as it streams.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -25,6 +26,24 @@ pub struct EnhanceArgs {
     #[arg(long, value_name = "D")]
     pub dir: Option<PathBuf>,
     /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Prompt name.
+    pub name: String,
+    /// Argument as key=value (repeatable); values are coerced to the declared type.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
+    /// Arguments as a JSON object; --arg values override it.
+    #[arg(long = "args-json", value_name = "JSON")]
+    pub args_json: Option<String>,
+    /// The model (default: the prompt's frontmatter `model`, else LLM_MODEL).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Print the recorded run as JSON (after the answer is complete).
     #[arg(long)]
     pub json: bool,
 }
@@ -129,4 +148,52 @@ pub fn compose(common: &CommonArgs, args: &ComposeArgs, out: &mut dyn Write) -> 
         );
     }
     Ok(0)
+}
+
+/// `promptd run`: the answer on stdout as it streams (or the recorded run as JSON), the model,
+/// token counts and timings on stderr; exit 1 when the call failed (the run is recorded).
+pub fn run(common: &CommonArgs, args: &RunArgs, out: &mut dyn Write) -> Result<u8> {
+    let stages = stages(common)?;
+    let request = crate::stages::run::RunRequest {
+        prompt: args.name.clone(),
+        arguments: super::parse_cli_args(&args.args, args.args_json.as_deref())?,
+        settings: crate::stages::llm::ModelSettings {
+            model: args.model.clone(),
+            ..Default::default()
+        },
+    };
+    let json = args.json;
+    let mut on_text = move |t: &str| {
+        if !json {
+            let mut stdout = std::io::stdout();
+            let _ = stdout.write_all(t.as_bytes());
+            let _ = stdout.flush();
+        }
+    };
+    let record =
+        runtime()?.block_on(stages.run(request, crate::library::Visibility::All, &mut on_text))?;
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &record)?;
+        writeln!(out)?;
+    } else if !record.answer.ends_with('\n') && !record.answer.is_empty() {
+        writeln!(out)?;
+    }
+    if let Some(e) = &record.error {
+        eprintln!("error: {e}");
+    }
+    eprintln!(
+        "{} · {} tokens in · {} out{} · first byte {:.0} ms · {:.0} ms · recorded as {}",
+        record.model,
+        record.tokens_in,
+        record.tokens_out,
+        if record.tokens_estimated {
+            " (counted by promptd)"
+        } else {
+            ""
+        },
+        record.first_byte_ms,
+        record.latency_ms,
+        record.id
+    );
+    Ok(u8::from(record.error.is_some()))
 }

@@ -1,5 +1,7 @@
 //! An in-process OpenAI-compatible chat-completions server on 127.0.0.1 that records every
-//! request, for tests of the LLM transport and enhance_prompt.
+//! request, for tests of the LLM transport, enhance_prompt and runs. It answers with one JSON
+//! completion, or streams server-sent events as OpenAI does ([`Reply::Stream`]), noting when
+//! each stream's first byte was sent.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,6 +26,14 @@ pub enum Reply {
     Garbage,
     /// 200 with a chat completion whose answer is this many bytes long.
     Huge(usize),
+    /// 200 with `text/event-stream`: one chunk per piece, `gap` apart, then a usage chunk
+    /// (`usage`: prompt and completion tokens) and `[DONE]`.
+    Stream {
+        pieces: Vec<String>,
+        gap: Duration,
+        model: String,
+        usage: (u64, u64),
+    },
 }
 
 /// One request as received.
@@ -37,12 +47,24 @@ pub struct Recorded {
 struct Shared {
     replies: Arc<Vec<Reply>>,
     recorded: Arc<Mutex<Vec<Recorded>>>,
+    first_bytes: Arc<Mutex<Vec<f64>>>,
 }
 
 /// A running server; dropped with the test's runtime.
 pub struct LlmServer {
     pub url: String,
     recorded: Arc<Mutex<Vec<Recorded>>>,
+    first_bytes: Arc<Mutex<Vec<f64>>>,
+}
+
+/// Now, in milliseconds since the Unix epoch (the clock a page's `performance.timeOrigin +
+/// performance.now()` reads).
+pub fn epoch_ms() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        * 1000.0
 }
 
 impl LlmServer {
@@ -51,8 +73,10 @@ impl LlmServer {
         let shared = Shared {
             replies: Arc::new(replies),
             recorded: Arc::new(Mutex::new(Vec::new())),
+            first_bytes: Arc::new(Mutex::new(Vec::new())),
         };
         let recorded = shared.recorded.clone();
+        let first_bytes = shared.first_bytes.clone();
         let app = Router::new()
             .route("/v1/chat/completions", post(handle))
             .with_state(shared);
@@ -62,7 +86,13 @@ impl LlmServer {
         LlmServer {
             url: format!("http://{addr}/v1/chat/completions"),
             recorded,
+            first_bytes,
         }
+    }
+
+    /// When each streamed answer's first chunk was sent ([`epoch_ms`]), in order.
+    pub fn first_bytes(&self) -> Vec<f64> {
+        self.first_bytes.lock().unwrap().clone()
     }
 
     /// Every request received so far.
@@ -111,5 +141,46 @@ async fn handle(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Res
         }
         Reply::Garbage => (StatusCode::OK, "<html>proxy error page</html>").into_response(),
         Reply::Huge(n) => (StatusCode::OK, completion(&"x".repeat(n))).into_response(),
+        Reply::Stream {
+            pieces,
+            gap,
+            model,
+            usage,
+        } => {
+            let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(4);
+            let first_bytes = s.first_bytes.clone();
+            tokio::spawn(async move {
+                for (i, piece) in pieces.iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(gap).await;
+                    }
+                    let chunk = serde_json::json!({
+                        "id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model,
+                        "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]
+                    });
+                    if i == 0 {
+                        first_bytes.lock().unwrap().push(epoch_ms());
+                    }
+                    if tx.send(Ok(format!("data: {chunk}\n\n"))).await.is_err() {
+                        return;
+                    }
+                }
+                let last = serde_json::json!({
+                    "id": "chatcmpl-test", "object": "chat.completion.chunk", "model": model,
+                    "choices": [],
+                    "usage": {"prompt_tokens": usage.0, "completion_tokens": usage.1, "total_tokens": usage.0 + usage.1}
+                });
+                let _ = tx.send(Ok(format!("data: {last}\n\n"))).await;
+                let _ = tx.send(Ok("data: [DONE]\n\n".to_string())).await;
+            });
+            let body =
+                axum::body::Body::from_stream(tokio_stream::wrappers::ReceiverStream::new(rx));
+            (
+                StatusCode::OK,
+                [("content-type", "text/event-stream")],
+                body,
+            )
+                .into_response()
+        }
     }
 }

@@ -2,6 +2,10 @@
 //! argument, a config value and a computed date (`review`), roles (`dialogue`), markup
 //! everywhere a page could print it (`hostile`), a Claude command, a system prompt, and test
 //! cases of `review`. Tests edit it, so each gets its own copy.
+//!
+//! The playground project, `tests/fixtures/studio/playground/`: a config value and an argument
+//! that print the same word, two computed dates that print the same day (`report`), and a prompt
+//! whose frontmatter names its model (`ask`).
 
 use std::path::{Path, PathBuf};
 
@@ -13,6 +17,14 @@ pub fn fixture() -> PathBuf {
 /// The fixture's `prompts/review.md`.
 pub fn review() -> String {
     std::fs::read_to_string(fixture().join("prompts/review.md")).expect("review fixture")
+}
+
+/// Copies the playground project into `dir`.
+pub fn write_playground(dir: &Path) {
+    copy_tree(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/studio/playground"),
+        dir,
+    );
 }
 
 /// Copies the fixture project into `dir`.

@@ -101,6 +101,11 @@ impl PromptServer {
         }
     }
 
+    /// The stages the handler calls.
+    pub fn stages(&self) -> &Arc<Stages> {
+        &self.stages
+    }
+
     /// The library served.
     pub fn library(&self) -> &Arc<PromptLibrary> {
         self.stages.library()

@@ -1,8 +1,9 @@
 //! The stage calls both adapters make, built once below them: [`Stages::enhance`] and
 //! [`Stages::compose`] take a catalog request ([`EnhanceRequest`], [`ComposeInput`]) and the
 //! [`Caller`] (which folders it may use, where its workspace defaults to), resolve and check the
-//! workspace, run the pipeline and splice every warning into the result. The CLI and the MCP
-//! server only convert to and from these calls.
+//! workspace, run the pipeline and splice every warning into the result. [`Stages::run`] runs
+//! a prompt against the model and records the run ([`run`]). The CLI, the MCP server and the
+//! studio only convert to and from these calls.
 //!
 //! [`Stages`] holds the long-lived collaborators: the secret guard, the open retrievers, and the
 //! LLM client. It also owns the policy for long-lived resources: a stage's blocking work runs on
@@ -24,6 +25,7 @@ pub mod catalog;
 pub mod compose;
 pub mod enhance;
 pub mod llm;
+pub mod run;
 pub mod tools;
 
 use std::num::NonZeroUsize;
@@ -602,6 +604,42 @@ impl Stages {
         self.llm
             .clone()
             .map(|c| c.with_max_response_bytes(snap.limits.max_llm_response_bytes))
+    }
+
+    /// Runs a prompt against the configured model (`LLM_*`, as `enhance`): rendered from the
+    /// current snapshot (only a prompt `visibility` serves), each piece of the answer handed to
+    /// `on_text` as it streams, the run recorded under the project's `.promptd/runs/` (a failed
+    /// call too: its record says why).
+    pub async fn run(
+        self: &Arc<Self>,
+        req: run::RunRequest,
+        visibility: promptd_core::library::Visibility,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<run::RunRecord, run::RunError> {
+        let stages = Arc::clone(self);
+        let (prepared, llm) = blocking(move || {
+            let snap = stages.library.snapshot();
+            let prepared = run::prepare(&snap, &req, visibility, stages.library.clock())?;
+            Ok::<_, run::RunError>((prepared, stages.llm(&snap)))
+        })
+        .await?;
+        let llm = llm.ok_or(run::RunError::NotConfigured)?;
+        let record = run::call(&llm, prepared, on_text).await;
+        let store = self.runs();
+        let saved = record.clone();
+        blocking(move || store.save(&saved)).await?;
+        Ok(record)
+    }
+
+    /// The recorded runs of the library's project.
+    pub fn runs(&self) -> run::RunStore {
+        run::RunStore::for_project(self.library.cwd())
+    }
+
+    /// The model a run asks for when neither the prompt nor the caller names one; `None` when
+    /// no model is configured.
+    pub fn default_model(&self) -> Option<&str> {
+        self.llm.as_ref().map(|c| c.config().model.as_str())
     }
 
     /// The folder a call asks to work in: the request's `field` (`given`), else the caller's

@@ -7,10 +7,17 @@
 //! message. A call has an overall deadline (default 45 s) and retries once on 429 or 5xx,
 //! honouring `Retry-After` within the deadline. Callers decide what a failure means; this module
 //! only reports it.
+//!
+//! [`ChatClient::stream`] sends a prompt's own messages (a run) with `stream: true` and hands
+//! each piece of the answer to the caller as it arrives (server-sent events, as OpenAI streams;
+//! a gateway that answers with one JSON completion instead is read whole). A streamed call has
+//! the same deadline and response cap, and is not retried: a part of the answer may already be
+//! shown.
 
 use std::time::{Duration, Instant};
 
 use backon::{ConstantBuilder, Retryable};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 /// Default overall deadline of one call (the MCP tool must answer within 60 s).
@@ -63,6 +70,47 @@ impl LlmConfig {
             max_response_bytes: promptd_base::limits::Limits::default().max_llm_response_bytes,
         })
     }
+}
+
+/// One chat message of a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    pub content: String,
+}
+
+/// What a run asks of the model; `None` leaves a setting to the client's configuration
+/// (the model) or the gateway's default (the others).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelSettings {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+}
+
+/// The token counts a gateway reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// A streamed answer.
+#[derive(Debug, Clone)]
+pub struct StreamedAnswer {
+    pub text: String,
+    /// The model that answered (as the gateway names it), else the one asked for.
+    pub model: String,
+    pub usage: Option<Usage>,
+    /// From sending the request to the first byte of the answer's body.
+    pub first_byte: Duration,
+    /// From sending the request to the end of the answer.
+    pub total: Duration,
 }
 
 /// Why a call did not produce an answer.
@@ -175,6 +223,146 @@ impl ChatClient {
         }
     }
 
+    /// The model a run with `settings` asks for.
+    pub fn model_for<'a>(&'a self, settings: &'a ModelSettings) -> &'a str {
+        settings.model.as_deref().unwrap_or(&self.config.model)
+    }
+
+    /// The JSON body of a streamed run of `messages`.
+    pub fn stream_body(&self, messages: &[ChatMessage], settings: &ModelSettings) -> Value {
+        let mut body = json!({
+            "model": self.model_for(settings),
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": messages,
+        });
+        if let Some(t) = settings.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(m) = settings.max_tokens {
+            body["max_tokens"] = json!(m);
+        }
+        body
+    }
+
+    /// Sends `messages` and streams the answer: `on_text` gets each piece as it arrives.
+    pub async fn stream(
+        &self,
+        messages: &[ChatMessage],
+        settings: &ModelSettings,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<StreamedAnswer, LlmError> {
+        let body = self.stream_body(messages, settings);
+        let timeout = self.config.timeout;
+        match tokio::time::timeout(timeout, self.stream_attempt(&body, settings, on_text)).await {
+            Ok(done) => done,
+            Err(_) => Err(LlmError::Timeout(timeout.as_secs_f64())),
+        }
+    }
+
+    async fn stream_attempt(
+        &self,
+        body: &Value,
+        settings: &ModelSettings,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<StreamedAnswer, LlmError> {
+        let started = Instant::now();
+        let mut req = self.http.post(&self.config.url).json(body);
+        if let Some(key) = &self.config.api_key {
+            req = req.bearer_auth(key);
+        }
+        let mut resp = req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                LlmError::Timeout(self.config.timeout.as_secs_f64())
+            } else {
+                LlmError::Transport(e.without_url().to_string())
+            }
+        })?;
+        let limit = self.config.max_response_bytes;
+        let status = resp.status();
+        if !status.is_success() {
+            let body = match read_bounded(resp, limit).await {
+                Ok(bytes) => excerpt(&String::from_utf8_lossy(&bytes)),
+                Err(e) => e.to_string(),
+            };
+            return Err(LlmError::Http {
+                status: status.as_u16(),
+                body,
+            });
+        }
+        let events = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
+        let mut answer = StreamedAnswer {
+            text: String::new(),
+            model: self.model_for(settings).to_string(),
+            usage: None,
+            first_byte: Duration::ZERO,
+            total: Duration::ZERO,
+        };
+        if !events {
+            let bytes = read_bounded(resp, limit).await?;
+            answer.first_byte = started.elapsed();
+            let body = String::from_utf8_lossy(&bytes);
+            answer.text = parse_answer(&body)?;
+            let v: Value = serde_json::from_str(&body).unwrap_or_default();
+            answer.usage = usage_of(&v);
+            if let Some(m) = v["model"].as_str().filter(|m| !m.is_empty()) {
+                answer.model = m.to_string();
+            }
+            on_text(&answer.text);
+            answer.total = started.elapsed();
+            return Ok(answer);
+        }
+        let mut read = 0usize;
+        let mut pending: Vec<u8> = Vec::new();
+        let mut first = true;
+        'body: while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| LlmError::Transport(e.to_string()))?
+        {
+            if first {
+                answer.first_byte = started.elapsed();
+                first = false;
+            }
+            read += chunk.len();
+            if read > limit {
+                return Err(LlmError::TooLarge(limit));
+            }
+            pending.extend_from_slice(&chunk);
+            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let line = String::from_utf8_lossy(&line);
+                match stream_line(line.trim_end_matches(['\n', '\r']))? {
+                    StreamLine::Done => break 'body,
+                    StreamLine::Nothing => {}
+                    StreamLine::Chunk(v) => {
+                        if let Some(m) = v["model"].as_str().filter(|m| !m.is_empty()) {
+                            answer.model = m.to_string();
+                        }
+                        if let Some(u) = usage_of(&v) {
+                            answer.usage = Some(u);
+                        }
+                        if let Some(text) = v["choices"][0]["delta"]["content"].as_str()
+                            && !text.is_empty()
+                        {
+                            answer.text.push_str(text);
+                            on_text(text);
+                        }
+                    }
+                }
+            }
+        }
+        if answer.text.trim().is_empty() {
+            return Err(LlmError::Malformed("empty answer".into()));
+        }
+        answer.total = started.elapsed();
+        Ok(answer)
+    }
+
     async fn attempt(&self, body: &Value, deadline: Instant) -> Result<String, Attempt> {
         let fail = |error| Attempt {
             error,
@@ -264,6 +452,47 @@ pub fn parse_answer(body: &str) -> Result<String, LlmError> {
     Ok(text)
 }
 
+/// One line of a server-sent event stream of chat-completion chunks.
+enum StreamLine {
+    /// A comment, an event name, a blank line.
+    Nothing,
+    /// `data: [DONE]`.
+    Done,
+    /// `data: {…}`.
+    Chunk(Value),
+}
+
+fn stream_line(line: &str) -> Result<StreamLine, LlmError> {
+    let Some(data) = line.strip_prefix("data:") else {
+        return Ok(StreamLine::Nothing);
+    };
+    let data = data.trim();
+    if data == "[DONE]" {
+        return Ok(StreamLine::Done);
+    }
+    if data.is_empty() {
+        return Ok(StreamLine::Nothing);
+    }
+    let v: Value = serde_json::from_str(data).map_err(|e| {
+        LlmError::Malformed(format!("stream chunk not JSON ({e}): {}", excerpt(data)))
+    })?;
+    if let Some(message) = v["error"]["message"].as_str() {
+        return Err(LlmError::Malformed(format!(
+            "the gateway stopped the stream: {message}"
+        )));
+    }
+    Ok(StreamLine::Chunk(v))
+}
+
+/// The `usage` of a completion or of a stream's last chunk.
+fn usage_of(v: &Value) -> Option<Usage> {
+    let u = v.get("usage")?;
+    Some(Usage {
+        prompt_tokens: u["prompt_tokens"].as_u64()?,
+        completion_tokens: u["completion_tokens"].as_u64()?,
+    })
+}
+
 fn excerpt(s: &str) -> String {
     let s = s.trim();
     match s.char_indices().nth(200) {
@@ -275,6 +504,33 @@ fn excerpt(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stream_lines_are_chunks_comments_or_the_end() {
+        assert!(matches!(
+            stream_line(": keep-alive"),
+            Ok(StreamLine::Nothing)
+        ));
+        assert!(matches!(stream_line("event: x"), Ok(StreamLine::Nothing)));
+        assert!(matches!(stream_line("data: [DONE]"), Ok(StreamLine::Done)));
+        let Ok(StreamLine::Chunk(v)) =
+            stream_line(r#"data: {"choices":[{"delta":{"content":"Hi"}}]}"#)
+        else {
+            panic!("a chunk")
+        };
+        assert_eq!(v["choices"][0]["delta"]["content"], "Hi");
+        assert!(stream_line("data: {oops").is_err());
+        assert!(stream_line(r#"data: {"error":{"message":"overloaded"}}"#).is_err());
+        let u =
+            usage_of(&serde_json::json!({"usage": {"prompt_tokens": 3, "completion_tokens": 5}}));
+        assert_eq!(
+            u,
+            Some(Usage {
+                prompt_tokens: 3,
+                completion_tokens: 5
+            })
+        );
+    }
 
     #[test]
     fn answers_as_string_or_parts() {

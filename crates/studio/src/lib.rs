@@ -4,8 +4,13 @@
 //! token count, its `check` diagnostics and its `promptd test` cases (run read-only); and the
 //! served tool definitions, with a form that calls one ([`tools`]).
 //!
-//! Nothing here writes to disk: test cases run with [`SnapshotUpdate::Nothing`].
+//! It also runs a prompt against the configured model ([`web`]'s run route, through
+//! [`promptd_stages::Stages::run`]) and lists the runs recorded for it ([`RunPanel`]). Nothing
+//! else writes to disk: test cases run with [`SnapshotUpdate::Nothing`], and a run is recorded
+//! by the stage, under the project's `.promptd/runs/`, and [`address`] keeps the studio's
+//! port and generated token under `.promptd/studio/` so an open page reconnects after a restart.
 
+pub mod address;
 pub mod tools;
 pub mod web;
 
@@ -23,6 +28,9 @@ use promptd_core::prompt_tests::{
 };
 use promptd_core::registry::{ArgType, ArgumentSpec, PromptCategory, PromptTemplate, Severity};
 use promptd_core::render::{Clock, RenderError, SegmentKind, VariableSource};
+use promptd_stages::Stages;
+use promptd_stages::llm::ModelSettings;
+use promptd_stages::run::RunRecord;
 
 /// Where the studio finds what `promptd test` finds, and which prompts it shows.
 #[derive(Debug, Clone)]
@@ -126,10 +134,7 @@ impl Entry {
         )
         .to_lowercase();
         Entry {
-            href: format!(
-                "/?prompt={}",
-                percent_encoding::utf8_percent_encode(&t.name, percent_encoding::NON_ALPHANUMERIC)
-            ),
+            href: prompt_href(&t.name),
             search,
             name: t.name.clone(),
             title: t.title.clone(),
@@ -141,6 +146,14 @@ impl Entry {
             arguments,
         }
     }
+}
+
+/// The page of the prompt `name`.
+fn prompt_href(name: &str) -> String {
+    format!(
+        "/?prompt={}",
+        percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)
+    )
 }
 
 /// Every prompt of a snapshot, user prompts and system prompts apart, each sorted by name.
@@ -157,8 +170,19 @@ pub struct PromptList {
     pub query: Option<String>,
     /// The registry's version.
     pub version: String,
-    /// The prompt files that failed to load, as `file:line:col: reason`.
-    pub not_loaded: Vec<String>,
+    /// Every prompt file whose last read failed.
+    pub not_loaded: Vec<LoadProblem>,
+}
+
+/// A prompt file whose last read failed.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadProblem {
+    /// `file:line:col: reason`.
+    pub location: String,
+    /// The prompt still served from the file's last good version, if any.
+    pub served: Option<String>,
+    /// The page of that prompt.
+    pub served_href: Option<String>,
 }
 
 /// The most entries a section of the list holds: a registry of 100,000 prompts is browsed by
@@ -222,9 +246,13 @@ pub fn prompt_list(
         version: snapshot.version.clone(),
         not_loaded: snapshot
             .registry
-            .not_loaded()
+            .failed_files()
             .into_iter()
-            .map(|d| options.located(d))
+            .map(|f| LoadProblem {
+                location: options.located(f.diagnostic),
+                served: f.served.map(str::to_string),
+                served_href: f.served.map(prompt_href),
+            })
             .collect(),
     }
 }
@@ -474,10 +502,33 @@ pub struct CaseView {
     pub failures: Vec<String>,
     /// The unified diff of a changed (or new) snapshot: (`+`, `-`, ` `, `@`, `h`) and the line.
     pub diff: Vec<(&'static str, String)>,
+    /// The page of the prompt with the form filled from the case's arguments ("use this
+    /// case"); `None` for an unreadable declaration.
+    pub use_href: Option<String>,
 }
 
-fn case_view(c: CaseOutcome) -> CaseView {
+/// The page of the prompt `name` with each argument in the form: a string as written, any
+/// other value as its JSON text (which the form coerces back to the declared type).
+fn case_href(name: &str, args: &serde_json::Map<String, serde_json::Value>) -> String {
+    let mut pairs = vec![("prompt".to_string(), name.to_string())];
+    pairs.extend(args.iter().map(|(k, v)| {
+        let value = match v {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        (format!("a.{k}"), value)
+    }));
+    format!(
+        "/?{}",
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
+    )
+}
+
+fn case_view(c: CaseOutcome, prompt: &str) -> CaseView {
     let passed = c.passed();
+    let use_href =
+        c.id.starts_with(&format!("{prompt}@"))
+            .then(|| case_href(prompt, &c.args));
     let (snapshot, diff) = match &c.snapshot {
         SnapshotOutcome::Matched => ("matched", Vec::new()),
         SnapshotOutcome::NotCompared => ("not compared", Vec::new()),
@@ -516,6 +567,7 @@ fn case_view(c: CaseOutcome) -> CaseView {
         snapshot,
         failures: c.failures,
         diff,
+        use_href,
     }
 }
 
@@ -546,7 +598,7 @@ pub fn cases(
     let mut out = Vec::new();
     let run = prompt_tests::run(snapshot, &test_options, &mut |c| {
         if c.id.starts_with(&own) || c.id == file {
-            out.push(case_view(c.clone()));
+            out.push(case_view(c.clone(), &prompt.name));
         }
     });
     if let Err(e) = run {
@@ -556,6 +608,7 @@ pub fn cases(
             snapshot: "not compared",
             failures: vec![e.to_string()],
             diff: Vec::new(),
+            use_href: None,
         });
     }
     out
@@ -639,4 +692,78 @@ pub fn form_args<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Map
                 .then(|| (name.to_string(), Value::String(v.to_string())))
         })
         .collect()
+}
+
+/// One recorded run, as the page lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    pub id: String,
+    pub started_at: String,
+    pub model: String,
+    pub version: String,
+    pub arguments: String,
+    pub answer: String,
+    pub error: Option<String>,
+    pub tokens_in: u64,
+    pub tokens_out: u64,
+    pub tokens_estimated: bool,
+    pub latency_ms: u64,
+}
+
+impl RunView {
+    pub fn of(r: &RunRecord) -> RunView {
+        RunView {
+            id: r.id.clone(),
+            started_at: r.started_at.clone(),
+            model: r.model.clone(),
+            version: r.version_hash.chars().take(12).collect(),
+            arguments: r
+                .arguments
+                .iter()
+                .map(|(k, v)| format!("{k}={}", as_arg(v)))
+                .collect::<Vec<_>>()
+                .join(" "),
+            answer: r.answer.clone(),
+            error: r.error.clone(),
+            tokens_in: r.tokens_in,
+            tokens_out: r.tokens_out,
+            tokens_estimated: r.tokens_estimated,
+            latency_ms: r.latency_ms.round() as u64,
+        }
+    }
+}
+
+/// The run panel of one prompt: the model a run asks for, and the recorded runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPanel {
+    /// Whether a model is configured (`LLM_*`).
+    pub configured: bool,
+    /// The model preselected: the frontmatter's, else the configured one.
+    pub model: String,
+    /// Where the preselected model comes from: `frontmatter` or `configured`.
+    pub model_from: &'static str,
+    pub runs: Vec<RunView>,
+}
+
+/// The run panel of `prompt`.
+pub fn run_panel(stages: &Stages, prompt: &PromptTemplate) -> RunPanel {
+    let declared = ModelSettings::of_prompt(prompt).model;
+    let configured = stages.default_model();
+    RunPanel {
+        configured: configured.is_some(),
+        model_from: if declared.is_some() {
+            "frontmatter"
+        } else {
+            "configured"
+        },
+        model: declared
+            .or_else(|| configured.map(str::to_string))
+            .unwrap_or_default(),
+        runs: stages
+            .runs()
+            .list(&prompt.name)
+            .iter()
+            .map(RunView::of)
+            .collect(),
+    }
 }

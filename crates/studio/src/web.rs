@@ -4,9 +4,12 @@
 //!
 //! Routes: `/` (the page; `?prompt=NAME&a.ARG=VALUE`, `&q=WORDS` to list only the prompts
 //! that match), `/studio/render` (the output fragment
-//! for the same query), `/studio/events` (an event `reload` after every swap), the tool
-//! definitions page ([`super::tools`]), and the assets under `/studio/`. Every route but a tool call
-//! (a POST) is a GET, and none writes anything itself.
+//! for the same query), `/studio/events` (an event `reload` after every swap), `/studio/run`
+//! (a POST of the same form: the prompt run against the configured model, its answer streamed
+//! back as server-sent events `text`, then `done` with the recorded run, or `error`),
+//! `/studio/runs?prompt=NAME` (the recorded runs' fragment), the tool definitions page
+//! ([`super::tools`]), and the assets under `/studio/`. Every route but a run and a tool call
+//! (POSTs) is a GET; only the run route writes, and only the run's record (by the stage).
 //!
 //! Guards: `Host` and `Origin` are checked by the rule every route of the server shares
 //! ([`promptd_http::origins::require_site`], which the server puts in front of these routes);
@@ -14,7 +17,8 @@
 //! cookie the page sets when opened once as `/?token=TOKEN` (`HttpOnly`, `SameSite=Strict`,
 //! named after the port and holding a value derived from the token and the port, never the
 //! token: a browser sends a host's cookies to every port of it). Every answer forbids framing,
-//! inline scripts and sniffing.
+//! inline scripts and sniffing. The model's API key stays in the stage's client: no answer of
+//! these routes holds it.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -26,14 +30,17 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use minijinja::Environment;
 use serde::Serialize;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::WatchStream;
 
-use super::{Output, PromptList, PromptView, StudioOptions};
+use super::{Output, PromptList, PromptView, RunPanel, RunView, StudioOptions};
 use promptd_core::library::PromptLibrary;
+use promptd_stages::Stages;
+use promptd_stages::llm::ModelSettings;
+use promptd_stages::run::RunRequest;
 
 /// Where the page lives.
 pub const PAGE_PATH: &str = "/";
@@ -41,6 +48,10 @@ pub const PAGE_PATH: &str = "/";
 pub const RENDER_PATH: &str = "/studio/render";
 /// Server-sent events: `reload` after every snapshot swap.
 pub const EVENTS_PATH: &str = "/studio/events";
+/// A run (POST): the answer streamed as server-sent events.
+pub const RUN_PATH: &str = "/studio/run";
+/// The recorded runs of one prompt (`?prompt=NAME`).
+pub const RUNS_PATH: &str = "/studio/runs";
 /// The prefix of the cookie that stands for the token once the page was opened with `?token=`;
 /// the port bound follows it ([`cookie_name`]).
 pub const TOKEN_COOKIE_PREFIX: &str = "promptd_studio_";
@@ -70,8 +81,9 @@ const STUDIO_CSS: &str = include_str!("assets/studio.css");
 pub struct StudioState {
     pub library: Arc<PromptLibrary>,
     pub options: StudioOptions,
-    /// The stages over `library`: the tool definitions page calls through them.
-    pub stages: Arc<promptd_stages::Stages>,
+    /// The stages over `library`: runs (the model client and the run records) and the tool
+    /// definitions page's calls go through them.
+    pub stages: Arc<Stages>,
 }
 
 /// What the guards need.
@@ -97,6 +109,8 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         .expect("denied template");
     env.add_template("tools.html", include_str!("assets/tools.html"))
         .expect("tools template");
+    env.add_template("runs.html", include_str!("assets/runs.html"))
+        .expect("runs template");
     env
 });
 
@@ -112,6 +126,8 @@ pub fn router(
     axum::Router::new()
         .route(PAGE_PATH, get(page))
         .route(RENDER_PATH, get(render))
+        .route(RUN_PATH, post(run))
+        .route(RUNS_PATH, get(runs))
         .route(
             EVENTS_PATH,
             get(events).layer(middleware::from_fn_with_state(streams, bounded_stream)),
@@ -172,6 +188,7 @@ struct PageContext<'a> {
     /// A `?prompt=` the registry does not hold.
     missing: Option<&'a str>,
     output: Option<&'a Output>,
+    run: Option<&'a RunPanel>,
 }
 
 async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
@@ -180,6 +197,7 @@ async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Res
     state.library.wait_loaded().await;
     let library = state.library.clone();
     let options = state.options.clone();
+    let stages = state.stages.clone();
     // Test cases and token counting are CPU work: off the async workers.
     let built = tokio::task::spawn_blocking(move || {
         let snapshot = library.snapshot();
@@ -193,6 +211,9 @@ async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Res
             super::prompt_view(&snapshot, n, &args(&pairs), library.clock(), &options)
         });
         let missing = name.filter(|_| view.is_none());
+        let run = name
+            .and_then(|n| options.prompt(&snapshot, n))
+            .map(|p| super::run_panel(&stages, p));
         html_page(
             "page.html",
             &PageContext {
@@ -200,6 +221,7 @@ async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Res
                 view: view.as_ref(),
                 missing,
                 output: view.as_ref().map(|v| &v.output),
+                run: run.as_ref(),
             },
         )
     })
@@ -236,6 +258,72 @@ async fn render(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> R
     })
     .await;
     built.unwrap_or_else(|_| fault("the render could not be built"))
+}
+
+#[derive(Serialize)]
+struct RunsContext<'a> {
+    run: &'a RunPanel,
+}
+
+async fn runs(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+    state.library.wait_loaded().await;
+    let built = tokio::task::spawn_blocking(move || {
+        let snapshot = state.library.snapshot();
+        let Some(prompt) = prompt_name(&pairs).and_then(|n| state.options.prompt(&snapshot, n))
+        else {
+            return plain(StatusCode::NOT_FOUND, "no such prompt\n");
+        };
+        let panel = super::run_panel(&state.stages, prompt);
+        html_page("runs.html", &RunsContext { run: &panel })
+    })
+    .await;
+    built.unwrap_or_else(|_| fault("the runs could not be listed"))
+}
+
+/// A run of the form's prompt with its arguments (`prompt=NAME&a.ARG=VALUE&model=M`, form
+/// encoded): events `text` (a JSON string: the next piece of the answer), then `done` (the
+/// recorded run as JSON) or `error` (a JSON string). The run goes on, and is recorded, when the
+/// page goes away.
+async fn run(State(state): State<Arc<StudioState>>, body: String) -> Response {
+    state.library.wait_loaded().await;
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(&body).unwrap_or_default();
+    let Some(name) = prompt_name(&pairs) else {
+        return plain(StatusCode::BAD_REQUEST, "form field `prompt` is required\n");
+    };
+    let model = pairs
+        .iter()
+        .find(|(k, _)| k == "model")
+        .map(|(_, v)| v.trim().to_string())
+        .filter(|v| !v.is_empty());
+    let request = RunRequest {
+        prompt: name.to_string(),
+        arguments: args(&pairs),
+        settings: ModelSettings {
+            model,
+            ..ModelSettings::default()
+        },
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Event>();
+    let stages = state.stages.clone();
+    let visibility = state.options.visibility;
+    tokio::spawn(async move {
+        let text_tx = tx.clone();
+        let mut on_text = move |t: &str| {
+            let data = serde_json::to_string(t).unwrap_or_default();
+            let _ = text_tx.send(Event::default().event("text").data(data));
+        };
+        let event = match stages.run(request, visibility, &mut on_text).await {
+            Ok(record) => Event::default()
+                .event("done")
+                .data(serde_json::to_string(&RunView::of(&record)).unwrap_or_default()),
+            Err(e) => Event::default()
+                .event("error")
+                .data(serde_json::to_string(&e.to_string()).unwrap_or_default()),
+        };
+        let _ = tx.send(event);
+    });
+    let stream = tokio_stream::wrappers::UnboundedReceiverStream::new(rx).map(Ok::<_, Infallible>);
+    Sse::new(stream).into_response()
 }
 
 /// `text` with its first letter in upper case.

@@ -210,6 +210,8 @@ pub enum Written {
 pub struct CaseOutcome {
     /// `<prompt>@<case>`, or the file at fault for an unreadable declaration.
     pub id: String,
+    /// The case's arguments as written (empty for an unreadable declaration).
+    pub args: serde_json::Map<String, serde_json::Value>,
     /// The snapshot text (after redactions), when the case rendered.
     pub text: Option<String>,
     pub snapshot: SnapshotOutcome,
@@ -303,6 +305,7 @@ pub fn run(
         record(
             CaseOutcome {
                 id,
+                args: serde_json::Map::new(),
                 text: None,
                 snapshot: SnapshotOutcome::NotCompared,
                 failures: vec![problem.to_string()],
@@ -384,6 +387,7 @@ pub fn run_case(
 ) -> CaseOutcome {
     let mut outcome = CaseOutcome {
         id: case.id(),
+        args: case.spec.args.clone(),
         text: None,
         snapshot: SnapshotOutcome::NotCompared,
         failures: Vec::new(),

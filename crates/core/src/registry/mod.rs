@@ -69,6 +69,15 @@ pub struct Diagnostic {
     pub message: String,
 }
 
+/// A file whose last read failed ([`Registry::failed_files`]).
+#[derive(Debug, Clone, Copy)]
+pub struct FailedFile<'a> {
+    /// The file's first error.
+    pub diagnostic: &'a Diagnostic,
+    /// The prompt served from the file's last good version, if any.
+    pub served: Option<&'a str>,
+}
+
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let sev = match self.severity {
@@ -693,18 +702,31 @@ impl Registry {
     /// The files that failed to load and are served in no version: the first error of each
     /// file that no served prompt comes from, in path order.
     pub fn not_loaded(&self) -> Vec<&Diagnostic> {
-        let served: std::collections::HashSet<&str> =
-            self.prompts.values().map(|p| p.path.as_str()).collect();
-        let mut out: Vec<&Diagnostic> = Vec::new();
+        self.failed_files()
+            .into_iter()
+            .filter(|f| f.served.is_none())
+            .map(|f| f.diagnostic)
+            .collect()
+    }
+
+    /// Every file whose last read failed, in path order: its first error, and the prompt still
+    /// served from its last good version (none when it is served in no version).
+    pub fn failed_files(&self) -> Vec<FailedFile<'_>> {
+        let served: HashMap<&str, &str> = self
+            .prompts
+            .values()
+            .map(|p| (p.path.as_str(), p.name.as_str()))
+            .collect();
+        let mut out: Vec<FailedFile<'_>> = Vec::new();
         for d in &self.diagnostics {
-            if d.severity == Severity::Error
-                && !served.contains(d.path.as_str())
-                && !out.iter().any(|o| o.path == d.path)
-            {
-                out.push(d);
+            if d.severity == Severity::Error && !out.iter().any(|o| o.diagnostic.path == d.path) {
+                out.push(FailedFile {
+                    diagnostic: d,
+                    served: served.get(d.path.as_str()).copied(),
+                });
             }
         }
-        out.sort_by(|a, b| a.path.cmp(&b.path));
+        out.sort_by(|a, b| a.diagnostic.path.cmp(&b.diagnostic.path));
         out
     }
 

@@ -1,19 +1,30 @@
 //! Where substituted values sit in a rendered text: a render with marks on wraps every value it
 //! writes in private-use delimiters, which [`segments`] cuts into plain text and values.
 //!
-//! Plain substitution knows the variable it writes. Jinja's formatter sees only the value, so
-//! a `{{ … }}` output is attributed to the variable whose value prints the same (the highest
-//! layer first); an output no variable prints (`{{ name | upper }}`, a loop item) is an
-//! expression.
+//! Plain substitution knows the variable it writes. A Jinja render reads its variables through
+//! a [`MarkedContext`], which notes every variable the template looks up; the formatter writes
+//! an output as the value of the variable the expression read, when that variable's value is
+//! what it prints (`{{ end_date }}` is `end_date` even when `today` holds the same date), and
+//! as an expression otherwise (`{{ name | upper }}`, an item of a list variable, a literal).
+//! The text is never compared with the other variables' values.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
 
+use minijinja::Value as JinjaValue;
+use minijinja::value::{Enumerator, Object, ObjectRepr};
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// Opens a mark: `OPEN`, the variable's index (or nothing for an expression), `SEP`.
 const OPEN: char = '\u{E000}';
 const SEP: char = '\u{E001}';
 const CLOSE: char = '\u{E002}';
+
+/// The most lookups remembered between two outputs: an expression reads few variables, and a
+/// loop that reads many without printing must not grow the list.
+const LOOKUPS_KEPT: usize = 16;
 
 /// Whether `text` holds a delimiter (a body or value that does would confuse the marks).
 pub(crate) fn has_delimiters(text: &str) -> bool {
@@ -48,41 +59,116 @@ pub struct MarkedMessage {
 }
 
 thread_local! {
-    /// While a marked Jinja render runs on this thread: each variable's printed value, by
-    /// index into the names of [`Marking`].
-    static PRINTED: RefCell<Option<Vec<(String, usize)>>> = const { RefCell::new(None) };
+    /// While a marked Jinja render runs on this thread: the variables looked up since the last
+    /// output (their index and value), latest last.
+    static LOOKUPS: RefCell<Option<Vec<(usize, JinjaValue)>>> = const { RefCell::new(None) };
 }
 
 /// Marks on for Jinja output on this thread until dropped.
 pub(crate) struct Marking;
 
 impl Marking {
-    /// `printed`: each variable's printed value and its index, highest layer first.
-    pub(crate) fn start(printed: Vec<(String, usize)>) -> Marking {
-        PRINTED.with(|p| *p.borrow_mut() = Some(printed));
+    pub(crate) fn start() -> Marking {
+        LOOKUPS.with(|l| *l.borrow_mut() = Some(Vec::new()));
         Marking
     }
 }
 
 impl Drop for Marking {
     fn drop(&mut self) {
-        PRINTED.with(|p| *p.borrow_mut() = None);
+        LOOKUPS.with(|l| *l.borrow_mut() = None);
     }
 }
 
 /// Whether a marked Jinja render runs on this thread.
 pub(crate) fn marking() -> bool {
-    PRINTED.with(|p| p.borrow().is_some())
+    LOOKUPS.with(|l| l.borrow().is_some())
 }
 
-/// The mark of one Jinja output: the variable that prints `printed`, if any.
-pub(crate) fn jinja_mark(printed: &str) -> String {
-    let index = PRINTED.with(|p| {
-        p.borrow()
-            .as_ref()
-            .and_then(|all| all.iter().find(|(v, _)| v == printed).map(|(_, i)| *i))
+fn looked_up(index: usize, value: &JinjaValue) {
+    LOOKUPS.with(|l| {
+        if let Some(all) = l.borrow_mut().as_mut() {
+            if all.len() == LOOKUPS_KEPT {
+                all.remove(0);
+            }
+            all.push((index, value.clone()));
+        }
+    });
+}
+
+/// The mark of one Jinja output of `value`, printed as `printed`: the variable the expression
+/// read whose value it is (the latest such lookup since the previous output), else an
+/// expression. The lookups are forgotten: the next output starts afresh.
+pub(crate) fn jinja_mark(value: &JinjaValue, printed: &str) -> String {
+    let index = LOOKUPS.with(|l| {
+        let mut l = l.borrow_mut();
+        let all = l.as_mut()?;
+        let found = all.iter().rev().find(|(_, v)| v == value).map(|(i, _)| *i);
+        all.clear();
+        found
     });
     wrap(index, printed)
+}
+
+/// An output that printed nothing: no mark, and the lookups are forgotten as after any output.
+pub(crate) fn nothing_printed() {
+    LOOKUPS.with(|l| {
+        if let Some(all) = l.borrow_mut().as_mut() {
+            all.clear();
+        }
+    });
+}
+
+/// The root context of a marked Jinja render: the layered variables, each lookup noted.
+#[derive(Debug)]
+pub(crate) struct MarkedContext {
+    values: Vec<JinjaValue>,
+    index: HashMap<String, usize>,
+    names: Vec<String>,
+}
+
+impl MarkedContext {
+    /// The variables of `vars`; a variable's index is its place in `vars`' key order.
+    pub(crate) fn new(vars: &Map<String, Value>) -> MarkedContext {
+        MarkedContext {
+            values: vars
+                .values()
+                .map(|v| JinjaValue::from(minijinja::value::Serde(v)))
+                .collect(),
+            index: vars
+                .keys()
+                .enumerate()
+                .map(|(i, k)| (k.clone(), i))
+                .collect(),
+            names: vars.keys().cloned().collect(),
+        }
+    }
+}
+
+impl Object for MarkedContext {
+    fn repr(self: &Arc<Self>) -> ObjectRepr {
+        ObjectRepr::Map
+    }
+
+    fn get_value(self: &Arc<Self>, key: &JinjaValue) -> Option<JinjaValue> {
+        self.get_value_by_str(key.as_str()?)
+    }
+
+    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<JinjaValue> {
+        let i = *self.index.get(key)?;
+        let value = self.values.get(i)?;
+        looked_up(i, value);
+        Some(value.clone())
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Values(
+            self.names
+                .iter()
+                .map(|n| JinjaValue::from(n.as_str()))
+                .collect(),
+        )
+    }
 }
 
 /// `value` wrapped as the value of the variable at `index` (`None`: an expression).
@@ -212,6 +298,22 @@ mod tests {
                     kind: SegmentKind::Text
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn an_output_is_the_variable_it_read_not_one_that_prints_the_same() {
+        let _m = Marking::start();
+        let date = JinjaValue::from("2026-01-15");
+        looked_up(3, &date);
+        assert_eq!(jinja_mark(&date, "2026-01-15"), wrap(Some(3), "2026-01-15"));
+        // Nothing read since: a literal of the same text is an expression.
+        assert_eq!(jinja_mark(&date, "2026-01-15"), wrap(None, "2026-01-15"));
+        // Read, then transformed: an expression.
+        looked_up(1, &JinjaValue::from("rust"));
+        assert_eq!(
+            jinja_mark(&JinjaValue::from("RUST"), "RUST"),
+            wrap(None, "RUST")
         );
     }
 

@@ -830,8 +830,13 @@ impl Renderer {
                     .env
                     .get_template(name)
                     .map_err(|e| self.template_error(prompt, &e))?;
-                let _marking = mark.then(|| marks::Marking::start(printed(&vars, &provenance)));
-                let text = t.render(JinjaValue::from(Serde(&vars))).map_err(|e| {
+                let _marking = mark.then(marks::Marking::start);
+                let context = if mark {
+                    JinjaValue::from_object(marks::MarkedContext::new(&vars))
+                } else {
+                    JinjaValue::from(Serde(&vars))
+                };
+                let text = t.render(context).map_err(|e| {
                     if guard.exceeded() {
                         self.too_large(prompt, guard.total_exceeded(), jinja_message(&e))
                     } else {
@@ -1144,29 +1149,6 @@ fn value_size_limit(limits: &Limits) -> minijinja::ValueSizeLimitGuard {
     })
 }
 
-/// How each variable prints in Jinja output (as the formatter writes it), with its index in
-/// `vars`' key order, highest layer first: what a marked render attributes an output to.
-fn printed(vars: &Map<String, Value>, provenance: &Provenance) -> Vec<(String, usize)> {
-    let mut out: Vec<(VariableSource, String, usize)> = vars
-        .iter()
-        .enumerate()
-        .filter_map(|(i, (k, v))| {
-            let shown = match v {
-                Value::Bool(b) => b.to_string(),
-                Value::Null => return None,
-                other => JinjaValue::from(Serde(other)).to_string(),
-            };
-            let layer = provenance
-                .get(k)
-                .copied()
-                .unwrap_or(VariableSource::Computed);
-            (!shown.is_empty()).then_some((layer, shown, i))
-        })
-        .collect();
-    out.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
-    out.into_iter().map(|(_, s, i)| (s, i)).collect()
-}
-
 /// The minijinja environment every Jinja compile and render uses, without a loader: the
 /// renderer adds its registry loader, [`check_syntax`] compiles a body with it as is. One
 /// constructor, so hot reload's syntax check and rendering cannot disagree on what parses.
@@ -1179,23 +1161,32 @@ fn jinja_environment<'source>() -> Environment<'source> {
     // Values keep their JSON spelling in prompt text: `false`, not Python's `False`; a null
     // prints as nothing, like an undefined value.
     env.set_formatter(|out, state, value| {
+        let marked = marks::marking() && matches!(state.auto_escape(), minijinja::AutoEscape::None);
         if value.kind() == minijinja::value::ValueKind::Bool {
-            let b = value.is_true();
-            return out
-                .write_str(if b { "true" } else { "false" })
-                .map_err(minijinja::Error::from);
+            let b = if value.is_true() { "true" } else { "false" };
+            let text = if marked {
+                marks::jinja_mark(value, b)
+            } else {
+                b.to_string()
+            };
+            return out.write_str(&text).map_err(minijinja::Error::from);
         }
-        let value = if value.is_none() {
+        let shown = if value.is_none() {
             &JinjaValue::UNDEFINED
         } else {
             value
         };
-        if marks::marking() && matches!(state.auto_escape(), minijinja::AutoEscape::None) {
+        if marked {
+            let printed = shown.to_string();
+            if printed.is_empty() {
+                marks::nothing_printed();
+                return Ok(());
+            }
             return out
-                .write_str(&marks::jinja_mark(&value.to_string()))
+                .write_str(&marks::jinja_mark(value, &printed))
                 .map_err(minijinja::Error::from);
         }
-        minijinja::escape_formatter(out, state, value)
+        minijinja::escape_formatter(out, state, shown)
     });
     // Prompt text is whitespace-sensitive: keep the file's final newline, and let block tags
     // (`{% if %}` on a line of its own) vanish without leaving blank lines.
@@ -1298,11 +1289,18 @@ fn messages_of(prompt: &PromptTemplate, text: &str) -> Vec<PromptMessage> {
     out
 }
 
+/// A role marker: `<!-- role: user|assistant|system -->` in any letter case and spacing,
+/// wherever it stands (a line of its own, indented, or after text on a line), with the blanks
+/// and line break that end its line.
 static ROLE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?m)^[ \t]*<!--\s*role:\s*(user|assistant)\s*-->[ \t]*\r?$").expect("role regex")
+    Regex::new(r"(?i)<!--\s*role:\s*(user|assistant|system)\s*-->[ \t]*(?:\r?\n)?")
+        .expect("role regex")
 });
 
-/// Splits rendered text into messages at `<!-- role: user|assistant -->` lines.
+/// Splits rendered text into messages at `<!-- role: … -->` markers: each marker starts a
+/// section that runs to the next one, text before the first is a user message, and a section
+/// with nothing but blanks is dropped. A system section, which MCP has no role for, is a user
+/// message that starts with its `<!-- role: system -->` line.
 pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
     if !roles {
         return vec![PromptMessage {
@@ -1311,25 +1309,35 @@ pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
         }];
     }
     let mut out = Vec::new();
+    let push = |role: &str, chunk: &str, out: &mut Vec<PromptMessage>| {
+        let chunk = chunk.trim();
+        if chunk.is_empty() {
+            return;
+        }
+        out.push(match role {
+            "system" => PromptMessage {
+                role: "user".into(),
+                text: format!("<!-- role: system -->\n{chunk}"),
+            },
+            role => PromptMessage {
+                role: role.into(),
+                text: chunk.to_string(),
+            },
+        });
+    };
     let mut role = "user".to_string();
     let mut start = 0;
     for c in ROLE.captures_iter(text) {
         let m = c.get(0).expect("match");
-        let chunk = text[start..m.start()].trim();
-        if !chunk.is_empty() {
-            out.push(PromptMessage {
-                role: role.clone(),
-                text: chunk.to_string(),
-            });
-        }
-        role = c[1].to_string();
+        push(&role, &text[start..m.start()], &mut out);
+        role = c[1].to_ascii_lowercase();
         start = m.end();
     }
-    let chunk = text[start..].trim();
-    if !chunk.is_empty() || out.is_empty() {
+    push(&role, &text[start..], &mut out);
+    if out.is_empty() {
         out.push(PromptMessage {
-            role,
-            text: chunk.to_string(),
+            role: "user".into(),
+            text: String::new(),
         });
     }
     out
@@ -1356,5 +1364,27 @@ mod tests {
         assert_eq!(m.len(), 3);
         assert_eq!(m[1].role, "assistant");
         assert_eq!(m[2].text, "next");
+    }
+
+    #[test]
+    fn role_markers_count_inline_indented_and_in_any_case() {
+        let m = split_roles(
+            "<!-- role: system -->Be brief.\n  <!--role:User-->\nHi <!-- ROLE: assistant --> Hello",
+            true,
+        );
+        let got: Vec<(&str, &str)> = m
+            .iter()
+            .map(|m| (m.role.as_str(), m.text.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("user", "<!-- role: system -->\nBe brief."),
+                ("user", "Hi"),
+                ("assistant", "Hello"),
+            ]
+        );
+        let blank = split_roles("<!-- role: assistant -->\n  \n", true);
+        assert_eq!((blank.len(), blank[0].role.as_str()), (1, "user"));
     }
 }

@@ -117,7 +117,7 @@
     const form = $("args");
     const url = form ? "/?" + withListQuery(query()) : location.pathname + location.search;
     const { doc } = await fetchDoc(url);
-    for (const id of ["prompt-list", "system-list", "truncated", "meta", "checks", "tests"]) {
+    for (const id of ["prompt-list", "system-list", "truncated", "not-loaded-section", "meta", "checks", "tests"]) {
       const fresh = doc.getElementById(id);
       const old = $(id);
       if (fresh && old) old.replaceWith(document.importNode(fresh, true));
@@ -146,6 +146,86 @@
     const body = doc.getElementById("output-body");
     if (form && body) applyOutput(body);
   }
+
+  // Run: the form's prompt and arguments sent to the model; the answer streams in as
+  // server-sent events read from the POST's body (text only: never parsed as markup).
+  async function runPrompt(e) {
+    e.preventDefault();
+    const form = $("args");
+    const button = $("run-button");
+    const answer = $("run-answer");
+    const status = $("run-status");
+    if (!form || !answer) return;
+    const body = query();
+    body.set("model", $("run-model").value);
+    answer.textContent = "";
+    delete answer.dataset.firstTokenAt;
+    answer.dataset.state = "running";
+    status.textContent = "running…";
+    button.disabled = true;
+    try {
+      const r = await fetch("/studio/run", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: body.toString(),
+        cache: "no-store",
+      });
+      if (!r.ok || !r.body) throw new Error(await r.text());
+      const reader = r.body.getReader();
+      const decoder = new TextDecoder();
+      let pending = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        pending += decoder.decode(value, { stream: true });
+        let cut;
+        while ((cut = pending.indexOf("\n\n")) >= 0) {
+          const block = pending.slice(0, cut);
+          pending = pending.slice(cut + 2);
+          let event = "message";
+          let data = "";
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event:")) event = line.slice(6).trim();
+            else if (line.startsWith("data:")) data += line.slice(5).replace(/^ /, "");
+          }
+          if (!data) continue;
+          const value = JSON.parse(data);
+          if (event === "text") {
+            answer.append(value);
+            if (!answer.dataset.firstTokenAt) {
+              answer.dataset.firstTokenAt = String(performance.timeOrigin + performance.now());
+            }
+          } else if (event === "done") {
+            answer.dataset.state = value.error ? "failed" : "done";
+            answer.dataset.run = value.id;
+            status.textContent = value.error
+              ? "failed: " + value.error
+              : `${value.model} · ${value.tokens_in} tokens in · ${value.tokens_out} out` +
+                `${value.tokens_estimated ? " (counted by promptd)" : ""} · ${value.latency_ms} ms`;
+            await refreshRuns();
+          } else if (event === "error") {
+            answer.dataset.state = "failed";
+            status.textContent = "failed: " + value;
+          }
+        }
+      }
+    } catch (err) {
+      answer.dataset.state = "failed";
+      status.textContent = "run failed: " + err;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  async function refreshRuns() {
+    const form = $("args");
+    const old = $("runs");
+    if (!form || !old) return;
+    const { ok, doc } = await fetchDoc("/studio/runs?prompt=" + encodeURIComponent(form.dataset.prompt));
+    const fresh = doc.getElementById("runs");
+    if (ok && fresh) old.replaceWith(document.importNode(fresh, true));
+  }
+  $("run-form")?.addEventListener("submit", runPrompt);
 
   if (window.EventSource) {
     const events = new EventSource("/studio/events");
