@@ -101,7 +101,7 @@ impl PromptServer {
         }
     }
 
-    /// The stages the handler calls.
+    /// The stages the handler calls (the studio's runs and tool calls use them too).
     pub fn stages(&self) -> &Arc<Stages> {
         &self.stages
     }
@@ -109,11 +109,6 @@ impl PromptServer {
     /// The library served.
     pub fn library(&self) -> &Arc<PromptLibrary> {
         self.stages.library()
-    }
-
-    /// The stages served.
-    pub fn stages(&self) -> &Arc<Stages> {
-        &self.stages
     }
 
     /// The clients that get `list_changed`.
