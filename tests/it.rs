@@ -65,7 +65,7 @@ mod stages_reload;
 mod studio_browser;
 mod studio_collections;
 mod studio_http;
-mod studio_tools;
 mod studio_playground;
+mod studio_tools;
 mod suggestions;
 mod tools_defined;
