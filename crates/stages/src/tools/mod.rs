@@ -441,12 +441,7 @@ impl crate::Stages {
         args: Map<String, Value>,
         caller: crate::Caller,
     ) -> Result<ToolOutcome, ToolCallError> {
-        let served = self.served_tools();
-        let Some(tool) = served.find(name) else {
-            return Err(ToolCallError::Unknown { name: name.into() });
-        };
-        let settings = self.tools_settings()?;
-        self.run_tool(tool, &settings, args, caller).await
+        self.call_served(name, args, caller, false).await
     }
 
     /// Calls `name` for the studio's form: as [`call_tool`](Self::call_tool), except that an
@@ -458,12 +453,24 @@ impl crate::Stages {
         args: Map<String, Value>,
         caller: crate::Caller,
     ) -> Result<ToolOutcome, ToolCallError> {
+        self.call_served(name, args, caller, true).await
+    }
+
+    /// The served tool `name` run for `caller`; from the studio only what
+    /// [`ToolsSettings::studio_may_call`] allows.
+    async fn call_served(
+        self: &Arc<Self>,
+        name: &str,
+        args: Map<String, Value>,
+        caller: crate::Caller,
+        from_studio: bool,
+    ) -> Result<ToolOutcome, ToolCallError> {
         let served = self.served_tools();
         let Some(tool) = served.find(name) else {
             return Err(ToolCallError::Unknown { name: name.into() });
         };
         let settings = self.tools_settings()?;
-        if !settings.studio_may_call(tool) {
+        if from_studio && !settings.studio_may_call(tool) {
             return Err(ToolCallError::Refused {
                 tool: name.into(),
                 message: "an `http` tool is called from the studio only when the config allows \
