@@ -86,7 +86,7 @@ pub fn router(
         .filter(|t| !t.is_empty())
         .map(Arc::from);
     let studio = options.studio.then(|| {
-        promptd_studio::web::router(
+        promptd_studio::router(
             promptd_studio::web::StudioState {
                 library: library.clone(),
                 options: promptd_studio::StudioOptions::for_project(

@@ -14,6 +14,20 @@ pub mod address;
 pub mod tools;
 pub mod web;
 
+/// The studio's routes (the page's and the tool definitions page's) with their token guard;
+/// the event stream takes its place from `streams`. The caller puts
+/// [`promptd_http::origins::require_site`] in front of them.
+pub fn router(
+    state: web::StudioState,
+    guard: web::WebGuard,
+    streams: std::sync::Arc<promptd_http::streams::EventStreams>,
+) -> axum::Router {
+    let has_token = guard.token.is_some();
+    let state = std::sync::Arc::new(state);
+    let routes = web::routes(state.clone(), streams).merge(tools::routes(state, has_token));
+    web::guarded(routes, std::sync::Arc::new(guard))
+}
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //!
 //! Routes: `GET /studio/tools` (the page) and `POST /studio/tools/call` (a form's call: the page
 //! again, with the call's result or its error beside the field it names). Both sit behind the
-//! studio's token and `Host`/`Origin` guards ([`super::web::router`]); a call is a POST, which a
+//! studio's token and `Host`/`Origin` guards ([`super::router`]); a call is a POST, which a
 //! browser sends with its `Origin`, so a foreign page cannot make one.
 
 use std::sync::Arc;

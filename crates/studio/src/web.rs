@@ -8,7 +8,7 @@
 //! (a POST of the same form: the prompt run against the configured model, its answer streamed
 //! back as server-sent events `text`, then `done` with the recorded run, or `error`),
 //! `/studio/runs?prompt=NAME` (the recorded runs' fragment), the tool definitions page
-//! ([`super::tools`]), and the assets under `/studio/`. Every route but a run and a tool call
+//! ([`super::tools`], merged by [`super::router`]), and the assets under `/studio/`. Every route but a run and a tool call
 //! (POSTs) is a GET; only the run route writes, and only the run's record (by the stage).
 //!
 //! Guards: `Host` and `Origin` are checked by the rule every route of the server shares
@@ -114,15 +114,12 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
     env
 });
 
-/// The studio's routes with their token guard; the event stream takes its place from `streams`.
-/// The caller puts [`promptd_http::origins::require_site`] in front of them.
-pub fn router(
-    state: StudioState,
-    guard: WebGuard,
+/// The page's own routes; the event stream takes its place from `streams`. [`guarded`] puts
+/// the token guard and the response headers around these and the other pages' routes.
+pub(crate) fn routes(
+    state: Arc<StudioState>,
     streams: Arc<promptd_http::streams::EventStreams>,
 ) -> axum::Router {
-    let guard = Arc::new(guard);
-    let state = Arc::new(state);
     axum::Router::new()
         .route(PAGE_PATH, get(page))
         .route(RENDER_PATH, get(render))
@@ -134,8 +131,12 @@ pub fn router(
         )
         .route("/studio/app.js", get(app_js))
         .route("/studio/studio.css", get(studio_css))
-        .with_state(state.clone())
-        .merge(super::tools::routes(state, guard.token.is_some()))
+        .with_state(state)
+}
+
+/// `routes` behind the token guard, every answer with the studio's security headers.
+pub(crate) fn guarded(routes: axum::Router, guard: Arc<WebGuard>) -> axum::Router {
+    routes
         // The token page guards the studio's own routes only: any other path is a plain 404,
         // never the studio's sign-in page (an MCP client probing for OAuth must not get HTML).
         .route_layer(middleware::from_fn_with_state(guard, authenticate))
