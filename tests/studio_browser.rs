@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::support::browser::{eval, launch, screenshot, screenshot_dir, wait_for};
+use crate::support::browser::{eval, launch, marks, screenshot, screenshot_dir, wait_for};
 use crate::support::mcp::http_server;
 use crate::support::process::promptd;
 use crate::support::studio::{review, stale_snapshot, write_project};
@@ -171,10 +171,7 @@ fn an_author_browses_fills_edits_and_sees_hostile_text_as_text() {
             "Review this python change for team core, focusing on error handling (as of 2025-03-15).\nBe strict.\nReport at most 5 findings.\n"
         )
     );
-    let marks = eval(
-        &tab,
-        "return [...document.querySelectorAll('#messages mark')].map(m => [m.textContent, m.dataset.layer, m.title])",
-    );
+    let marks = marks(&tab);
     assert_eq!(
         marks,
         json!([

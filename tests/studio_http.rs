@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::mcp::{command, http_server, within};
+use crate::support::mcp::{answer, command, http_server, within};
 use crate::support::studio::{review, write_project};
 
 const TOKEN: &str = "studio-test-token-0123456789abcdef";
@@ -22,17 +22,6 @@ fn client() -> reqwest::Client {
 
 fn base(mcp_url: &str) -> String {
     mcp_url.trim_end_matches("/mcp").to_string()
-}
-
-async fn get(req: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, String) {
-    let response = within("request", req.send()).await.expect("request");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    (
-        status,
-        headers,
-        within("body", response.text()).await.unwrap(),
-    )
 }
 
 #[tokio::test]
@@ -50,25 +39,26 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
         "/studio/render?prompt=review",
         "/studio/events",
     ] {
-        let (status, _, body) = get(http.get(format!("{base}{path}"))).await;
+        let (status, _, body) = answer(http.get(format!("{base}{path}"))).await;
         assert_eq!(status, 401, "{path}");
         assert!(!body.contains("Code review"), "{path} leaked: {body}");
     }
-    let (status, _, _) = get(http.get(format!("{base}/?token=wrong-token"))).await;
+    let (status, _, _) = answer(http.get(format!("{base}/?token=wrong-token"))).await;
     assert_eq!(status, 401);
     // A run is a model call: behind the same token.
-    let (status, _, _) = get(http
-        .post(format!("{base}/studio/run"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("prompt=review&a.language=go"))
+    let (status, _, _) = answer(
+        http.post(format!("{base}/studio/run"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("prompt=review&a.language=go"),
+    )
     .await;
     assert_eq!(status, 401, "POST /studio/run");
-    let (status, _, _) = get(http.get(format!("{base}/studio/runs?prompt=review"))).await;
+    let (status, _, _) = answer(http.get(format!("{base}/studio/runs?prompt=review"))).await;
     assert_eq!(status, 401, "/studio/runs");
 
     // `/?token=` sets an HttpOnly, SameSite=Strict cookie and drops the token from the address.
     let (status, headers, _) =
-        get(http.get(format!("{base}/?token={TOKEN}&prompt=review&a.language=go"))).await;
+        answer(http.get(format!("{base}/?token={TOKEN}&prompt=review&a.language=go"))).await;
     assert_eq!(status, 303);
     assert_eq!(headers["location"], "/?prompt=review&a.language=go");
     let cookie = headers["set-cookie"].to_str().unwrap().to_string();
@@ -88,16 +78,18 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
         format!("{name}={TOKEN}"),
         format!("promptd_studio_1{port}={value}"),
     ] {
-        let (status, _, _) = get(http
-            .get(format!("{base}/"))
-            .header("cookie", forged.as_str()))
+        let (status, _, _) = answer(
+            http.get(format!("{base}/"))
+                .header("cookie", forged.as_str()),
+        )
         .await;
         assert_eq!(status, 401, "{forged} opened the studio");
     }
 
-    let (status, headers, page) = get(http
-        .get(format!("{base}/?prompt=review&a.language=go"))
-        .header("cookie", &pair))
+    let (status, headers, page) = answer(
+        http.get(format!("{base}/?prompt=review&a.language=go"))
+            .header("cookie", &pair),
+    )
     .await;
     assert_eq!(status, 200);
     assert!(page.contains("Code review"), "{page}");
@@ -107,16 +99,18 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
     assert_eq!(headers["referrer-policy"], "no-referrer");
 
     // The bearer header works as well; /mcp still takes only the header.
-    let (status, _, _) = get(http
-        .get(format!("{base}/studio/render?prompt=review&a.language=go"))
-        .bearer_auth(TOKEN))
+    let (status, _, _) = answer(
+        http.get(format!("{base}/studio/render?prompt=review&a.language=go"))
+            .bearer_auth(TOKEN),
+    )
     .await;
     assert_eq!(status, 200);
-    let (status, _, _) = get(http
-        .post(format!("{base}/mcp"))
-        .header("cookie", &pair)
-        .header("content-type", "application/json")
-        .body("{}"))
+    let (status, _, _) = answer(
+        http.post(format!("{base}/mcp"))
+            .header("cookie", &pair)
+            .header("content-type", "application/json")
+            .body("{}"),
+    )
     .await;
     assert_eq!(status, 401, "the cookie must not open /mcp");
 }
@@ -130,31 +124,35 @@ async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
     let http = client();
     let port = base.rsplit(':').next().unwrap();
 
-    let (status, _, _) = get(http.get(format!("{base}/"))).await;
+    let (status, _, _) = answer(http.get(format!("{base}/"))).await;
     assert_eq!(status, 200, "loopback without a token serves the page");
     // DNS rebinding: a page of evil.example resolving to 127.0.0.1.
-    let (status, _, _) = get(http
-        .get(format!("{base}/"))
-        .header("host", format!("evil.example:{port}")))
+    let (status, _, _) = answer(
+        http.get(format!("{base}/"))
+            .header("host", format!("evil.example:{port}")),
+    )
     .await;
     assert_eq!(status, 403);
-    let (status, _, _) = get(http
-        .get(format!("{base}/studio/render?prompt=review"))
-        .header("origin", "https://evil.example"))
+    let (status, _, _) = answer(
+        http.get(format!("{base}/studio/render?prompt=review"))
+            .header("origin", "https://evil.example"),
+    )
     .await;
     assert_eq!(status, 403);
-    let (status, _, _) = get(http
-        .get(format!("{base}/studio/render?prompt=review&a.language=go"))
-        .header("origin", format!("http://127.0.0.1:{port}")))
+    let (status, _, _) = answer(
+        http.get(format!("{base}/studio/render?prompt=review&a.language=go"))
+            .header("origin", format!("http://127.0.0.1:{port}")),
+    )
     .await;
     assert_eq!(status, 200, "the page's own origin");
 
     // A page of another site cannot start a run.
-    let (status, _, _) = get(http
-        .post(format!("{base}/studio/run"))
-        .header("origin", "https://evil.example")
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("prompt=review&a.language=go"))
+    let (status, _, _) = answer(
+        http.post(format!("{base}/studio/run"))
+            .header("origin", "https://evil.example")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("prompt=review&a.language=go"),
+    )
     .await;
     assert_eq!(status, 403, "POST /studio/run from a foreign origin");
     assert!(!dir.path().join(".promptd").exists(), "a refused run wrote");
@@ -162,10 +160,10 @@ async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
     // Every other route is read-only.
     let before = std::fs::read_to_string(dir.path().join("prompts/review.md")).unwrap();
     for path in ["/", "/studio/render?prompt=review", "/studio/events"] {
-        let (status, _, _) = get(http.post(format!("{base}{path}")).body("x")).await;
+        let (status, _, _) = answer(http.post(format!("{base}{path}")).body("x")).await;
         assert_eq!(status, 405, "POST {path}");
     }
-    let (status, _, page) = get(http.get(format!("{base}/?prompt=review&a.language=go"))).await;
+    let (status, _, page) = answer(http.get(format!("{base}/?prompt=review&a.language=go"))).await;
     assert_eq!(status, 200);
     assert!(page.contains("review@go_strict"), "cases listed: {page}");
     assert!(
@@ -192,7 +190,7 @@ async fn the_render_fragment_reports_values_errors_and_tokens() {
     let base = base(&url);
     let http = client();
 
-    let (status, _, body) = get(http.get(format!(
+    let (status, _, body) = answer(http.get(format!(
         "{base}/studio/render?prompt=review&a.language=python&a.strict=true"
     )))
     .await;
@@ -223,19 +221,19 @@ async fn the_render_fragment_reports_values_errors_and_tokens() {
     );
 
     // Coercion and validation as the CLI's: errors name the field.
-    let (_, _, body) = get(http.get(format!(
+    let (_, _, body) = answer(http.get(format!(
         "{base}/studio/render?prompt=review&a.language=go&a.max_findings=zero"
     )))
     .await;
     assert!(body.contains(r#"data-ok="false""#));
     assert!(body.contains(r#"<li data-field="max_findings">"#), "{body}");
-    let (_, _, body) = get(http.get(format!("{base}/studio/render?prompt=review"))).await;
+    let (_, _, body) = answer(http.get(format!("{base}/studio/render?prompt=review"))).await;
     assert!(
         body.contains(r#"<li data-field="language">required</li>"#),
         "{body}"
     );
     // Another tool's format: a Claude command's `$ARGUMENTS`, substituted as Claude Code does.
-    let (_, _, body) = get(http.get(format!(
+    let (_, _, body) = answer(http.get(format!(
         "{base}/studio/render?prompt=fix-issue&a.arguments=42"
     )))
     .await;
@@ -244,13 +242,13 @@ async fn the_render_fragment_reports_values_errors_and_tokens() {
         "{body}"
     );
     // A page never shows a CR (HTML reads CR LF as LF): the stats say the text has them.
-    let (_, _, body) = get(http.get(format!("{base}/studio/render?prompt=windows"))).await;
+    let (_, _, body) = answer(http.get(format!("{base}/studio/render?prompt=windows"))).await;
     assert!(body.contains(r#"<span id="crlf">"#), "{body}");
-    let (_, _, body) = get(http.get(format!("{base}/studio/render?prompt=fix-issue"))).await;
+    let (_, _, body) = answer(http.get(format!("{base}/studio/render?prompt=fix-issue"))).await;
     assert!(!body.contains(r#"<span id="crlf">"#), "{body}");
-    let (status, _, _) = get(http.get(format!("{base}/studio/render?prompt=nope"))).await;
+    let (status, _, _) = answer(http.get(format!("{base}/studio/render?prompt=nope"))).await;
     assert_eq!(status, 404);
-    let (status, _, _) = get(http.get(format!("{base}/studio/render"))).await;
+    let (status, _, _) = answer(http.get(format!("{base}/studio/render"))).await;
     assert_eq!(status, 400);
 }
 
@@ -277,7 +275,7 @@ async fn an_edit_on_disk_sends_a_reload_event_and_a_broken_edit_keeps_the_last_g
     let base = base(&url);
     let http = client();
     // The server answers once the folders are loaded.
-    let (status, _, _) = get(http.get(format!("{base}/?prompt=review"))).await;
+    let (status, _, _) = answer(http.get(format!("{base}/?prompt=review"))).await;
     assert_eq!(status, 200);
 
     let mut events = within("events", http.get(format!("{base}/studio/events")).send())
@@ -294,7 +292,7 @@ async fn an_edit_on_disk_sends_a_reload_event_and_a_broken_edit_keeps_the_last_g
     next_reload(&mut events).await;
     eprintln!("edit -> reload event: {:?}", edited.elapsed());
     let (_, _, body) =
-        get(http.get(format!("{base}/studio/render?prompt=review&a.language=go"))).await;
+        answer(http.get(format!("{base}/studio/render?prompt=review&a.language=go"))).await;
     assert!(body.contains("List at most"), "{body}");
 
     // A broken edit: the page names the file and line, and the last good text stays.
@@ -307,7 +305,7 @@ async fn an_edit_on_disk_sends_a_reload_event_and_a_broken_edit_keeps_the_last_g
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
     let page = loop {
-        let (_, _, page) = get(http.get(format!("{base}/?prompt=review&a.language=go"))).await;
+        let (_, _, page) = answer(http.get(format!("{base}/?prompt=review&a.language=go"))).await;
         if page.contains(r#"id="file-error""#) || Instant::now() > deadline {
             break page;
         }
@@ -343,7 +341,7 @@ async fn a_large_registry_lists_its_first_thousand_and_searches_the_rest() {
     .await;
     let base = base(&url);
     let http = client();
-    let (status, _, page) = get(http.get(format!("{base}/"))).await;
+    let (status, _, page) = answer(http.get(format!("{base}/"))).await;
     assert_eq!(status, 200);
     let user_list = page.split(r#"id="system-list""#).next().unwrap();
     assert_eq!(user_list.matches(r#"<li class="entry""#).count(), 1000);
@@ -353,7 +351,7 @@ async fn a_large_registry_lists_its_first_thousand_and_searches_the_rest() {
     );
     assert!(page.contains(r#"Prompts <span class="count">1005</span>"#));
     assert!(!page.contains(">p1004<"));
-    let (_, _, page) = get(http.get(format!("{base}/?q=generated+1004"))).await;
+    let (_, _, page) = answer(http.get(format!("{base}/?q=generated+1004"))).await;
     assert_eq!(page.matches(r#"<li class="entry""#).count(), 1, "{page}");
     assert!(
         page.contains(r#"<span class="name">p1004</span>"#),
@@ -370,7 +368,7 @@ async fn the_page_shows_system_prompts_only_when_mcp_serves_them() {
     let hidden = "careful reviewer";
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
     let base_hidden = base(&url);
-    let (status, _, page) = get(http.get(format!("{base_hidden}/"))).await;
+    let (status, _, page) = answer(http.get(format!("{base_hidden}/"))).await;
     assert_eq!(status, 200);
     assert!(
         page.contains(r#"<span class="name">review</span>"#),
@@ -380,22 +378,22 @@ async fn the_page_shows_system_prompts_only_when_mcp_serves_them() {
         !page.contains("reviewer_rules"),
         "a system prompt is listed: {page}"
     );
-    let (_, _, page) = get(http.get(format!("{base_hidden}/?prompt=reviewer_rules"))).await;
+    let (_, _, page) = answer(http.get(format!("{base_hidden}/?prompt=reviewer_rules"))).await;
     assert!(page.contains("No prompt named"), "{page}");
     assert!(!page.contains(hidden), "{page}");
     let (status, _, body) =
-        get(http.get(format!("{base_hidden}/studio/render?prompt=reviewer_rules"))).await;
+        answer(http.get(format!("{base_hidden}/studio/render?prompt=reviewer_rules"))).await;
     assert_eq!(status, 404, "{body}");
     assert!(!body.contains(hidden), "{body}");
-    let (_, _, page) = get(http.get(format!("{base_hidden}/?q=reviewer"))).await;
+    let (_, _, page) = answer(http.get(format!("{base_hidden}/?q=reviewer"))).await;
     assert!(!page.contains("reviewer_rules"), "{page}");
 
     let (_child, url, _log) = http_server(dir.path(), &["--expose-system"]).await;
     let base_shown = base(&url);
-    let (_, _, page) = get(http.get(format!("{base_shown}/"))).await;
+    let (_, _, page) = answer(http.get(format!("{base_shown}/"))).await;
     assert!(page.contains("reviewer_rules"), "{page}");
     let (status, _, body) =
-        get(http.get(format!("{base_shown}/studio/render?prompt=reviewer_rules"))).await;
+        answer(http.get(format!("{base_shown}/studio/render?prompt=reviewer_rules"))).await;
     assert_eq!(status, 200);
     assert!(body.contains(hidden), "{body}");
 }
@@ -405,7 +403,7 @@ async fn no_studio_serves_only_mcp() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());
     let (_child, url, _log) = http_server(dir.path(), &["--no-studio"]).await;
-    let (status, _, _) = get(client().get(format!("{}/", base(&url)))).await;
+    let (status, _, _) = answer(client().get(format!("{}/", base(&url)))).await;
     assert_eq!(status, 404);
 }
 
@@ -462,9 +460,9 @@ async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
     assert!(token.len() >= 32, "{url}");
     let base = url.split("/?").next().unwrap().to_string();
     let http = client();
-    let (status, _, _) = get(http.get(format!("{base}/"))).await;
+    let (status, _, _) = answer(http.get(format!("{base}/"))).await;
     assert_eq!(status, 401, "the generated token is required");
-    let (status, headers, _) = get(http.get(&url)).await;
+    let (status, headers, _) = answer(http.get(&url)).await;
     assert_eq!(status, 303, "{headers:?}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while !opened.exists() && Instant::now() < deadline {
@@ -498,7 +496,7 @@ async fn a_restarted_studio_keeps_its_port_and_token_so_an_open_page_reconnects(
     let http = client();
     let (mut first, url) = studio(dir.path(), &[], &[]).await;
     let base = url.split("/?").next().unwrap().to_string();
-    let (status, headers, _) = get(http.get(&url)).await;
+    let (status, headers, _) = answer(http.get(&url)).await;
     assert_eq!(status, 303, "{headers:?}");
     let cookie = headers["set-cookie"]
         .to_str()
@@ -514,7 +512,7 @@ async fn a_restarted_studio_keeps_its_port_and_token_so_an_open_page_reconnects(
 
     let (_second, again) = studio(dir.path(), &[], &[]).await;
     assert_eq!(again, url, "the same port and token on the next start");
-    let (status, _, body) = get(http.get(format!("{base}/")).header("cookie", &cookie)).await;
+    let (status, _, body) = answer(http.get(format!("{base}/")).header("cookie", &cookie)).await;
     assert_eq!(status, 200, "the open page's cookie still works: {body}");
     let events = within(
         "the event stream",
@@ -552,7 +550,7 @@ async fn the_page_lists_the_files_that_failed_to_load_with_their_position() {
     )
     .unwrap();
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
-    let (status, _, page) = get(client().get(format!("{}/", base(&url)))).await;
+    let (status, _, page) = answer(client().get(format!("{}/", base(&url)))).await;
     assert_eq!(status, 200);
     assert!(
         page.contains(r#"<h2 id="not-loaded-title">Not loaded <span class="count">1</span>"#),
@@ -577,7 +575,7 @@ async fn oauth_discovery_gets_json_never_the_studio_page() {
         "/.well-known/oauth-authorization-server",
         "/.well-known/openid-configuration",
     ] {
-        let (status, headers, body) = get(http.get(format!("{base}{path}"))).await;
+        let (status, headers, body) = answer(http.get(format!("{base}{path}"))).await;
         assert_eq!(status, 404, "{path}");
         assert_eq!(
             headers[reqwest::header::CONTENT_TYPE],
@@ -593,16 +591,17 @@ async fn oauth_discovery_gets_json_never_the_studio_page() {
             "{body}"
         );
     }
-    let (status, _, body) = get(http.post(format!("{base}/register")).body("{}")).await;
+    let (status, _, body) = answer(http.post(format!("{base}/register")).body("{}")).await;
     assert_eq!(status, 404);
     assert!(!body.contains("<!doctype"), "{body}");
-    let (status, _, body) = get(http.get(format!("{base}/nowhere"))).await;
+    let (status, _, body) = answer(http.get(format!("{base}/nowhere"))).await;
     assert_eq!(status, 404);
     assert!(!body.contains("<!doctype"), "{body}");
-    let (status, headers, body) = get(http
-        .post(format!("{base}/mcp"))
-        .header("content-type", "application/json")
-        .body("{}"))
+    let (status, headers, body) = answer(
+        http.post(format!("{base}/mcp"))
+            .header("content-type", "application/json")
+            .body("{}"),
+    )
     .await;
     assert_eq!(status, 401);
     assert_eq!(headers[reqwest::header::WWW_AUTHENTICATE], "Bearer");

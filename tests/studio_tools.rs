@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::browser::{eval, launch, screenshot, wait_for};
-use crate::support::mcp::{http_server, within};
+use crate::support::mcp::{answer, http_server};
 use crate::support::tool_target::{self, ToolTarget};
 
 const TOKEN: &str = "tools-studio-token-0123456789abcdef";
@@ -106,17 +106,6 @@ fn form(req: reqwest::RequestBuilder, pairs: &[(&str, &str)]) -> reqwest::Reques
         .body(body.join("&"))
 }
 
-async fn send(req: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, String) {
-    let response = within("request", req.send()).await.expect("request");
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    (
-        status,
-        headers,
-        within("body", response.text()).await.unwrap(),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     let target = tool_target::start().await;
@@ -128,12 +117,12 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     let call = [("tool", "user"), ("a.id", "7")];
 
     // Without the token: refused, nothing listed, nothing called.
-    let (status, _, body) = send(http.get(format!("{base}/studio/tools"))).await;
+    let (status, _, body) = answer(http.get(format!("{base}/studio/tools"))).await;
     assert_eq!(status, 401);
     assert!(!body.contains("users/"), "{body}");
-    let (status, _, _) = send(form(http.post(format!("{base}/studio/tools/call")), &call)).await;
+    let (status, _, _) = answer(form(http.post(format!("{base}/studio/tools/call")), &call)).await;
     assert_eq!(status, 401);
-    let (status, _, _) = send(form(
+    let (status, _, _) = answer(form(
         http.post(format!("{base}/studio/tools/call"))
             .bearer_auth("wrong-token"),
         &call,
@@ -144,7 +133,7 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
 
     // With it: the page, under the studio's Content-Security-Policy.
     let (status, headers, body) =
-        send(http.get(format!("{base}/studio/tools")).bearer_auth(TOKEN)).await;
+        answer(http.get(format!("{base}/studio/tools")).bearer_auth(TOKEN)).await;
     assert_eq!(status, 200, "{body}");
     let csp = headers["content-security-policy"].to_str().unwrap();
     assert!(csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"));
@@ -152,7 +141,7 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     assert!(body.contains("echo &lt;for&gt; the studio"), "{body}");
 
     // A page of another origin cannot make a call, even with the token.
-    let (status, _, _) = send(form(
+    let (status, _, _) = answer(form(
         http.post(format!("{base}/studio/tools/call"))
             .bearer_auth(TOKEN)
             .header("Origin", "https://evil.example"),
@@ -163,7 +152,7 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     assert!(target.received.lock().unwrap().is_empty(), "a call ran");
 
     // The page's own origin can.
-    let (status, _, body) = send(form(
+    let (status, _, body) = answer(form(
         http.post(format!("{base}/studio/tools/call"))
             .bearer_auth(TOKEN)
             .header("Origin", base.as_str()),
@@ -174,7 +163,7 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     assert_eq!(target.last().target, "/users/7");
 
     // A form that names no served tool, or no tool at all.
-    let (status, _, body) = send(form(
+    let (status, _, body) = answer(form(
         http.post(format!("{base}/studio/tools/call"))
             .bearer_auth(TOKEN),
         &[("tool", "<nope>")],
@@ -182,7 +171,7 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     .await;
     assert_eq!(status, 404);
     assert!(body.contains("unknown tool `&lt;nope&gt;`"), "{body}");
-    let (status, _, _) = send(form(
+    let (status, _, _) = answer(form(
         http.post(format!("{base}/studio/tools/call"))
             .bearer_auth(TOKEN),
         &[("a.id", "1")],
@@ -191,14 +180,14 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     assert_eq!(status, 400);
     // A form over the request cap is refused before it is read whole.
     let huge = "x".repeat(4 * 1024 * 1024 + 1);
-    let (status, _, _) = send(form(
+    let (status, _, _) = answer(form(
         http.post(format!("{base}/studio/tools/call"))
             .bearer_auth(TOKEN),
         &[("tool", "echo"), ("a.message", &huge)],
     ))
     .await;
     assert_eq!(status, 413);
-    let (status, _, _) = send(http.get(format!("{base}/studio/tools")).bearer_auth(TOKEN)).await;
+    let (status, _, _) = answer(http.get(format!("{base}/studio/tools")).bearer_auth(TOKEN)).await;
     assert_eq!(status, 200, "the server keeps serving");
 }
 

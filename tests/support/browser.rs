@@ -107,3 +107,11 @@ pub fn wait_for(
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+/// The page's highlighted values: `[text, layer, title]` for each `#messages mark`.
+pub fn marks(tab: &Tab) -> serde_json::Value {
+    eval(
+        tab,
+        "return [...document.querySelectorAll('#messages mark')].map(m => [m.textContent, m.dataset.layer, m.title])",
+    )
+}

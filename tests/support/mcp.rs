@@ -459,3 +459,15 @@ pub fn assert_matches_schema(
         errors.join("\n")
     );
 }
+
+/// An HTTP request's status, headers and body (each step bounded in time).
+pub async fn answer(req: reqwest::RequestBuilder) -> (u16, reqwest::header::HeaderMap, String) {
+    let response = within("request", req.send()).await.expect("request");
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    (
+        status,
+        headers,
+        within("body", response.text()).await.unwrap(),
+    )
+}
