@@ -7,18 +7,10 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::support::mcp::{answer, command, http_server, within};
+use crate::support::mcp::{answer, command, http_server, studio_client, within};
 use crate::support::studio::{review, write_project};
 
 const TOKEN: &str = "studio-test-token-0123456789abcdef";
-
-fn client() -> reqwest::Client {
-    promptd::llm::install_tls_provider();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
 
 fn base(mcp_url: &str) -> String {
     mcp_url.trim_end_matches("/mcp").to_string()
@@ -30,7 +22,7 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
     write_project(dir.path());
     let (_child, url, _log) = http_server(dir.path(), &["--auth-token", TOKEN]).await;
     let base = base(&url);
-    let http = client();
+    let http = studio_client();
 
     // Nothing without the token, and nothing of the prompts in the refusal.
     for path in [
@@ -121,7 +113,7 @@ async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
     write_project(dir.path());
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
     let base = base(&url);
-    let http = client();
+    let http = studio_client();
     let port = base.rsplit(':').next().unwrap();
 
     let (status, _, _) = answer(http.get(format!("{base}/"))).await;
@@ -188,7 +180,7 @@ async fn the_render_fragment_reports_values_errors_and_tokens() {
     .unwrap();
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
     let base = base(&url);
-    let http = client();
+    let http = studio_client();
 
     let (status, _, body) = answer(http.get(format!(
         "{base}/studio/render?prompt=review&a.language=python&a.strict=true"
@@ -273,7 +265,7 @@ async fn an_edit_on_disk_sends_a_reload_event_and_a_broken_edit_keeps_the_last_g
     write_project(dir.path());
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
     let base = base(&url);
-    let http = client();
+    let http = studio_client();
     // The server answers once the folders are loaded.
     let (status, _, _) = answer(http.get(format!("{base}/?prompt=review"))).await;
     assert_eq!(status, 200);
@@ -340,7 +332,7 @@ async fn a_large_registry_lists_its_first_thousand_and_searches_the_rest() {
     )
     .await;
     let base = base(&url);
-    let http = client();
+    let http = studio_client();
     let (status, _, page) = answer(http.get(format!("{base}/"))).await;
     assert_eq!(status, 200);
     let user_list = page.split(r#"id="system-list""#).next().unwrap();
@@ -364,7 +356,7 @@ async fn a_large_registry_lists_its_first_thousand_and_searches_the_rest() {
 async fn the_page_shows_system_prompts_only_when_mcp_serves_them() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());
-    let http = client();
+    let http = studio_client();
     let hidden = "careful reviewer";
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
     let base_hidden = base(&url);
@@ -403,7 +395,7 @@ async fn no_studio_serves_only_mcp() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());
     let (_child, url, _log) = http_server(dir.path(), &["--no-studio"]).await;
-    let (status, _, _) = answer(client().get(format!("{}/", base(&url)))).await;
+    let (status, _, _) = answer(studio_client().get(format!("{}/", base(&url)))).await;
     assert_eq!(status, 404);
 }
 
@@ -459,7 +451,7 @@ async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
     let token = url.split("?token=").nth(1).expect("a token in the address");
     assert!(token.len() >= 32, "{url}");
     let base = url.split("/?").next().unwrap().to_string();
-    let http = client();
+    let http = studio_client();
     let (status, _, _) = answer(http.get(format!("{base}/"))).await;
     assert_eq!(status, 401, "the generated token is required");
     let (status, headers, _) = answer(http.get(&url)).await;
@@ -493,7 +485,7 @@ async fn promptd_studio_prints_a_tokened_address_and_opens_it() {
 async fn a_restarted_studio_keeps_its_port_and_token_so_an_open_page_reconnects() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());
-    let http = client();
+    let http = studio_client();
     let (mut first, url) = studio(dir.path(), &[], &[]).await;
     let base = url.split("/?").next().unwrap().to_string();
     let (status, headers, _) = answer(http.get(&url)).await;
@@ -550,7 +542,7 @@ async fn the_page_lists_the_files_that_failed_to_load_with_their_position() {
     )
     .unwrap();
     let (_child, url, _log) = http_server(dir.path(), &[]).await;
-    let (status, _, page) = answer(client().get(format!("{}/", base(&url)))).await;
+    let (status, _, page) = answer(studio_client().get(format!("{}/", base(&url)))).await;
     assert_eq!(status, 200);
     assert!(
         page.contains(r#"<h2 id="not-loaded-title">Not loaded <span class="count">1</span>"#),
@@ -568,7 +560,7 @@ async fn oauth_discovery_gets_json_never_the_studio_page() {
     write_project(dir.path());
     let (_child, url, _log) = http_server(dir.path(), &["--auth-token", TOKEN]).await;
     let base = base(&url);
-    let http = client();
+    let http = studio_client();
     for path in [
         "/.well-known/oauth-protected-resource",
         "/.well-known/oauth-protected-resource/mcp",

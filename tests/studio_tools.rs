@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::browser::{eval, launch, screenshot, wait_for};
-use crate::support::mcp::{answer, http_server};
+use crate::support::mcp::{answer, http_server, studio_client};
 use crate::support::tool_target::{self, ToolTarget};
 
 const TOKEN: &str = "tools-studio-token-0123456789abcdef";
@@ -81,14 +81,6 @@ fn workspace(dir: &Path, target: &ToolTarget, studio_http: bool) {
     std::fs::write(dir.join(".ado-mcp-config.json"), config.to_string()).unwrap();
 }
 
-fn client() -> reqwest::Client {
-    promptd::llm::install_tls_provider();
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap()
-}
-
 /// `req` with `pairs` as its URL-encoded form body.
 fn form(req: reqwest::RequestBuilder, pairs: &[(&str, &str)]) -> reqwest::RequestBuilder {
     use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
@@ -113,7 +105,7 @@ async fn the_tools_routes_take_the_token_and_refuse_a_foreign_origin() {
     workspace(dir.path(), &target, true);
     let (_child, url, _log) = http_server(dir.path(), &["--auth-token", TOKEN]).await;
     let base = url.trim_end_matches("/mcp").to_string();
-    let http = client();
+    let http = studio_client();
     let call = [("tool", "user"), ("a.id", "7")];
 
     // Without the token: refused, nothing listed, nothing called.

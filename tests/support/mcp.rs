@@ -471,3 +471,13 @@ pub async fn answer(req: reqwest::RequestBuilder) -> (u16, reqwest::header::Head
         within("body", response.text()).await.unwrap(),
     )
 }
+
+/// An HTTP client that shows redirects instead of following them (the studio's sign-in page
+/// and refusals are checked as they are sent).
+pub fn studio_client() -> reqwest::Client {
+    promptd::llm::install_tls_provider();
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
