@@ -267,28 +267,11 @@ impl ChatClient {
         on_text: &mut (dyn FnMut(&str) + Send),
     ) -> Result<StreamedAnswer, LlmError> {
         let started = Instant::now();
-        let mut req = self.http.post(&self.config.url).json(body);
-        if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key);
-        }
-        let mut resp = req.send().await.map_err(|e| {
-            if e.is_timeout() {
-                LlmError::Timeout(self.config.timeout.as_secs_f64())
-            } else {
-                LlmError::Transport(e.without_url().to_string())
-            }
-        })?;
+        let mut resp = self.post(body, None).await?;
         let limit = self.config.max_response_bytes;
         let status = resp.status();
         if !status.is_success() {
-            let body = match read_bounded(resp, limit).await {
-                Ok(bytes) => excerpt(&String::from_utf8_lossy(&bytes)),
-                Err(e) => e.to_string(),
-            };
-            return Err(LlmError::Http {
-                status: status.as_u16(),
-                body,
-            });
+            return Err(http_failure(status, read_bounded(resp, limit).await));
         }
         let events = resp
             .headers()
@@ -369,17 +352,7 @@ impl ChatClient {
             retry_after: None,
         };
         let left = deadline.saturating_duration_since(Instant::now());
-        let mut req = self.http.post(&self.config.url).timeout(left).json(body);
-        if let Some(key) = &self.config.api_key {
-            req = req.bearer_auth(key);
-        }
-        let resp = req.send().await.map_err(|e| {
-            fail(if e.is_timeout() {
-                LlmError::Timeout(self.config.timeout.as_secs_f64())
-            } else {
-                LlmError::Transport(e.without_url().to_string())
-            })
-        })?;
+        let resp = self.post(body, Some(left)).await.map_err(fail)?;
         let status = resp.status();
         let retry_after = resp
             .headers()
@@ -390,20 +363,49 @@ impl ChatClient {
             .map(Duration::from_secs_f64);
         let body = read_bounded(resp, self.config.max_response_bytes).await;
         if !status.is_success() {
-            let body = match body {
-                Ok(bytes) => excerpt(&String::from_utf8_lossy(&bytes)),
-                Err(e) => e.to_string(),
-            };
             return Err(Attempt {
-                error: LlmError::Http {
-                    status: status.as_u16(),
-                    body,
-                },
+                error: http_failure(status, body),
                 retry_after,
             });
         }
         let body = body.map_err(fail)?;
         parse_answer(&String::from_utf8_lossy(&body)).map_err(fail)
+    }
+
+    /// Posts `body` to the endpoint with the API key (within `timeout` when given); a request
+    /// that cannot be sent is a timeout or a transport error.
+    async fn post(
+        &self,
+        body: &Value,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::Response, LlmError> {
+        let mut req = self.http.post(&self.config.url).json(body);
+        if let Some(t) = timeout {
+            req = req.timeout(t);
+        }
+        if let Some(key) = &self.config.api_key {
+            req = req.bearer_auth(key);
+        }
+        req.send().await.map_err(|e| {
+            if e.is_timeout() {
+                LlmError::Timeout(self.config.timeout.as_secs_f64())
+            } else {
+                LlmError::Transport(e.without_url().to_string())
+            }
+        })
+    }
+}
+
+/// The error of an answer with a failure `status`, quoting an excerpt of its `body` (or why the
+/// body could not be read).
+fn http_failure(status: reqwest::StatusCode, body: Result<Vec<u8>, LlmError>) -> LlmError {
+    let body = match body {
+        Ok(bytes) => excerpt(&String::from_utf8_lossy(&bytes)),
+        Err(e) => e.to_string(),
+    };
+    LlmError::Http {
+        status: status.as_u16(),
+        body,
     }
 }
 
