@@ -184,12 +184,6 @@ pub async fn call(
     let started = chrono::Utc::now();
     let answer = llm.stream(&run.messages, &run.settings, on_text).await;
     let model = llm.model_for(&run.settings).to_string();
-    let sent: String = run
-        .messages
-        .iter()
-        .map(|m| m.content.as_str())
-        .collect::<Vec<_>>()
-        .join("\n");
     let id = {
         let stamp = started.format("%Y%m%dT%H%M%S%.3fZ");
         static SEQUENCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -219,7 +213,7 @@ pub async fn call(
     let (tokens_in, tokens_out, estimated) = match usage {
         Some(u) => (u.prompt_tokens, u.completion_tokens, false),
         None => (
-            promptd_base::tokens::count_tokens(&sent) as u64,
+            promptd_base::tokens::count_tokens(&sent_text(&run.messages)) as u64,
             promptd_base::tokens::count_tokens(&answer) as u64,
             true,
         ),
@@ -241,6 +235,15 @@ pub async fn call(
         first_byte_ms: first_byte,
         latency_ms: total,
     }
+}
+
+/// The text sent, as counted when the gateway reports no usage: the messages, a line apart.
+fn sent_text(messages: &[ChatMessage]) -> String {
+    messages
+        .iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The runs of one project: `<project>/.promptd/runs/<prompt>/<id>.json`.
