@@ -1,7 +1,8 @@
 //! What a folder's file system is, as far as watching it goes: whether file events show every
 //! change made to it. A network share (NFS, SMB, CephFS, 9p, …) shows only the changes made
 //! through this machine's kernel, a FUSE file system only those made through its mount; the
-//! prompt library's watcher polls such folders, and the retriever walks them.
+//! prompt library's watcher polls such folders, and the retriever walks them. Also the
+//! project-local folders promptd writes its own files in, which keep themselves out of git.
 
 use std::fmt;
 use std::path::Path;
@@ -63,6 +64,17 @@ fn remote_magic(magic: u32) -> Option<&'static str> {
         0x564C => "NCP",
         _ => return None,
     })
+}
+
+/// Creates `dir` (and its parents) as a folder of promptd's own inside a project: its
+/// `.gitignore` holds `gitignore` (written when missing), so git never sees what is put in it.
+pub fn create_ignored_dir(dir: &Path, gitignore: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        std::fs::write(&ignore, gitignore)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -288,16 +288,13 @@ impl RunStore {
             let path = path.display().to_string();
             move |source| RunError::Record { path, source }
         };
+        promptd_base::filesystem::create_ignored_dir(
+            &self.dir,
+            "# promptd's recorded runs: local, never committed.\n*\n",
+        )
+        .map_err(fail(&self.dir))?;
         let folder = self.prompt_dir(&run.prompt);
         std::fs::create_dir_all(&folder).map_err(fail(&folder))?;
-        let ignore = self.dir.join(".gitignore");
-        if !ignore.exists() {
-            std::fs::write(
-                &ignore,
-                "# promptd's recorded runs: local, never committed.\n*\n",
-            )
-            .map_err(fail(&ignore))?;
-        }
         let path = folder.join(format!("{}.json", run.id));
         let json = serde_json::to_string_pretty(run).unwrap_or_default();
         std::fs::write(&path, json + "\n").map_err(fail(&path))?;

@@ -60,11 +60,7 @@ impl AddressStore {
 
     /// Writes `remembered`; the first write also writes the folder's `.gitignore`.
     pub fn save(&self, remembered: &Remembered) -> io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        let ignore = self.dir.join(".gitignore");
-        if !ignore.exists() {
-            std::fs::write(&ignore, "*\n")?;
-        }
+        promptd_base::filesystem::create_ignored_dir(&self.dir, "*\n")?;
         let file = self.file();
         let tmp = self.dir.join("address.json.tmp");
         let mut options = std::fs::OpenOptions::new();
