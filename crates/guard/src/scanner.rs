@@ -308,10 +308,25 @@ impl Scanner {
         }
         drop(plain);
         findings.append(&mut decoded);
-        dedupe(&mut findings, |id| {
-            self.rule_index.get(id).copied().unwrap_or(usize::MAX)
-        });
-        findings
+        let rank = |id: &str| self.rule_index.get(id).copied().unwrap_or(usize::MAX);
+        dedupe(&mut findings, rank);
+        merge_overlaps(findings, rank, |primary, span| {
+            let li = lines.get_or_insert_with(|| LineIndex::new(text));
+            let at = SecretAt {
+                label,
+                text,
+                lines: li,
+                span,
+            };
+            let mut merged = at.finding(
+                &primary.rule_id,
+                &primary.description,
+                f64::from(primary.entropy),
+                primary.source,
+            );
+            merged.encodings = primary.encodings.clone();
+            merged
+        })
     }
 
     /// Secrets in the decoded texts of `segments`, and (up to [`decode::MAX_DECODE_DEPTH`]) in
@@ -710,6 +725,74 @@ fn dedupe(findings: &mut Vec<SecretFinding>, rank: impl Fn(&str) -> usize) {
     });
 }
 
+/// One finding per secret for the rules without a format of their own: findings of the same
+/// level of specificity below the token rules (two generic rules, or two vendor rules) whose
+/// spans overlap read one secret two ways (a quoted value taken whole by one rule and up to a `}`
+/// by another, a braced credential and the `Secret=` inside it). They become one finding, of the
+/// rule whose span is widest (then the earliest rule, `rank` lower), over the union of their
+/// spans, so that redaction still covers each. `rebuild` makes the finding of a rule over a new
+/// span. `findings` come sorted by start, as [`dedupe`] leaves them; token rules' findings are
+/// kept as they are. One pass over the findings.
+fn merge_overlaps(
+    findings: Vec<SecretFinding>,
+    rank: impl Fn(&str) -> usize,
+    mut rebuild: impl FnMut(&SecretFinding, std::ops::Range<usize>) -> SecretFinding,
+) -> Vec<SecretFinding> {
+    // Each cluster: its members and the end of their union; `open[level]` is the cluster that a
+    // finding of that level starting before its end joins.
+    let mut clusters: Vec<(Vec<SecretFinding>, usize)> = Vec::new();
+    let mut open: [Option<usize>; 2] = [None, None];
+    for f in findings {
+        let level = usize::from(specificity(&f.rule_id));
+        let joins = open
+            .get(level)
+            .copied()
+            .flatten()
+            .filter(|&c| f.byte_start < clusters[c].1);
+        match joins {
+            Some(c) => {
+                clusters[c].1 = clusters[c].1.max(f.byte_end);
+                clusters[c].0.push(f);
+            }
+            None => {
+                let end = f.byte_end;
+                clusters.push((vec![f], end));
+                if let Some(slot) = open.get_mut(level) {
+                    *slot = Some(clusters.len() - 1);
+                }
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(clusters.len());
+    for (mut members, end) in clusters {
+        if members.len() == 1 {
+            out.extend(members.pop());
+            continue;
+        }
+        let start = members.iter().map(|f| f.byte_start).min().unwrap_or(0);
+        let primary = members
+            .iter()
+            .max_by_key(|f| {
+                (
+                    f.byte_end - f.byte_start,
+                    std::cmp::Reverse(rank(&f.rule_id)),
+                )
+            })
+            .expect("a cluster has members");
+        if primary.byte_start == start && primary.byte_end == end {
+            let i = members
+                .iter()
+                .position(|f| std::ptr::eq(f, primary))
+                .expect("the primary is a member");
+            out.push(members.swap_remove(i));
+        } else {
+            out.push(rebuild(primary, start..end));
+        }
+    }
+    out.sort_by_key(|f| (f.byte_start, f.byte_end));
+    out
+}
+
 /// Shannon entropy of the secret in bits per character.
 pub(crate) fn shannon_entropy(s: &str) -> f64 {
     if s.is_empty() {
@@ -983,6 +1066,81 @@ mod tests {
         // comes first in the set (and knows it is a database) reports it, alone.
         assert_eq!(findings.len(), 1, "{findings:?}");
         assert_eq!(findings[0].rule_id, "database-url-password");
+    }
+
+    #[test]
+    fn one_finding_for_a_secret_two_generic_rules_read_differently() {
+        let scanner = Scanner::new(RuleSet::builtin().unwrap());
+        // generic-secret stops at the `}`, generic-keyed-credential takes the quoted value whole.
+        let value = ["CQcxzQhT70xd", "Dr8J6zGDpTY4Iv3ro1", "}XLr0DyMXgnxMCqx4m92bg"].concat();
+        let text = format!("acme_secret: \"{value}\"\n");
+        let findings = scanner.scan("t", None, &text);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        let start = text.find(&value).unwrap();
+        assert_eq!(
+            (findings[0].byte_start, findings[0].byte_end),
+            (start, start + value.len())
+        );
+        // A braced credential and the `Secret=` inside it: one finding over the braces.
+        let secret = ["G4jQ3GmcsYqlLk", "kG8uoIVbx08PZIJSdfB/7"].concat();
+        let braced = format!("{{Endpoint=https://acme.azconfig.io;Id=eO04L+/m9rYn;Secret={secret}}}");
+        let text = format!("<secret>{braced}</secret>\n");
+        let findings = scanner.scan("t", None, &text);
+        assert_eq!(findings.len(), 1, "{findings:?}");
+        let start = text.find(&braced).unwrap();
+        assert!(findings[0].byte_start <= start + braced.find(&secret).unwrap());
+        assert!(findings[0].byte_end >= start + braced.len() - 1);
+    }
+
+    #[test]
+    fn merged_findings_keep_the_widest_rule_and_cover_the_union() {
+        let f = |rule: &str, start: usize, end: usize| SecretFinding {
+            rule_id: rule.to_string(),
+            description: String::new(),
+            label: "t".to_string(),
+            line: 1,
+            end_line: 1,
+            column_start: start + 1,
+            column_end: end,
+            entropy: 4.0,
+            redacted: String::new(),
+            source: FindingSource::Promptd,
+            byte_start: start,
+            byte_end: end,
+            encodings: Vec::new(),
+        };
+        let rank = |id: &str| usize::from(id != "generic-secret");
+        let rebuilt = |p: &SecretFinding, span: std::ops::Range<usize>| {
+            f(&format!("{}+", p.rule_id), span.start, span.end)
+        };
+        // Contained: the wider finding is kept as it is.
+        let out = merge_overlaps(
+            vec![f("generic-secret", 0, 30), f("generic-keyed-credential", 5, 20)],
+            rank,
+            rebuilt,
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].rule_id.as_str(), out[0].byte_end), ("generic-secret", 30));
+        // Crossing: the wider rule over the union.
+        let out = merge_overlaps(
+            vec![f("generic-secret", 0, 10), f("generic-keyed-credential", 4, 30)],
+            rank,
+            rebuilt,
+        );
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].rule_id, "generic-keyed-credential+");
+        assert_eq!((out[0].byte_start, out[0].byte_end), (0, 30));
+        // Apart, or a token rule's finding: kept.
+        let out = merge_overlaps(
+            vec![
+                f("generic-secret", 0, 10),
+                f("aws-access-key-id", 5, 25),
+                f("generic-secret", 40, 50),
+            ],
+            rank,
+            rebuilt,
+        );
+        assert_eq!(out.len(), 3);
     }
 
     #[test]
