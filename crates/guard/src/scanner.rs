@@ -17,6 +17,10 @@ use super::decode;
 use super::rules::{Allowlist, Condition, RegexTarget, Required, Rule, RuleSet};
 use super::{Explanation, FindingSource, SecretFinding};
 
+/// How far from a finding (bytes, on its lines) `explain` looks for the keyword that let its
+/// rule run: a rule's match holds its keyword, or has it a few words before the secret.
+const EXPLAIN_REACH: usize = 256;
+
 /// A secret found in decoded text, before it is placed on the original text's encoded segment.
 struct DecodedHit {
     rule_id: String,
@@ -97,9 +101,10 @@ impl Scanner {
     /// are searched for its rule's keywords: linear in the text and in the findings' lines.
     pub(crate) fn explain_all(&self, text: &str, findings: &[SecretFinding]) -> Vec<Explanation> {
         let present = self.keywords_present(text.as_bytes());
+        let lines = (!findings.is_empty()).then(|| LineIndex::new(text));
         findings
             .iter()
-            .map(|f| self.explain_one(text, &present, f))
+            .map(|f| self.explain_one(text, lines.as_ref(), &present, f))
             .collect()
     }
 
@@ -114,7 +119,13 @@ impl Scanner {
         seen
     }
 
-    fn explain_one(&self, text: &str, present: &[bool], finding: &SecretFinding) -> Explanation {
+    fn explain_one(
+        &self,
+        text: &str,
+        lines: Option<&LineIndex>,
+        present: &[bool],
+        finding: &SecretFinding,
+    ) -> Explanation {
         let decoded = finding.encodings.clone();
         let rule = (finding.source == FindingSource::Promptd)
             .then(|| {
@@ -143,13 +154,22 @@ impl Scanner {
                 summary: format!("{who} `{}`", finding.rule_id),
             };
         };
-        // The keyword on the finding's own line(s) if there is one, else one that occurs
-        // anywhere in the text (as the prefilter saw it).
+        // The keyword near the finding on its own line(s) if there is one, else one that occurs
+        // anywhere in the text (as the prefilter saw it). Near is at most EXPLAIN_REACH bytes
+        // either side, found through the line index: a minified file is one line holding many
+        // findings, and searching the whole line for each would be quadratic.
         let start = text.floor_char_boundary(finding.byte_start.min(text.len()));
         let end = text.ceil_char_boundary(finding.byte_end.min(text.len()));
-        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
-        let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
-        let near = &text.as_bytes()[line_start..line_end];
+        let (line_start, line_end) = match lines {
+            Some(li) => {
+                let around = li.lines_around(text.len(), start..end);
+                (around.start, around.end.max(end))
+            }
+            None => (0, text.len()),
+        };
+        let near_start = line_start.max(start.saturating_sub(EXPLAIN_REACH));
+        let near_end = line_end.min(end.saturating_add(EXPLAIN_REACH));
+        let near = &text.as_bytes()[near_start..near_end];
         let contains = |hay: &[u8], k: &str| {
             let k = k.as_bytes();
             !k.is_empty() && hay.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k))
@@ -1072,7 +1092,12 @@ mod tests {
     fn one_finding_for_a_secret_two_generic_rules_read_differently() {
         let scanner = Scanner::new(RuleSet::builtin().unwrap());
         // generic-secret stops at the `}`, generic-keyed-credential takes the quoted value whole.
-        let value = ["CQcxzQhT70xd", "Dr8J6zGDpTY4Iv3ro1", "}XLr0DyMXgnxMCqx4m92bg"].concat();
+        let value = [
+            "CQcxzQhT70xd",
+            "Dr8J6zGDpTY4Iv3ro1",
+            "}XLr0DyMXgnxMCqx4m92bg",
+        ]
+        .concat();
         let text = format!("acme_secret: \"{value}\"\n");
         let findings = scanner.scan("t", None, &text);
         assert_eq!(findings.len(), 1, "{findings:?}");
@@ -1083,7 +1108,8 @@ mod tests {
         );
         // A braced credential and the `Secret=` inside it: one finding over the braces.
         let secret = ["G4jQ3GmcsYqlLk", "kG8uoIVbx08PZIJSdfB/7"].concat();
-        let braced = format!("{{Endpoint=https://acme.azconfig.io;Id=eO04L+/m9rYn;Secret={secret}}}");
+        let braced =
+            format!("{{Endpoint=https://acme.azconfig.io;Id=eO04L+/m9rYn;Secret={secret}}}");
         let text = format!("<secret>{braced}</secret>\n");
         let findings = scanner.scan("t", None, &text);
         assert_eq!(findings.len(), 1, "{findings:?}");
@@ -1115,15 +1141,24 @@ mod tests {
         };
         // Contained: the wider finding is kept as it is.
         let out = merge_overlaps(
-            vec![f("generic-secret", 0, 30), f("generic-keyed-credential", 5, 20)],
+            vec![
+                f("generic-secret", 0, 30),
+                f("generic-keyed-credential", 5, 20),
+            ],
             rank,
             rebuilt,
         );
         assert_eq!(out.len(), 1);
-        assert_eq!((out[0].rule_id.as_str(), out[0].byte_end), ("generic-secret", 30));
+        assert_eq!(
+            (out[0].rule_id.as_str(), out[0].byte_end),
+            ("generic-secret", 30)
+        );
         // Crossing: the wider rule over the union.
         let out = merge_overlaps(
-            vec![f("generic-secret", 0, 10), f("generic-keyed-credential", 4, 30)],
+            vec![
+                f("generic-secret", 0, 10),
+                f("generic-keyed-credential", 4, 30),
+            ],
             rank,
             rebuilt,
         );
