@@ -174,6 +174,30 @@ fn a_long_scan_runs_off_the_runtime_that_awaits_it() {
     assert_ne!(after.status, EnhanceStatus::Blocked, "{:?}", after.warnings);
 }
 
+#[test]
+fn an_async_scan_finds_what_a_scan_finds_inline_or_on_the_blocking_pool() {
+    let guard = Arc::new(Guard::builtin().unwrap());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    // Below the inline limit (scanned on the calling task) and above it (the blocking pool).
+    for size in [2 << 10, promptd::guard::INLINE_SCAN_BYTES, 256 << 10] {
+        let text = guard::one_line(size);
+        let inline = guard.scan(&[ScanInput::new("t", text.as_str())]).unwrap();
+        let awaited = runtime
+            .block_on(guard.scan_async(vec![ScanInput::new("t", text)]))
+            .unwrap();
+        let spans = |r: &promptd::guard::ScanReport| {
+            r.findings
+                .iter()
+                .map(|f| (f.rule_id.clone(), f.byte_start))
+                .collect::<Vec<_>>()
+        };
+        assert!(!inline.is_clean(), "{size} bytes: nothing found");
+        assert_eq!(spans(&inline), spans(&awaited), "{size} bytes");
+    }
+}
+
 /// A private key cut into the pieces a line-based chunker makes of it.
 fn split_key() -> Vec<String> {
     let mut g = guard::Fake::new(0x5B1_17E);

@@ -308,6 +308,26 @@ async fn an_author_lists_the_tools_and_calls_one_with_a_form() {
     );
     screenshot(&tab, "tools-echo");
 
+    // A required argument left empty: the schema's error at that field, not in the banner only.
+    fill(&tab, "calc", "a", "1");
+    fill(&tab, "calc", "operation", "add");
+    submit(&tab, "calc");
+    let missing = wait_for(
+        &tab,
+        "the field error of the missing b",
+        LIVE,
+        "const f = document.querySelector('section.tool[data-tool=\"calc\"] [data-field=\"b\"]'); \
+         return f && f.classList.contains('invalid') && f.querySelector('.field-error').textContent",
+    )
+    .0;
+    assert!(
+        missing
+            .as_str()
+            .unwrap()
+            .contains("\"b\" is a required property"),
+        "{missing}"
+    );
+
     // A wrong-typed argument: the schema's error at its field, nothing run.
     fill(&tab, "calc", "a", "abc");
     fill(&tab, "calc", "b", "2");

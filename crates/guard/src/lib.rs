@@ -307,6 +307,11 @@ impl ScanReport {
     }
 }
 
+/// The largest batch (bytes of text) [`Guard::scan_async`] scans on the calling task: a few
+/// kilobytes, a tool's typical answer, whose scan holds the runtime about as long as handing it
+/// to the blocking pool and back would.
+pub const INLINE_SCAN_BYTES: usize = 4 * 1024;
+
 /// The secret guard: compiled rules, optionally a gitleaks runner, and the policy.
 pub struct Guard {
     scanner: Scanner,
@@ -420,12 +425,21 @@ impl Guard {
         Ok(ScanReport { findings, scanners })
     }
 
-    /// [`Guard::scan`] on tokio's blocking pool: a long scan (a huge input, a slow gitleaks run)
-    /// never stalls the async task that awaits it, nor the other requests of its runtime.
-    pub async fn scan_blocking(
+    /// [`Guard::scan`] for an async caller; a panic is a failed scan ([`GuardError::Interrupted`]).
+    /// A batch of at most [`INLINE_SCAN_BYTES`] that only promptd's rules read is scanned on the
+    /// calling task: that is quicker than handing it to another thread and back. Anything larger,
+    /// or a gitleaks run, goes to tokio's blocking pool, so a long scan never stalls the task
+    /// that awaits it nor the other requests of its runtime.
+    pub async fn scan_async(
         self: &Arc<Self>,
         inputs: Vec<ScanInput<'static>>,
     ) -> Result<ScanReport, GuardError> {
+        let size: usize = inputs.iter().map(|i| i.text.len()).sum();
+        if self.gitleaks.is_none() && size <= INLINE_SCAN_BYTES {
+            // A panic is a failed scan here too, as it is on the blocking pool: fail closed.
+            return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.scan(&inputs)))
+                .map_err(|_| GuardError::Interrupted("the scan panicked".into()))?;
+        }
         let guard = Arc::clone(self);
         tokio::task::spawn_blocking(move || guard.scan(&inputs))
             .await

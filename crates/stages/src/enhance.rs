@@ -181,7 +181,7 @@ impl Enhancer {
         };
         // 1. The prompt itself.
         match guard
-            .scan_blocking(vec![ScanInput::new("prompt", req.prompt.clone())])
+            .scan_async(vec![ScanInput::new("prompt", req.prompt.clone())])
             .await
         {
             Err(e) => {
@@ -277,7 +277,7 @@ impl Enhancer {
             })
             .collect();
         inputs.push(ScanInput::new("context", system.clone()));
-        match guard.scan_blocking(inputs).await {
+        match guard.scan_async(inputs).await {
             Err(e) => {
                 warnings.push(format!(
                     "secret scan of the context failed: {e}; nothing was sent"

@@ -132,7 +132,7 @@ mod tests {
         let err = |reply: &str| parse_invocation(reply, &served).unwrap_err().to_string();
         assert_eq!(
             err("{\"plandex_tool_invocation\": {\"tool_name\": \"calc\", \"tool_input\": {}}}"),
-            "`calc`: `tool_input`: \"a\" is a required property"
+            "`calc`: `tool_input/a`: \"a\" is a required property"
         );
         assert_eq!(
             err("{\"plandex_tool_invocation\": {\"tool_name\": 3}}"),

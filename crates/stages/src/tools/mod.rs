@@ -300,10 +300,17 @@ impl ToolOutcome {
     }
 }
 
-/// A schema violation as (field, message): the instance path as a JSON pointer (empty for the
-/// whole input, as for a missing required property, which the message names).
+/// A schema violation as (field, message): the field as a JSON pointer (empty for the whole
+/// input). A missing required property names the property itself, not the object that lacks it.
 pub(crate) fn input_error(e: &jsonschema::ValidationError<'_>) -> (String, String) {
-    let path = e.instance_path().to_string();
+    let mut path = e.instance_path().to_string();
+    if let jsonschema::error::ValidationErrorKind::Required {
+        property: Value::String(property),
+    } = e.kind()
+    {
+        path.push('/');
+        path.push_str(&property.replace('~', "~0").replace('/', "~1"));
+    }
     (path, e.to_string())
 }
 
@@ -606,7 +613,7 @@ impl crate::Stages {
         let label = format!("tool:{name}");
         let scanned = text.clone();
         let report = guard
-            .scan_blocking(vec![promptd_guard::ScanInput::new(label, scanned)])
+            .scan_async(vec![promptd_guard::ScanInput::new(label, scanned)])
             .await
             .map_err(|e| server(format!("the secret guard failed: {e}")))?;
         if report.is_clean() {
