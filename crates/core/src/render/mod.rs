@@ -628,9 +628,17 @@ impl Renderer {
                     vec![Segment {
                         text: m.text,
                         kind: SegmentKind::Text,
+                        lines: None,
                     }]
                 } else {
-                    marks::segments(&m.text, &names)
+                    let mut segments = marks::segments(&m.text, &names);
+                    // Lines of the body as the engine compiled it, as lines of the file.
+                    for s in &mut segments {
+                        s.lines = s.lines.map(|(first, last)| {
+                            (first + prompt.body_line - 1, last + prompt.body_line - 1)
+                        });
+                    }
+                    segments
                 },
                 role: m.role,
             })
@@ -747,10 +755,12 @@ impl Renderer {
             Vec::new()
         };
         let substituted = |k: &str| vars.get(k).map(display_value);
-        // Marks go around each slot's final value (a word of an argument, once split).
-        let wrap = |k: &str, shown: String| {
+        // Marks go around each slot's final value (a word of an argument, once split), with
+        // the body lines of its placeholder.
+        let wrap = |k: &str, placeholder: &str, shown: String| {
             if mark {
-                marks::wrap(names.iter().position(|n| n == k), &shown)
+                let lines = marks::lines_of(&prompt.body, placeholder);
+                marks::wrap_at(names.iter().position(|n| n == k), lines, &shown)
             } else {
                 shown
             }
@@ -830,7 +840,7 @@ impl Renderer {
                     .env
                     .get_template(name)
                     .map_err(|e| self.template_error(prompt, &e))?;
-                let _marking = mark.then(marks::Marking::start);
+                let _marking = mark.then(|| marks::Marking::start(name));
                 let context = if mark {
                     JinjaValue::from_object(marks::MarkedContext::new(&vars))
                 } else {
@@ -1165,7 +1175,7 @@ fn jinja_environment<'source>() -> Environment<'source> {
         if value.kind() == minijinja::value::ValueKind::Bool {
             let b = if value.is_true() { "true" } else { "false" };
             let text = if marked {
-                marks::jinja_mark(value, b)
+                marks::jinja_mark(value, b, state.output_location())
             } else {
                 b.to_string()
             };
@@ -1183,7 +1193,7 @@ fn jinja_environment<'source>() -> Environment<'source> {
                 return Ok(());
             }
             return out
-                .write_str(&marks::jinja_mark(value, &printed))
+                .write_str(&marks::jinja_mark(value, &printed, state.output_location()))
                 .map_err(minijinja::Error::from);
         }
         minijinja::escape_formatter(out, state, shown)
