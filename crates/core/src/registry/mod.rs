@@ -735,6 +735,22 @@ impl Registry {
         &self.shadowed
     }
 
+    /// The whole text of the file `prompt` was read from, when it still holds what was read
+    /// (its content hash is the prompt's version hash): `None` when the file is gone, changed
+    /// since (a newer version that did not load, say), over the size limit or unreadable.
+    pub fn source_text(&self, prompt: &PromptTemplate) -> Option<String> {
+        let root = self
+            .roots
+            .iter()
+            .rev()
+            .find(|r| r.display_path(&prompt.rel_path) == prompt.path)?;
+        let text = root
+            .read(&prompt.rel_path, self.max_file_bytes)
+            .ok()
+            .flatten()?;
+        (content_hash(text.as_bytes()) == prompt.version_hash).then_some(text)
+    }
+
     /// Resolves an include target: a prompt name, else a root-relative file (highest root
     /// first, `.md` optional). Returns the prompt's message path, body and body start line.
     pub fn resolve_include(&self, name: &str) -> Result<Option<IncludedFile>, SourceError> {
