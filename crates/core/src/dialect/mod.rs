@@ -407,7 +407,8 @@ impl Dialect {
         let (mut text, mut used) = segment::substitute_wrapped(&segments, &lookup, &wrap, max_len)?;
         if let Some(name) = self.trailing_argument()
             && let Some(value) = lookup(name)
-            && let Some(tail) = self.trailing(command.name, &segments, &used, &wrap(name, "", value))
+            && let Some(tail) =
+                self.trailing(command.name, &segments, &used, &wrap(name, "", value))
         {
             if text.len() + tail.len() > max_len {
                 return Err(TooLarge { limit: max_len });

@@ -298,7 +298,11 @@ pub(crate) fn lines_of(body: &str, part: &str) -> Option<(usize, usize)> {
     if part.is_empty() || end > body.len() {
         return None;
     }
-    let first = body.as_bytes()[..start].iter().filter(|&&b| b == b'\n').count() + 1;
+    let first = body.as_bytes()[..start]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1;
     let last = first + part.matches('\n').count();
     Some((first, last))
 }
@@ -362,9 +366,15 @@ mod tests {
         let _m = Marking::start("t");
         let date = JinjaValue::from("2026-01-15");
         looked_up(3, &date);
-        assert_eq!(jinja_mark(&date, "2026-01-15", None), wrap_at(Some(3), None, "2026-01-15"));
+        assert_eq!(
+            jinja_mark(&date, "2026-01-15", None),
+            wrap_at(Some(3), None, "2026-01-15")
+        );
         // Nothing read since: a literal of the same text is an expression.
-        assert_eq!(jinja_mark(&date, "2026-01-15", None), wrap_at(None, None, "2026-01-15"));
+        assert_eq!(
+            jinja_mark(&date, "2026-01-15", None),
+            wrap_at(None, None, "2026-01-15")
+        );
         // Read, then transformed: an expression.
         looked_up(1, &JinjaValue::from("rust"));
         assert_eq!(
@@ -385,14 +395,20 @@ mod tests {
         let s = segments(&format!("{own}{included}"), &names);
         assert_eq!(s[0].lines, Some((3, 4)));
         assert_eq!(s[0].kind, SegmentKind::Variable { name: "v".into() });
-        assert_eq!(s[1].lines, None, "an included file's lines are not the prompt's");
+        assert_eq!(
+            s[1].lines, None,
+            "an included file's lines are not the prompt's"
+        );
         assert_eq!(s[1].kind, SegmentKind::Variable { name: "v".into() });
     }
 
     #[test]
     fn nested_values_belong_to_the_outer_one() {
         let names = vec!["a".to_string(), "b".to_string()];
-        let text = format!("x{}y", wrap_at(None, None, &format!("<{}>", wrap_at(Some(1), None, "B"))));
+        let text = format!(
+            "x{}y",
+            wrap_at(None, None, &format!("<{}>", wrap_at(Some(1), None, "B")))
+        );
         let s = segments(&text, &names);
         assert_eq!(s.len(), 3);
         assert_eq!(s[1].text, "<B>");
