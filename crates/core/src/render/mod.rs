@@ -59,6 +59,25 @@ pub enum VariableSource {
     User,
 }
 
+/// The line a system section's message starts with: MCP has no system role, so such a
+/// section is a user message that says what it is.
+pub const SYSTEM_MARKER: &str = "<!-- role: system -->";
+
+/// The text of a system section written as a user message that starts with [`SYSTEM_MARKER`]
+/// (by [`split_roles`] or a dialect), without the marker; `None` for any other message. A chat
+/// API with a system role gets this text as a system message.
+pub fn system_section(message: &PromptMessage) -> Option<&str> {
+    if message.role != "user" {
+        return None;
+    }
+    let rest = message.text.strip_prefix(SYSTEM_MARKER)?;
+    Some(
+        rest.strip_prefix("\r\n")
+            .or_else(|| rest.strip_prefix('\n'))
+            .unwrap_or(rest),
+    )
+}
+
 /// One chat message of a rendered prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PromptMessage {
@@ -1327,7 +1346,7 @@ pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
         out.push(match role {
             "system" => PromptMessage {
                 role: "user".into(),
-                text: format!("<!-- role: system -->\n{chunk}"),
+                text: format!("{SYSTEM_MARKER}\n{chunk}"),
             },
             role => PromptMessage {
                 role: role.into(),
