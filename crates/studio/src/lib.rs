@@ -309,13 +309,18 @@ pub fn prompt_list(
         .split_whitespace()
         .map(str::to_lowercase)
         .collect();
+    // One searcher per word, built once for the whole scan.
+    let finders: Vec<memchr::memmem::Finder<'_>> = words
+        .iter()
+        .map(|w| memchr::memmem::Finder::new(w.as_bytes()))
+        .collect();
     let query = query.filter(|q| !q.trim().is_empty());
     let index = options.list_index(snapshot);
     let section = |all: &[(Arc<PromptTemplate>, String)]| {
         let mut total = 0;
         let mut shown = Vec::new();
         for (t, search) in all {
-            if words.iter().all(|w| search.contains(w.as_str())) {
+            if finders.iter().all(|f| f.find(search.as_bytes()).is_some()) {
                 total += 1;
                 if shown.len() < LIST_CAP {
                     shown.push(Entry::of(t, options, query));
@@ -696,6 +701,7 @@ pub fn cases(
         // Only this prompt's cases are rendered (the filter matches `<prompt>@` anywhere in a
         // case's id; the exact ones are kept below).
         filter: Some(own.clone()),
+        prompt: Some(prompt.name.clone()),
         update: SnapshotUpdate::Nothing,
         default_now: if clock.is_fixed() {
             *clock
