@@ -112,12 +112,15 @@ fn render_fixtures() {
     });
 }
 
-/// The values of a marked render of `name` as `(variable or "(expr)", text, lines)`.
+/// A value of a marked render: its variable (or `(expr)`), its text, the file lines that printed it.
+type Located = (String, String, Option<(usize, usize)>);
+
+/// The values of a marked render of `name`.
 fn marked_lines(
     lib: &promptd::library::PromptLibrary,
     name: &str,
     args: &Map<String, Value>,
-) -> Vec<(String, String, Option<(usize, usize)>)> {
+) -> Vec<Located> {
     let snapshot = lib.snapshot();
     let prompt = snapshot.registry.get(name).unwrap();
     let (_, messages) = snapshot

@@ -434,6 +434,7 @@ fn studio_navigation_bench_100k() {
     );
     // A search of the whole registry for one prompt past the cap.
     let mut search_ms = Vec::new();
+    let mut search_page_ms = Vec::new();
     for i in 0..20 {
         let target = count - 1 - i * 13;
         let q = format!("number {target}");
@@ -455,6 +456,11 @@ fn studio_navigation_bench_100k() {
             ),
         );
         search_ms.push(start.elapsed().as_secs_f64() * 1000.0);
+        search_page_ms.push(
+            eval(&tab, "return Number(document.body.dataset.searchedMs)")
+                .as_f64()
+                .unwrap(),
+        );
     }
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     eprintln!(
@@ -478,7 +484,11 @@ fn studio_navigation_bench_100k() {
         summary(&mut seen_ms)
     );
     eprintln!(
-        "bench: search of the whole registry → result listed: {}",
+        "bench: search of the whole registry → result listed (page's stamp): {}",
+        summary(&mut search_page_ms)
+    );
+    eprintln!(
+        "bench: search of the whole registry → result listed (seen by the test): {}",
         summary(&mut search_ms)
     );
 }

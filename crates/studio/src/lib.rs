@@ -58,7 +58,7 @@ pub struct StudioOptions {
     pub base_dir: PathBuf,
     /// `base_dir` with its symlinks resolved, once (paths may be written either way).
     canonical_base: Option<PathBuf>,
-    /// The list of the latest snapshot listed, kept until the registry's version changes.
+    /// The list of the latest snapshot listed, kept until the registry changes.
     list_index: Arc<Mutex<Option<Arc<ListIndex>>>>,
 }
 
@@ -228,11 +228,12 @@ pub struct LoadProblem {
 pub const LIST_CAP: usize = 1000;
 
 /// The prompts a page may list, sorted by name, each with the text the filter matches: built
-/// once per registry version (a list request of a registry of 100,000 prompts then scans
-/// prepared texts instead of describing every prompt again).
+/// once per registry (a list request of a registry of 100,000 prompts then scans prepared
+/// texts instead of describing every prompt again).
 #[derive(Debug)]
 struct ListIndex {
-    version: String,
+    /// The registry it lists (a weak reference keeps its address from being reused).
+    registry: std::sync::Weak<promptd_core::registry::Registry>,
     prompts: Vec<(Arc<PromptTemplate>, String)>,
     system: Vec<(Arc<PromptTemplate>, String)>,
 }
@@ -254,7 +255,7 @@ impl ListIndex {
             }
         }
         ListIndex {
-            version: snapshot.version.clone(),
+            registry: Arc::downgrade(&snapshot.registry),
             prompts,
             system,
         }
@@ -262,14 +263,14 @@ impl ListIndex {
 }
 
 impl StudioOptions {
-    /// The list index of `snapshot`: the one kept when the registry's version is the same.
+    /// The list index of `snapshot`: the one kept when it lists the same registry.
     fn list_index(&self, snapshot: &Snapshot) -> Arc<ListIndex> {
         let kept = self
             .list_index
             .lock()
             .ok()
             .and_then(|k| k.clone())
-            .filter(|i| i.version == snapshot.version);
+            .filter(|i| std::sync::Weak::ptr_eq(&i.registry, &Arc::downgrade(&snapshot.registry)));
         if let Some(index) = kept {
             return index;
         }

@@ -59,6 +59,7 @@
   let listSeq = 0;
   async function searchList(q, { push = false } = {}) {
     const mine = ++listSeq;
+    const started = performance.now();
     const p = new URLSearchParams();
     if (q) p.set("q", q);
     const { ok, doc } = await fetchDoc("/studio/list?" + p);
@@ -67,6 +68,7 @@
     swap(doc, "not-loaded-section");
     applyFilter();
     markCurrent();
+    document.body.dataset.searchedMs = String(performance.now() - started);
     const here = new URLSearchParams(location.search);
     if (q) here.set("q", q); else here.delete("q");
     const url = "/?" + here;
