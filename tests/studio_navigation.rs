@@ -348,6 +348,30 @@ fn a_value_links_to_the_line_that_printed_it_and_back() {
     );
     assert_eq!(linked(&tab), json!([10]));
     screenshot(&tab, "navigation-03-source-links");
+    // A save that does not load: the last good version is served, and the source shows its
+    // body as served (numbered as in that version), never the broken file's lines.
+    std::fs::write(
+        prompts.join("squads.md"),
+        "---\nengine: jinja\narguments: [unclosed\n---\nBroken {{ home }}\n",
+    )
+    .unwrap();
+    let (note, _) = wait_for(
+        &tab,
+        "the source of the version served",
+        LIVE,
+        "const n = document.getElementById('source-note'); return n && n.textContent",
+    );
+    assert!(note.as_str().unwrap().contains("version served"), "{note}");
+    let served = eval(
+        &tab,
+        "return [...document.querySelectorAll('#source-lines li')].map(li => [Number(li.dataset.line), li.querySelector('code').textContent])",
+    );
+    assert_eq!(
+        served[0],
+        json!([8, "Home: {{ home }}."]),
+        "the served body, from its line in the file"
+    );
+    assert_eq!(served[2], json!([10, "Away: {{ away }} <b>&amp;</b>."]));
 }
 
 /// min / median / p99 of `times`, in milliseconds.

@@ -293,13 +293,17 @@
 
   // A reload on the server: take the new list, facts, source, checks and tests; the form only
   // when the arguments' declarations changed (keeping what was typed); the text as a render.
+  // Only the latest refresh is shown: two saves in a row must not end with the first's page.
+  let refreshSeq = 0;
   async function refresh() {
+    const mine = ++refreshSeq;
     const q = listQuery();
     const listed = fetchDoc("/studio/list?" + new URLSearchParams(q ? { q } : {}));
     const form = $("args");
     const p = form ? withListQuery(query()) : new URLSearchParams(location.search);
     const { doc } = await fetchDoc("/studio/prompt?" + p);
     const list = (await listed).doc;
+    if (mine !== refreshSeq) return;
     swap(list, "list");
     swap(list, "not-loaded-section");
     applyFilter();
