@@ -65,6 +65,7 @@ mod stages_reload;
 mod studio_browser;
 mod studio_collections;
 mod studio_http;
+mod studio_navigation;
 mod studio_playground;
 mod studio_tools;
 mod suggestions;

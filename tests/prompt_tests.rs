@@ -193,7 +193,7 @@ fn every_builtin_prompt_has_cases() {
     let lib = support::library(&[], true, None, "2026-01-15");
     let snap = lib.snapshot();
     let cases_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/prompts");
-    let found = promptd::prompt_tests::discover(&snap.registry, Some(&cases_dir)).unwrap();
+    let found = promptd::prompt_tests::discover(&snap.registry, Some(&cases_dir), None).unwrap();
     assert!(found.problems.is_empty(), "{:?}", found.problems);
     for prompt in snap.registry.prompts() {
         let cases = found

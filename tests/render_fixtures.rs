@@ -111,3 +111,70 @@ fn render_fixtures() {
         insta::assert_snapshot!(run_case(path));
     });
 }
+
+/// A value of a marked render: its variable (or `(expr)`), its text, the file lines that printed it.
+type Located = (String, String, Option<(usize, usize)>);
+
+/// The values of a marked render of `name`.
+fn marked_lines(
+    lib: &promptd::library::PromptLibrary,
+    name: &str,
+    args: &Map<String, Value>,
+) -> Vec<Located> {
+    let snapshot = lib.snapshot();
+    let prompt = snapshot.registry.get(name).unwrap();
+    let (_, messages) = snapshot
+        .renderer
+        .render_marked(prompt, args, &snapshot.config, lib.clock())
+        .unwrap();
+    messages
+        .iter()
+        .flat_map(|m| &m.segments)
+        .filter_map(|s| match &s.kind {
+            SegmentKind::Text => None,
+            SegmentKind::Variable { name } => Some((name.clone(), s.text.clone(), s.lines)),
+            SegmentKind::Expression => Some(("(expr)".into(), s.text.clone(), s.lines)),
+        })
+        .collect()
+}
+
+#[test]
+fn marked_values_carry_the_file_lines_that_printed_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let prompts = dir.path().join("prompts");
+    std::fs::create_dir_all(&prompts).unwrap();
+    // The body starts at line 8 of the file; `{{ a | upper }}` spans lines 13 and 14.
+    std::fs::write(
+        prompts.join("lines.md"),
+        "---\nengine: jinja\narguments:\n  - name: a\n    default: Rocket\n  - name: b\n---\n\
+         First {{ a }}.\n{% if true %}\nSecond {{ b }}\n{% endif %}\n{% include \"part\" %}\n\
+         {{ a\n   | upper }}\n",
+    )
+    .unwrap();
+    std::fs::write(prompts.join("part.md"), "Part {{ a }}.\n").unwrap();
+    std::fs::write(
+        prompts.join("plain.md"),
+        "---\nengine: plain\n---\nOne {{b}}\n\nTwo {{b}}\n",
+    )
+    .unwrap();
+    let lib = support::library(&[prompts], false, None, "2026-01-15T12:00:00Z");
+    let mut args = Map::new();
+    args.insert("b".into(), Value::String("Rocket".into()));
+    assert_eq!(
+        marked_lines(&lib, "lines", &args),
+        vec![
+            ("a".to_string(), "Rocket".to_string(), Some((8, 8))),
+            ("b".into(), "Rocket".into(), Some((10, 10))),
+            // Printed by the included file: not a line of this one.
+            ("a".into(), "Rocket".into(), None),
+            ("(expr)".into(), "ROCKET".into(), Some((13, 14))),
+        ]
+    );
+    assert_eq!(
+        marked_lines(&lib, "plain", &args),
+        vec![
+            ("b".to_string(), "Rocket".to_string(), Some((4, 4))),
+            ("b".into(), "Rocket".into(), Some((6, 6))),
+        ]
+    );
+}

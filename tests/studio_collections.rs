@@ -7,7 +7,9 @@
 //! for numbers, `true` for booleans, else a marker). It counts pages that load, pages whose only
 //! script is the studio's own, and renders whose text in the DOM (`textContent` of the message)
 //! equals `promptd get --json`'s content for the same arguments byte for byte; it fails when any
-//! page does not load, runs a script of the prompt's, or shows another text than the CLI.
+//! page does not load, runs a script of the prompt's, or shows another text than the CLI. It
+//! also follows each argument's highlighted value to the source lines the page links it to, and
+//! fails when such a line is missing or holds no placeholder (`$…` or `{…}`).
 //! `scripts/studio-collections DIR...` is the short way to run it.
 
 use std::path::Path;
@@ -68,6 +70,14 @@ fn studio_collections() {
         let base = url.trim_end_matches("/mcp").to_string();
         let (mut loaded, mut own_script_only, mut compared, mut same, mut multi, mut errors) =
             (0, 0, 0, 0, 0, 0);
+        // Argument values shown / linked to source lines / whose lines hold a placeholder.
+        let (mut values, mut linked, mut placeholders) = (0, 0, 0);
+        // promptd's own system prompts (the stages') are listed by the CLI, not by the studio,
+        // which shows them only with `--expose-system`.
+        let prompts: Vec<Value> = prompts
+            .into_iter()
+            .filter(|p| p["category"] != "system")
+            .collect();
         for p in &prompts {
             let name = p["name"].as_str().unwrap();
             let mut query = url_encode_pairs(&[("prompt", name.to_string())]);
@@ -87,7 +97,13 @@ fn studio_collections() {
                 "const m = [...document.querySelectorAll('#messages pre.text')].map(p => p.textContent); \
                  return { name: document.getElementById('prompt-name')?.textContent, \
                           scripts: [...document.scripts].map(s => s.getAttribute('src')), \
-                          messages: m, error: document.getElementById('render-error')?.textContent }",
+                          messages: m, error: document.getElementById('render-error')?.textContent, \
+                          links: [...document.querySelectorAll('#messages mark[data-layer=user]')].map(v => { \
+                            const [a, b] = (v.dataset.lines || '').split('-').map(Number); \
+                            if (!a) return null; \
+                            const out = []; \
+                            for (let n = a; n <= b; n++) out.push(document.getElementById('L' + n)?.querySelector('code')?.textContent ?? null); \
+                            return out; }) }",
             );
             if page["name"] != name {
                 failures.push(format!(
@@ -97,6 +113,22 @@ fn studio_collections() {
                 continue;
             }
             loaded += 1;
+            for link in page["links"].as_array().into_iter().flatten() {
+                values += 1;
+                let Some(lines) = link.as_array() else {
+                    continue;
+                };
+                linked += 1;
+                let texts: Vec<&str> = lines.iter().filter_map(Value::as_str).collect();
+                if texts.len() == lines.len() && texts.iter().any(|t| t.contains(['$', '{'])) {
+                    placeholders += 1;
+                } else {
+                    failures.push(format!(
+                        "{}: {name}: a value linked to lines without a placeholder: {link}",
+                        dir.display()
+                    ));
+                }
+            }
             if page["scripts"] == serde_json::json!(["/studio/app.js"]) {
                 own_script_only += 1;
             } else {
@@ -141,7 +173,8 @@ fn studio_collections() {
         }
         println!(
             "{}: {} prompts; pages loaded {loaded}; only the studio's script {own_script_only}; \
-             DOM text = CLI text {same}/{compared}; several messages {multi}; CLI render errors {errors}",
+             DOM text = CLI text {same}/{compared}; several messages {multi}; CLI render errors {errors}; \
+             argument values {values}, linked to source lines {linked}, lines with a placeholder {placeholders}",
             dir.display(),
             prompts.len()
         );

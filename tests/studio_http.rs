@@ -224,13 +224,14 @@ async fn the_render_fragment_reports_values_errors_and_tokens() {
         body.contains(r#"<li data-field="language">required</li>"#),
         "{body}"
     );
-    // Another tool's format: a Claude command's `$ARGUMENTS`, substituted as Claude Code does.
+    // Another tool's format: a Claude command's `$ARGUMENTS`, substituted as Claude Code does;
+    // the value knows the line of its placeholder in the file.
     let (_, _, body) = answer(http.get(format!(
         "{base}/studio/render?prompt=fix-issue&a.arguments=42"
     )))
     .await;
     assert!(
-        body.contains(r#"Fix issue #<mark class="layer layer-user" data-layer="user" title="arguments: your argument" tabindex="0">42</mark> following"#),
+        body.contains(r#"Fix issue #<mark class="layer layer-user" data-lines="5-5" data-layer="user" title="arguments: your argument" tabindex="0">42</mark> following"#),
         "{body}"
     );
     // A page never shows a CR (HTML reads CR LF as LF): the stats say the text has them.

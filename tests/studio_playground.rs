@@ -5,69 +5,28 @@
 //! same run from the CLI (`promptd run`). "Use this case" filling the form from a test case.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-use headless_chrome::{Browser, Tab};
 
 use serde_json::json;
 
-use crate::support::browser::{eval, launch, marks, screenshot, wait_for};
+use crate::support::browser::{eval, marks, screenshot, wait_for};
+use crate::support::browser_page::Page;
 use crate::support::llm_server::{LlmServer, Reply};
-use crate::support::mcp::http_server_with_env;
 use crate::support::process::promptd;
 use crate::support::studio::{write_playground, write_project};
 
 const TOKEN: &str = "playground-test-token-0123456789abcdef";
 const LIVE: Duration = Duration::from_secs(10);
 
-/// A studio served over HTTP from a project folder with the test's token, and a Chromium tab
-/// opened on one of its pages. The server, the browser and the runtime live as long as it does.
-struct Page {
-    tab: Arc<Tab>,
-    /// The server's stderr so far.
-    log: Arc<Mutex<String>>,
-    _browser: Browser,
-    _profile: tempfile::TempDir,
-    _server: tokio::process::Child,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Page {
-    /// Serves `dir` (with `args` and `env` besides the token) and opens the page at
-    /// `/?token=…&query`, waiting for it to load.
-    fn open(
-        rt: tokio::runtime::Runtime,
-        dir: &Path,
-        args: &[&str],
-        env: &[(&str, &str)],
-        query: &str,
-    ) -> Page {
-        let mut all = vec!["--auth-token", TOKEN];
-        all.extend_from_slice(args);
-        let (server, url, log) = rt.block_on(http_server_with_env(dir, &all, env));
-        let profile = tempfile::tempdir().unwrap();
-        let browser = launch(profile.path());
-        let tab = browser.new_tab().unwrap();
-        tab.set_default_timeout(LIVE);
-        let base = url.trim_end_matches("/mcp");
-        let query = if query.is_empty() {
-            String::new()
-        } else {
-            format!("&{query}")
-        };
-        tab.navigate_to(&format!("{base}/?token={TOKEN}{query}"))
-            .unwrap();
-        tab.wait_until_navigated().unwrap();
-        Page {
-            tab,
-            log,
-            _browser: browser,
-            _profile: profile,
-            _server: server,
-            _rt: rt,
-        }
-    }
+/// The playground's page: [`Page::open`] with the test's token.
+fn open(
+    rt: tokio::runtime::Runtime,
+    dir: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    query: &str,
+) -> Page {
+    Page::open(rt, dir, TOKEN, args, env, query, LIVE)
 }
 
 #[cfg_attr(
@@ -79,7 +38,7 @@ fn equal_values_keep_their_own_sources() {
     let dir = tempfile::tempdir().unwrap();
     write_playground(dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let page = Page::open(
+    let page = open(
         rt,
         dir.path(),
         &["--now", "2026-01-15"],
@@ -118,7 +77,7 @@ fn use_this_case_fills_the_form_from_a_test_case() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let page = Page::open(rt, dir.path(), &[], &[], "prompt=review");
+    let page = open(rt, dir.path(), &[], &[], "prompt=review");
     let tab = page.tab.clone();
     tab.wait_for_element("li[data-case='review@go_strict'] a.use-case")
         .unwrap()
@@ -165,7 +124,7 @@ fn files_that_fail_to_load_are_listed_live() {
     let dir = tempfile::tempdir().unwrap();
     write_project(dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let page = Page::open(rt, dir.path(), &[], &[], "");
+    let page = open(rt, dir.path(), &[], &[], "");
     let tab = page.tab.clone();
     tab.wait_for_element("#prompt-list").unwrap();
     wait_for(
@@ -284,7 +243,7 @@ fn a_run_streams_its_answer_and_is_recorded_without_the_key() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let llm = rt.block_on(LlmServer::start(vec![streamed_answer()]));
     let llm_url = llm.url.clone();
-    let page = Page::open(
+    let page = open(
         rt,
         dir.path(),
         &[],

@@ -62,6 +62,7 @@ pub fn test(common: &CommonArgs, args: &TestArgs, out: &mut dyn Write) -> Result
     let options = TestOptions {
         cases_dir,
         filter: args.filter.clone(),
+        prompt: None,
         update: SnapshotUpdate::decide(
             args.accept,
             prompt_tests::is_ci(env("CI").as_deref()),

@@ -12,10 +12,12 @@
 //! - [`llm_server`]: a local OpenAI-compatible server that records every request;
 //! - [`tool_target`]: a loopback HTTP server that tool definitions call, recording requests;
 //! - [`browser`]: a real headless Chromium over the DevTools protocol, with screenshots;
+//!   [`browser_page`]: a studio served with a token and a tab opened on it;
 //! - [`fuse`]: a real FUSE mount (bindfs), whose writes from outside send no file events;
 //! - here: a prompt library over fixture folders, and path redaction for snapshots.
 
 pub mod browser;
+pub mod browser_page;
 pub mod fuse;
 pub mod guard;
 pub mod llm_server;

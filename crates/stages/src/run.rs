@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use crate::llm::{ChatClient, ChatMessage, ModelSettings};
 use promptd_core::library::{Snapshot, Visibility};
 use promptd_core::registry::PromptTemplate;
-use promptd_core::render::{Clock, RenderError};
+use promptd_core::render::{Clock, PromptMessage, RenderError};
 
 /// Where runs are recorded, under the project folder.
 pub const RUNS_DIR: &str = ".promptd/runs";
@@ -163,15 +163,23 @@ pub fn prepare(
         version_hash: prompt.version_hash.clone(),
         arguments: req.arguments.clone(),
         settings: ModelSettings::of_prompt(prompt).overridden_by(&req.settings),
-        messages: rendered
-            .messages
-            .into_iter()
-            .map(|m| ChatMessage {
-                role: m.role,
-                content: m.text,
-            })
-            .collect(),
+        messages: rendered.messages.into_iter().map(chat_message).collect(),
     })
+}
+
+/// A rendered message as the model gets it: a system section (a user message that starts with
+/// its marker, as MCP has no system role) becomes a system message without the marker.
+fn chat_message(m: PromptMessage) -> ChatMessage {
+    match promptd_core::render::system_section(&m) {
+        Some(text) => ChatMessage {
+            role: "system".into(),
+            content: text.to_string(),
+        },
+        None => ChatMessage {
+            role: m.role,
+            content: m.text,
+        },
+    }
 }
 
 /// Calls the model with a prepared run, streaming each piece of the answer to `on_text`; the
@@ -369,6 +377,43 @@ mod tests {
         assert_eq!(s.model.as_deref(), Some("googleai/gemini-2.0-flash"));
         assert_eq!((s.temperature, s.max_tokens), (Some(0.9), Some(50)));
         assert_eq!(settings_of("d.md", "Hi\n"), ModelSettings::default());
+    }
+
+    #[test]
+    fn a_system_section_reaches_the_model_as_a_system_message() {
+        let messages = promptd_core::render::split_roles(
+            "<!-- role: system -->\nBe brief.\n<!-- role: user -->\nHi <!-- role: system --> there\n",
+            true,
+        );
+        let sent: Vec<(String, String)> = messages
+            .into_iter()
+            .map(chat_message)
+            .map(|m| (m.role, m.content))
+            .collect();
+        assert_eq!(
+            sent,
+            vec![
+                ("system".to_string(), "Be brief.".to_string()),
+                ("user".into(), "Hi".into()),
+                ("system".into(), "there".into()),
+            ]
+        );
+        // A user's text that only mentions the marker later stays the user's.
+        let m = PromptMessage {
+            role: "user".into(),
+            text: "See <!-- role: system --> here".into(),
+        };
+        assert_eq!(chat_message(m).role, "user");
+        // Dotprompt writes the marker with the text right after it.
+        let m = PromptMessage {
+            role: "user".into(),
+            text: "<!-- role: system -->Be kind.\n".into(),
+        };
+        let sent = chat_message(m);
+        assert_eq!(
+            (sent.role.as_str(), sent.content.as_str()),
+            ("system", "Be kind.\n")
+        );
     }
 
     #[test]

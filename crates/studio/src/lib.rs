@@ -30,7 +30,7 @@ pub fn router(
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -58,6 +58,8 @@ pub struct StudioOptions {
     pub base_dir: PathBuf,
     /// `base_dir` with its symlinks resolved, once (paths may be written either way).
     canonical_base: Option<PathBuf>,
+    /// The list of the latest snapshot listed, kept until the registry changes.
+    list_index: Arc<Mutex<Option<Arc<ListIndex>>>>,
 }
 
 impl StudioOptions {
@@ -70,6 +72,7 @@ impl StudioOptions {
             cases_dir: cases.is_dir().then_some(cases),
             base_dir: base_dir.to_path_buf(),
             canonical_base: std::fs::canonicalize(base_dir).ok(),
+            list_index: Arc::default(),
         }
     }
 
@@ -133,23 +136,14 @@ pub struct Entry {
 }
 
 impl Entry {
-    fn of(t: &PromptTemplate, options: &StudioOptions) -> Entry {
+    /// The entry of `t`; its page keeps the list's server-side `query`, if any.
+    fn of(t: &PromptTemplate, options: &StudioOptions, query: Option<&str>) -> Entry {
         let file = options.shown(&t.path);
         let description = t.description.clone().unwrap_or_default();
         let arguments: Vec<String> = t.arguments.iter().map(|a| a.name.clone()).collect();
-        let search = format!(
-            "{} {} {} {} {} {}",
-            t.name,
-            t.title.as_deref().unwrap_or_default(),
-            description,
-            t.dialect.as_str(),
-            file,
-            arguments.join(" ")
-        )
-        .to_lowercase();
         Entry {
-            href: prompt_href(&t.name),
-            search,
+            search: search_text(t, &file),
+            href: list_href(&t.name, query),
             name: t.name.clone(),
             title: t.title.clone(),
             description,
@@ -159,6 +153,36 @@ impl Entry {
             system: t.category == PromptCategory::System,
             arguments,
         }
+    }
+}
+
+/// What the filter matches of `t` (its file shown as `file`), lowercased: name, title,
+/// description, dialect, file, argument names.
+fn search_text(t: &PromptTemplate, file: &str) -> String {
+    let mut text = format!(
+        "{} {} {} {} {}",
+        t.name,
+        t.title.as_deref().unwrap_or_default(),
+        t.description.as_deref().unwrap_or_default(),
+        t.dialect.as_str(),
+        file,
+    );
+    for a in &t.arguments {
+        text.push(' ');
+        text.push_str(&a.name);
+    }
+    text.to_lowercase()
+}
+
+/// The page of the prompt `name`, keeping the list's server-side `query` when there is one.
+fn list_href(name: &str, query: Option<&str>) -> String {
+    match query.filter(|q| !q.trim().is_empty()) {
+        Some(q) => format!(
+            "{}&q={}",
+            prompt_href(name),
+            percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
+        ),
+        None => prompt_href(name),
     }
 }
 
@@ -203,6 +227,77 @@ pub struct LoadProblem {
 /// query, not by one page of all of them.
 pub const LIST_CAP: usize = 1000;
 
+/// The prompts a page may list, sorted by name, each with the text the filter matches: built
+/// once per registry (a list request of a registry of 100,000 prompts then scans prepared
+/// texts instead of describing every prompt again).
+#[derive(Debug)]
+struct ListIndex {
+    /// The registry it lists (a weak reference keeps its address from being reused).
+    registry: std::sync::Weak<promptd_core::registry::Registry>,
+    prompts: Vec<(Arc<PromptTemplate>, String)>,
+    system: Vec<(Arc<PromptTemplate>, String)>,
+}
+
+impl ListIndex {
+    fn of(snapshot: &Snapshot, options: &StudioOptions) -> ListIndex {
+        let mut prompts = Vec::new();
+        let mut system = Vec::new();
+        // The registry iterates in name order.
+        for t in snapshot.registry.prompts() {
+            if !options.visibility.shows(t) {
+                continue;
+            }
+            let entry = (t.clone(), search_text(t, &options.shown(&t.path)));
+            if t.category == PromptCategory::System {
+                system.push(entry);
+            } else {
+                prompts.push(entry);
+            }
+        }
+        ListIndex {
+            registry: Arc::downgrade(&snapshot.registry),
+            prompts,
+            system,
+        }
+    }
+}
+
+impl StudioOptions {
+    /// The list index of `snapshot`: the one kept when it lists the same registry.
+    fn list_index(&self, snapshot: &Snapshot) -> Arc<ListIndex> {
+        let kept = self
+            .list_index
+            .lock()
+            .ok()
+            .and_then(|k| k.clone())
+            .filter(|i| std::sync::Weak::ptr_eq(&i.registry, &Arc::downgrade(&snapshot.registry)));
+        if let Some(index) = kept {
+            return index;
+        }
+        let index = Arc::new(ListIndex::of(snapshot, self));
+        if let Ok(mut k) = self.list_index.lock() {
+            *k = Some(index.clone());
+        }
+        index
+    }
+}
+
+/// How many user and system prompts the page lists in all.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct ListCounts {
+    pub prompts: usize,
+    pub system: usize,
+}
+
+/// How many user and system prompts of `snapshot` the page lists.
+pub fn list_counts(snapshot: &Snapshot, options: &StudioOptions) -> ListCounts {
+    let index = options.list_index(snapshot);
+    ListCounts {
+        prompts: index.prompts.len(),
+        system: index.system.len(),
+    }
+}
+
 /// The prompt list of `snapshot`: the prompts whose name, title, description, dialect, file or
 /// argument names contain every word of `query` (all when `None`).
 pub fn prompt_list(
@@ -215,48 +310,34 @@ pub fn prompt_list(
         .split_whitespace()
         .map(str::to_lowercase)
         .collect();
-    let mut prompts: Vec<&PromptTemplate> = Vec::new();
-    let mut system: Vec<&PromptTemplate> = Vec::new();
-    for t in snapshot.registry.prompts() {
-        if !options.visibility.shows(t) {
-            continue;
-        }
-        if t.category == PromptCategory::System {
-            system.push(t);
-        } else {
-            prompts.push(t);
-        }
-    }
-    let section = |mut all: Vec<&PromptTemplate>| {
-        all.sort_by(|a, b| a.name.cmp(&b.name));
+    // One searcher per word, built once for the whole scan.
+    let finders: Vec<memchr::memmem::Finder<'_>> = words
+        .iter()
+        .map(|w| memchr::memmem::Finder::new(w.as_bytes()))
+        .collect();
+    let query = query.filter(|q| !q.trim().is_empty());
+    let index = options.list_index(snapshot);
+    let section = |all: &[(Arc<PromptTemplate>, String)]| {
         let mut total = 0;
         let mut shown = Vec::new();
-        for t in all {
-            if words.is_empty() {
+        for (t, search) in all {
+            if finders.iter().all(|f| f.find(search.as_bytes()).is_some()) {
                 total += 1;
                 if shown.len() < LIST_CAP {
-                    shown.push(Entry::of(t, options));
-                }
-                continue;
-            }
-            let e = Entry::of(t, options);
-            if words.iter().all(|w| e.search.contains(w.as_str())) {
-                total += 1;
-                if shown.len() < LIST_CAP {
-                    shown.push(e);
+                    shown.push(Entry::of(t, options, query));
                 }
             }
         }
         (shown, total)
     };
-    let (prompts, prompts_total) = section(prompts);
-    let (system, system_total) = section(system);
+    let (prompts, prompts_total) = section(&index.prompts);
+    let (system, system_total) = section(&index.system);
     PromptList {
         prompts,
         system,
         prompts_total,
         system_total,
-        query: query.map(str::to_string).filter(|q| !q.trim().is_empty()),
+        query: query.map(str::to_string),
         version: snapshot.version.clone(),
         not_loaded: snapshot
             .registry
@@ -358,6 +439,11 @@ pub struct Piece {
     pub layer: Option<&'static str>,
     /// Where the value came from, in words (shown on hover).
     pub source: Option<String>,
+    /// The lines of the prompt's file (first, last) whose expression printed the value, when
+    /// the render knows them.
+    pub lines: Option<(usize, usize)>,
+    /// For a frontmatter default: the line of the file that declares its argument.
+    pub default_line: Option<usize>,
 }
 
 /// One rendered message.
@@ -449,6 +535,19 @@ pub fn render(
                 .segments
                 .into_iter()
                 .map(|s| {
+                    let default_line = match &s.kind {
+                        SegmentKind::Variable { name }
+                            if rendered.provenance.get(name) == Some(&VariableSource::Default) =>
+                        {
+                            prompt
+                                .arguments
+                                .iter()
+                                .find(|a| &a.name == name)
+                                .map(|a| a.line)
+                                .filter(|l| *l > 0)
+                        }
+                        _ => None,
+                    };
                     let (layer, source) = match &s.kind {
                         SegmentKind::Text => (None, None),
                         SegmentKind::Expression => (
@@ -467,6 +566,8 @@ pub fn render(
                         text: s.text,
                         layer,
                         source,
+                        lines: s.lines,
+                        default_line,
                     }
                 })
                 .collect(),
@@ -601,6 +702,7 @@ pub fn cases(
         // Only this prompt's cases are rendered (the filter matches `<prompt>@` anywhere in a
         // case's id; the exact ones are kept below).
         filter: Some(own.clone()),
+        prompt: Some(prompt.name.clone()),
         update: SnapshotUpdate::Nothing,
         default_now: if clock.is_fixed() {
             *clock
@@ -642,6 +744,57 @@ pub struct PromptView {
     pub load_errors: Vec<String>,
     pub cases: Vec<CaseView>,
     pub cases_passed: usize,
+    pub source: SourceView,
+}
+
+/// The prompt's file as the page shows it beside the render.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceView {
+    pub lines: Vec<SourceLine>,
+    /// Why only the body is shown (the file changed since it was read, or cannot be read).
+    pub note: Option<String>,
+}
+
+/// One line of the prompt's file.
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceLine {
+    pub number: usize,
+    pub text: String,
+    /// Whether the line is part of the frontmatter (before the body).
+    pub frontmatter: bool,
+}
+
+/// The file `prompt` was read from, line by line; only its body (numbered as in the file) when
+/// the file no longer holds what is served.
+pub fn source_view(snapshot: &Snapshot, prompt: &PromptTemplate) -> SourceView {
+    let numbered = |text: &str, first: usize| -> Vec<SourceLine> {
+        text.split('\n')
+            .enumerate()
+            .map(|(i, line)| SourceLine {
+                number: first + i,
+                text: line.strip_suffix('\r').unwrap_or(line).to_string(),
+                frontmatter: first + i < prompt.body_line,
+            })
+            .collect()
+    };
+    match snapshot.registry.source_text(prompt) {
+        Some(text) => {
+            let mut lines = numbered(&text, 1);
+            // A final newline ends the last line; it starts none.
+            if text.ends_with('\n') {
+                lines.pop();
+            }
+            SourceView { lines, note: None }
+        }
+        None => SourceView {
+            lines: numbered(&prompt.body, prompt.body_line),
+            note: Some(
+                "The file no longer holds the version served (or cannot be read): its body as \
+                 served is shown."
+                    .into(),
+            ),
+        },
+    }
 }
 
 /// The view of the prompt named `name` with the author's `args`; `None` for an unknown name.
@@ -684,7 +837,8 @@ pub fn prompt_view(
         promptd_core::registry::content_hash(spec.as_bytes())
     };
     Some(PromptView {
-        entry: Entry::of(prompt, options),
+        entry: Entry::of(prompt, options, None),
+        source: source_view(snapshot, prompt),
         cases_passed: cases.iter().filter(|c| c.passed).count(),
         load_errors,
         fields,

@@ -3,8 +3,11 @@
 //! the library's snapshot swaps (the same reloads that send `list_changed`).
 //!
 //! Routes: `/` (the page; `?prompt=NAME&a.ARG=VALUE`, `&q=WORDS` to list only the prompts
-//! that match), `/studio/render` (the output fragment
-//! for the same query), `/studio/events` (an event `reload` after every swap), `/studio/run`
+//! that match), `/studio/prompt` (the prompt's part of the page for the same query, which the
+//! page swaps in when a link is followed, without loading the page again), `/studio/list`
+//! (the list's part for `?q=WORDS`: a search of the whole registry), `/studio/render` (the
+//! output fragment for the same query), `/studio/events` (an event `reload` after every swap),
+//! `/studio/run`
 //! (a POST of the same form: the prompt run against the configured model, its answer streamed
 //! back as server-sent events `text`, then `done` with the recorded run, or `error`),
 //! `/studio/runs?prompt=NAME` (the recorded runs' fragment), the tool definitions page
@@ -46,6 +49,10 @@ use promptd_stages::run::RunRequest;
 pub const PAGE_PATH: &str = "/";
 /// The output fragment of one render.
 pub const RENDER_PATH: &str = "/studio/render";
+/// The prompt's part of the page (the same query as the page's).
+pub const PROMPT_PATH: &str = "/studio/prompt";
+/// The list's part of the page (`?q=WORDS`).
+pub const LIST_PATH: &str = "/studio/list";
 /// Server-sent events: `reload` after every snapshot swap.
 pub const EVENTS_PATH: &str = "/studio/events";
 /// A run (POST): the answer streamed as server-sent events.
@@ -105,6 +112,10 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         .expect("output template");
     env.add_template("entry.html", include_str!("assets/entry.html"))
         .expect("entry template");
+    env.add_template("list.html", include_str!("assets/list.html"))
+        .expect("list template");
+    env.add_template("prompt.html", include_str!("assets/prompt.html"))
+        .expect("prompt template");
     env.add_template("denied.html", include_str!("assets/denied.html"))
         .expect("denied template");
     env.add_template("tools.html", include_str!("assets/tools.html"))
@@ -123,6 +134,8 @@ pub(crate) fn routes(
     axum::Router::new()
         .route(PAGE_PATH, get(page))
         .route(RENDER_PATH, get(render))
+        .route(PROMPT_PATH, get(prompt_part))
+        .route(LIST_PATH, get(list_part))
         .route(RUN_PATH, post(run))
         .route(RUNS_PATH, get(runs))
         .route(
@@ -184,7 +197,9 @@ fn args(pairs: &[(String, String)]) -> serde_json::Map<String, serde_json::Value
 
 #[derive(Serialize)]
 struct PageContext<'a> {
-    list: &'a PromptList,
+    /// The list (the whole page), else none (the prompt's part alone).
+    list: Option<&'a PromptList>,
+    counts: super::ListCounts,
     view: Option<&'a PromptView>,
     /// A `?prompt=` the registry does not hold.
     missing: Option<&'a str>,
@@ -192,33 +207,42 @@ struct PageContext<'a> {
     run: Option<&'a RunPanel>,
 }
 
-async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+/// The server-side list query of a request (`q`).
+fn list_query(pairs: &[(String, String)]) -> Option<&str> {
+    pairs
+        .iter()
+        .find(|(k, _)| k == "q")
+        .map(|(_, v)| v.as_str())
+}
+
+/// The page (`whole`), or only its prompt part, for a request's query.
+async fn prompt_page(
+    state: Arc<StudioState>,
+    pairs: Vec<(String, String)>,
+    whole: bool,
+) -> Response {
     // A server still reading its folders answers once they are read, never from a partial
     // registry.
     state.library.wait_loaded().await;
-    let library = state.library.clone();
-    let options = state.options.clone();
-    let stages = state.stages.clone();
     // Test cases and token counting are CPU work: off the async workers.
     let built = tokio::task::spawn_blocking(move || {
+        let library = &state.library;
+        let options = &state.options;
         let snapshot = library.snapshot();
-        let query = pairs
-            .iter()
-            .find(|(k, _)| k == "q")
-            .map(|(_, v)| v.as_str());
-        let list = super::prompt_list(&snapshot, &options, query);
+        let list = whole.then(|| super::prompt_list(&snapshot, options, list_query(&pairs)));
         let name = prompt_name(&pairs);
         let view = name.and_then(|n| {
-            super::prompt_view(&snapshot, n, &args(&pairs), library.clock(), &options)
+            super::prompt_view(&snapshot, n, &args(&pairs), library.clock(), options)
         });
         let missing = name.filter(|_| view.is_none());
         let run = name
             .and_then(|n| options.prompt(&snapshot, n))
-            .map(|p| super::run_panel(&stages, p));
+            .map(|p| super::run_panel(&state.stages, p));
         html_page(
-            "page.html",
+            if whole { "page.html" } else { "prompt.html" },
             &PageContext {
-                list: &list,
+                list: list.as_ref(),
+                counts: super::list_counts(&snapshot, options),
                 view: view.as_ref(),
                 missing,
                 output: view.as_ref().map(|v| &v.output),
@@ -228,6 +252,31 @@ async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Res
     })
     .await;
     built.unwrap_or_else(|_| fault("the page could not be built"))
+}
+
+async fn page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+    prompt_page(state, pairs, true).await
+}
+
+async fn prompt_part(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+    prompt_page(state, pairs, false).await
+}
+
+#[derive(Serialize)]
+struct ListContext<'a> {
+    list: &'a PromptList,
+}
+
+/// The list's part of the page for `?q=WORDS` (every prompt without).
+async fn list_part(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+    state.library.wait_loaded().await;
+    let built = tokio::task::spawn_blocking(move || {
+        let snapshot = state.library.snapshot();
+        let list = super::prompt_list(&snapshot, &state.options, list_query(&pairs));
+        html_page("list.html", &ListContext { list: &list })
+    })
+    .await;
+    built.unwrap_or_else(|_| fault("the list could not be built"))
 }
 
 #[derive(Serialize)]

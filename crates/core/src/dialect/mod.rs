@@ -386,17 +386,18 @@ impl Dialect {
         lookup: impl Fn(&str) -> Option<String>,
         max_len: usize,
     ) -> Result<(String, Vec<String>), TooLarge> {
-        self.substitute_wrapped(body, command, lookup, |_, v| v, max_len)
+        self.substitute_wrapped(body, command, lookup, |_, _, v| v, max_len)
     }
 
     /// Like [`substitute`](Self::substitute), each slot's final value passed through `wrap`
-    /// with the argument it comes from before it is written.
+    /// with the argument it comes from and the placeholder's text (a slice of `body`; empty for
+    /// a value appended after it) before it is written.
     pub fn substitute_wrapped(
         self,
         body: &str,
         command: Command<'_>,
         lookup: impl Fn(&str) -> Option<String>,
-        wrap: impl Fn(&str, String) -> String,
+        wrap: impl Fn(&str, &str, String) -> String,
         max_len: usize,
     ) -> Result<(String, Vec<String>), TooLarge> {
         if self == Dialect::Opencode {
@@ -406,7 +407,8 @@ impl Dialect {
         let (mut text, mut used) = segment::substitute_wrapped(&segments, &lookup, &wrap, max_len)?;
         if let Some(name) = self.trailing_argument()
             && let Some(value) = lookup(name)
-            && let Some(tail) = self.trailing(command.name, &segments, &used, &wrap(name, value))
+            && let Some(tail) =
+                self.trailing(command.name, &segments, &used, &wrap(name, "", value))
         {
             if text.len() + tail.len() > max_len {
                 return Err(TooLarge { limit: max_len });

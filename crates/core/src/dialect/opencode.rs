@@ -129,7 +129,7 @@ pub fn arguments(body: &str, body_line: usize) -> Vec<PlaceholderArgument> {
 pub fn substitute_wrapped(
     body: &str,
     lookup: impl Fn(&str) -> Option<String>,
-    wrap: impl Fn(&str, String) -> String,
+    wrap: impl Fn(&str, &str, String) -> String,
     max_len: usize,
 ) -> Result<(String, Vec<String>), TooLarge> {
     let body = body.trim();
@@ -163,7 +163,7 @@ pub fn substitute_wrapped(
             Placeholder::Numbered(n) => numbered(*n, last, &words),
         };
         if given.is_some() {
-            push(&mut out, &wrap(ARGUMENTS, value))?;
+            push(&mut out, &wrap(ARGUMENTS, &body[*start..*end], value))?;
         } else {
             push(&mut out, &value)?;
         }
@@ -175,7 +175,7 @@ pub fn substitute_wrapped(
         let cut = out.trim_end().len();
         let tail = out.split_off(cut);
         push(&mut out, "\n\n")?;
-        push(&mut out, &wrap(ARGUMENTS, text_args.clone()))?;
+        push(&mut out, &wrap(ARGUMENTS, "", text_args.clone()))?;
         push(&mut out, &tail)?;
     }
     let used = if given.is_some() && (appended || !found.is_empty()) {
@@ -216,7 +216,7 @@ mod tests {
         substitute_wrapped(
             body,
             |k| (k == ARGUMENTS).then(|| args.map(str::to_string)).flatten(),
-            |_, v| v,
+            |_, _, v| v,
             1 << 20,
         )
         .unwrap()

@@ -71,7 +71,7 @@ pub fn substitute(
 pub fn substitute_wrapped(
     body: &str,
     lookup: impl Fn(&str) -> Option<String>,
-    wrap: impl Fn(&str, String) -> String,
+    wrap: impl Fn(&str, &str, String) -> String,
     max_len: usize,
 ) -> Result<(String, Vec<String>), TooLarge> {
     super::segment::substitute_wrapped(&segments(body), lookup, wrap, max_len)

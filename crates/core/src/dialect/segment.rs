@@ -68,15 +68,16 @@ pub fn substitute(
     lookup: impl Fn(&str) -> Option<String>,
     max_len: usize,
 ) -> Result<(String, Vec<String>), TooLarge> {
-    substitute_wrapped(segments, lookup, |_, v| v, max_len)
+    substitute_wrapped(segments, lookup, |_, _, v| v, max_len)
 }
 
-/// Like [`substitute`], passing each slot's final value (a word of an argument once split) and
-/// the argument it comes from through `wrap` before it is written.
+/// Like [`substitute`], passing each slot's final value (a word of an argument once split),
+/// the argument it comes from and the placeholder's text (a slice of the body) through `wrap`
+/// before it is written.
 pub fn substitute_wrapped(
     segments: &[Segment<'_>],
     lookup: impl Fn(&str) -> Option<String>,
-    wrap: impl Fn(&str, String) -> String,
+    wrap: impl Fn(&str, &str, String) -> String,
     max_len: usize,
 ) -> Result<(String, Vec<String>), TooLarge> {
     let mut text = String::new();
@@ -125,7 +126,7 @@ pub fn substitute_wrapped(
         match value {
             Some(v) => {
                 let v = match slot.key.argument() {
-                    Some(a) => wrap(a, v),
+                    Some(a) => wrap(a, raw, v),
                     None => v,
                 };
                 push(&mut text, &v)?;

@@ -88,13 +88,21 @@ pub struct Discovery {
 
 /// Finds every case: frontmatter `examples` of prompts served from folders on disk (built-in
 /// prompts have no folder to keep snapshots in; test them from case files), then each
-/// `*.yaml` / `*.yml` file of `cases_dir`, in file-name order.
+/// `*.yaml` / `*.yml` file of `cases_dir`, in file-name order. With `only`, the frontmatter
+/// of that prompt alone is read (a page of one prompt in a registry of 100,000 need not look
+/// at the others); case files are read whole either way.
 pub fn discover(
     registry: &Registry,
     cases_dir: Option<&Path>,
+    only: Option<&str>,
 ) -> Result<Discovery, PromptTestError> {
     let mut found = Discovery::default();
-    for prompt in registry.prompts() {
+    let prompts: Box<dyn Iterator<Item = &std::sync::Arc<crate::registry::PromptTemplate>>> =
+        match only {
+            Some(name) => Box::new(registry.get(name).into_iter()),
+            None => Box::new(registry.prompts()),
+        };
+    for prompt in prompts {
         let Some(examples) = prompt.metadata.get("examples") else {
             continue;
         };

@@ -170,6 +170,8 @@ pub struct TestOptions {
     pub cases_dir: Option<PathBuf>,
     /// Run only cases whose `<prompt>@<case>` contains this text.
     pub filter: Option<String>,
+    /// Read the frontmatter `examples` of this prompt only (`None`: of every prompt).
+    pub prompt: Option<String>,
     pub update: SnapshotUpdate,
     /// The clock of cases that do not set `now`.
     pub default_now: Clock,
@@ -275,7 +277,11 @@ pub fn run(
     on_case: &mut dyn FnMut(&CaseOutcome),
 ) -> Result<TestSummary, PromptTestError> {
     let redactions = Redactions::from_config(&snapshot.config)?;
-    let found = discover(&snapshot.registry, options.cases_dir.as_deref())?;
+    let found = discover(
+        &snapshot.registry,
+        options.cases_dir.as_deref(),
+        options.prompt.as_deref(),
+    )?;
     let mut summary = TestSummary::default();
     let mut record = |outcome: CaseOutcome, summary: &mut TestSummary| {
         if outcome.passed() {
@@ -335,7 +341,11 @@ pub fn unreferenced_snapshots(
     snapshot: &LibrarySnapshot,
     options: &TestOptions,
 ) -> Result<Option<Vec<PathBuf>>, PromptTestError> {
-    let found = discover(&snapshot.registry, options.cases_dir.as_deref())?;
+    let found = discover(
+        &snapshot.registry,
+        options.cases_dir.as_deref(),
+        options.prompt.as_deref(),
+    )?;
     if !found.problems.is_empty() {
         return Ok(None);
     }

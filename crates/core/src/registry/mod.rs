@@ -712,18 +712,27 @@ impl Registry {
     /// Every file whose last read failed, in path order: its first error, and the prompt still
     /// served from its last good version (none when it is served in no version).
     pub fn failed_files(&self) -> Vec<FailedFile<'_>> {
-        let served: HashMap<&str, &str> = self
-            .prompts
-            .values()
-            .map(|p| (p.path.as_str(), p.name.as_str()))
-            .collect();
         let mut out: Vec<FailedFile<'_>> = Vec::new();
         for d in &self.diagnostics {
             if d.severity == Severity::Error && !out.iter().any(|o| o.diagnostic.path == d.path) {
                 out.push(FailedFile {
                     diagnostic: d,
-                    served: served.get(d.path.as_str()).copied(),
+                    served: None,
                 });
+            }
+        }
+        // The prompts still served from those files: one pass over the prompts, and none when
+        // every file loads (the studio asks on every list of a registry of 100,000).
+        if !out.is_empty() {
+            let failed: HashMap<&str, usize> = out
+                .iter()
+                .enumerate()
+                .map(|(i, f)| (f.diagnostic.path.as_str(), i))
+                .collect();
+            for p in self.prompts.values() {
+                if let Some(&i) = failed.get(p.path.as_str()) {
+                    out[i].served = Some(p.name.as_str());
+                }
             }
         }
         out.sort_by(|a, b| a.diagnostic.path.cmp(&b.diagnostic.path));
@@ -733,6 +742,22 @@ impl Registry {
     /// Prompts hidden by later roots.
     pub fn shadowed(&self) -> &[Shadowing] {
         &self.shadowed
+    }
+
+    /// The whole text of the file `prompt` was read from, when it still holds what was read
+    /// (its content hash is the prompt's version hash): `None` when the file is gone, changed
+    /// since (a newer version that did not load, say), over the size limit or unreadable.
+    pub fn source_text(&self, prompt: &PromptTemplate) -> Option<String> {
+        let root = self
+            .roots
+            .iter()
+            .rev()
+            .find(|r| r.display_path(&prompt.rel_path) == prompt.path)?;
+        let text = root
+            .read(&prompt.rel_path, self.max_file_bytes)
+            .ok()
+            .flatten()?;
+        (content_hash(text.as_bytes()) == prompt.version_hash).then_some(text)
     }
 
     /// Resolves an include target: a prompt name, else a root-relative file (highest root

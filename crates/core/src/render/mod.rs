@@ -59,6 +59,25 @@ pub enum VariableSource {
     User,
 }
 
+/// The line a system section's message starts with: MCP has no system role, so such a
+/// section is a user message that says what it is.
+pub const SYSTEM_MARKER: &str = "<!-- role: system -->";
+
+/// The text of a system section written as a user message that starts with [`SYSTEM_MARKER`]
+/// (by [`split_roles`] or a dialect), without the marker; `None` for any other message. A chat
+/// API with a system role gets this text as a system message.
+pub fn system_section(message: &PromptMessage) -> Option<&str> {
+    if message.role != "user" {
+        return None;
+    }
+    let rest = message.text.strip_prefix(SYSTEM_MARKER)?;
+    Some(
+        rest.strip_prefix("\r\n")
+            .or_else(|| rest.strip_prefix('\n'))
+            .unwrap_or(rest),
+    )
+}
+
 /// One chat message of a rendered prompt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PromptMessage {
@@ -628,9 +647,17 @@ impl Renderer {
                     vec![Segment {
                         text: m.text,
                         kind: SegmentKind::Text,
+                        lines: None,
                     }]
                 } else {
-                    marks::segments(&m.text, &names)
+                    let mut segments = marks::segments(&m.text, &names);
+                    // Lines of the body as the engine compiled it, as lines of the file.
+                    for s in &mut segments {
+                        s.lines = s.lines.map(|(first, last)| {
+                            (first + prompt.body_line - 1, last + prompt.body_line - 1)
+                        });
+                    }
+                    segments
                 },
                 role: m.role,
             })
@@ -747,10 +774,12 @@ impl Renderer {
             Vec::new()
         };
         let substituted = |k: &str| vars.get(k).map(display_value);
-        // Marks go around each slot's final value (a word of an argument, once split).
-        let wrap = |k: &str, shown: String| {
+        // Marks go around each slot's final value (a word of an argument, once split), with
+        // the body lines of its placeholder.
+        let wrap = |k: &str, placeholder: &str, shown: String| {
             if mark {
-                marks::wrap(names.iter().position(|n| n == k), &shown)
+                let lines = marks::lines_of(&prompt.body, placeholder);
+                marks::wrap_at(names.iter().position(|n| n == k), lines, &shown)
             } else {
                 shown
             }
@@ -830,7 +859,7 @@ impl Renderer {
                     .env
                     .get_template(name)
                     .map_err(|e| self.template_error(prompt, &e))?;
-                let _marking = mark.then(marks::Marking::start);
+                let _marking = mark.then(|| marks::Marking::start(name));
                 let context = if mark {
                     JinjaValue::from_object(marks::MarkedContext::new(&vars))
                 } else {
@@ -1165,7 +1194,7 @@ fn jinja_environment<'source>() -> Environment<'source> {
         if value.kind() == minijinja::value::ValueKind::Bool {
             let b = if value.is_true() { "true" } else { "false" };
             let text = if marked {
-                marks::jinja_mark(value, b)
+                marks::jinja_mark(value, b, state.output_location())
             } else {
                 b.to_string()
             };
@@ -1183,7 +1212,7 @@ fn jinja_environment<'source>() -> Environment<'source> {
                 return Ok(());
             }
             return out
-                .write_str(&marks::jinja_mark(value, &printed))
+                .write_str(&marks::jinja_mark(value, &printed, state.output_location()))
                 .map_err(minijinja::Error::from);
         }
         minijinja::escape_formatter(out, state, shown)
@@ -1317,7 +1346,7 @@ pub fn split_roles(text: &str, roles: bool) -> Vec<PromptMessage> {
         out.push(match role {
             "system" => PromptMessage {
                 role: "user".into(),
-                text: format!("<!-- role: system -->\n{chunk}"),
+                text: format!("{SYSTEM_MARKER}\n{chunk}"),
             },
             role => PromptMessage {
                 role: role.into(),

@@ -589,7 +589,9 @@ impl<'source> CodeGenerator<'source> {
         }
         self.push_span(expr.expr.span());
         self.compile_expr(&expr.expr);
-        self.add(Instruction::Emit);
+        // The span of the whole `{{ … }}`, even over several lines: a formatter asks where
+        // its output comes from (`State::output_location`).
+        self.add_with_span(Instruction::Emit, expr.span());
         self.pop_span();
     }
 

@@ -400,7 +400,10 @@ impl<'env> Executor<'env> {
                         }
                         ctx_ok!(write_escaped(out, &state.auto_escape, &value));
                     } else {
-                        ctx_ok!(state.env().format(&value, state, out));
+                        state.emit_pc = Some(pc);
+                        let formatted = state.env().format(&value, state, out);
+                        state.emit_pc = None;
+                        ctx_ok!(formatted);
                     }
                 }
                 Instruction::StoreLocal(name) => {

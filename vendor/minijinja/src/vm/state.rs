@@ -74,6 +74,8 @@ pub struct State<'template, 'env> {
     // reported.  Only populated in debug mode.
     #[cfg(feature = "debug")]
     pub(crate) undefined_origins: BTreeMap<u32, &'template Instructions<'env>>,
+    // The instruction whose output the formatter is writing, while it runs.
+    pub(crate) emit_pc: Option<u32>,
 }
 
 impl fmt::Debug for State<'_, '_> {
@@ -126,6 +128,7 @@ impl<'template, 'env> State<'template, 'env> {
             fuel_tracker: ctx.env().fuel().map(FuelTracker::new),
             #[cfg(feature = "debug")]
             undefined_origins: Default::default(),
+            emit_pc: None,
             ctx,
         }
     }
@@ -150,6 +153,21 @@ impl<'template, 'env> State<'template, 'env> {
     /// Returns the name of the current template.
     pub fn name(&self) -> &str {
         self.instructions.name()
+    }
+
+    /// Where the output the formatter is writing comes from: the name of the template whose
+    /// expression (or filter block) is printed and the 1-based lines it spans there (its
+    /// first line twice when only that is known). `None` outside a formatter call.
+    pub fn output_location(&self) -> Option<(&str, usize, usize)> {
+        let pc = self.emit_pc?;
+        let (start, end) = match self.instructions.get_span(pc) {
+            Some(span) => (span.start_line as usize, span.end_line as usize),
+            None => {
+                let line = self.instructions.get_line(pc)?;
+                (line, line)
+            }
+        };
+        Some((self.instructions.name(), start, end.max(start)))
     }
 
     /// Returns the current value of the auto escape flag.
