@@ -69,3 +69,4 @@ mod studio_playground;
 mod studio_tools;
 mod suggestions;
 mod tools_defined;
+mod versions;

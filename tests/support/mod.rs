@@ -13,10 +13,12 @@
 //! - [`tool_target`]: a loopback HTTP server that tool definitions call, recording requests;
 //! - [`browser`]: a real headless Chromium over the DevTools protocol, with screenshots;
 //! - [`fuse`]: a real FUSE mount (bindfs), whose writes from outside send no file events;
+//! - [`git`]: a prompt project with a git history, made with the `git` command line;
 //! - here: a prompt library over fixture folders, and path redaction for snapshots.
 
 pub mod browser;
 pub mod fuse;
+pub mod git;
 pub mod guard;
 pub mod llm_server;
 pub mod mcp;

@@ -30,6 +30,8 @@ pub const RUNS_LISTED: usize = 50;
 pub enum RunError {
     #[error(transparent)]
     Render(#[from] RenderError),
+    #[error(transparent)]
+    Version(#[from] promptd_core::versions::VersionError),
     #[error("no model is configured: set LLM_BASE_URL and LLM_MODEL (as for enhance)")]
     NotConfigured,
     #[error("cannot record the run in {path}: {source}")]
@@ -43,13 +45,18 @@ pub enum RunError {
 impl RunError {
     /// Whether the caller is at fault (an unknown prompt, a bad argument).
     pub fn is_caller_error(&self) -> bool {
-        matches!(self, RunError::Render(e) if e.is_caller_error())
+        match self {
+            RunError::Render(e) => e.is_caller_error(),
+            RunError::Version(e) => e.is_caller_error(),
+            _ => false,
+        }
     }
 }
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
+    /// `NAME`, or `NAME@REV` for the prompt as of a git revision.
     pub prompt: String,
     /// As `get` takes them (strings are coerced to the declared types).
     pub arguments: Map<String, Value>,
@@ -64,6 +71,9 @@ pub struct RunRecord {
     /// The file name's stem: the start time and a short hash, sortable by time.
     pub id: String,
     pub prompt: String,
+    /// The git revision the prompt was read at (`NAME@REV`); none for the working copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
     pub version_hash: String,
     pub arguments: Map<String, Value>,
     /// The model that answered (as the gateway names it), else the one asked for.
@@ -137,6 +147,7 @@ impl ModelSettings {
 #[derive(Debug, Clone)]
 pub struct PreparedRun {
     pub prompt: String,
+    pub revision: Option<String>,
     pub version_hash: String,
     pub arguments: Map<String, Value>,
     pub settings: ModelSettings,
@@ -160,6 +171,7 @@ pub fn prepare(
     let rendered = snapshot.render_template(prompt, &req.arguments, clock)?;
     Ok(PreparedRun {
         prompt: prompt.name.clone(),
+        revision: None,
         version_hash: prompt.version_hash.clone(),
         arguments: req.arguments.clone(),
         settings: ModelSettings::of_prompt(prompt).overridden_by(&req.settings),
@@ -221,6 +233,7 @@ pub async fn call(
     RunRecord {
         id,
         prompt: run.prompt,
+        revision: run.revision,
         version_hash: run.version_hash,
         arguments: run.arguments,
         model,
@@ -238,7 +251,7 @@ pub async fn call(
 }
 
 /// The text sent, as counted when the gateway reports no usage: the messages, a line apart.
-fn sent_text(messages: &[ChatMessage]) -> String {
+pub fn sent_text(messages: &[ChatMessage]) -> String {
     messages
         .iter()
         .map(|m| m.content.as_str())
