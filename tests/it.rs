@@ -67,6 +67,7 @@ mod studio_collections;
 mod studio_http;
 mod studio_playground;
 mod studio_tools;
+mod studio_versions;
 mod suggestions;
 mod tools_defined;
 mod versions;

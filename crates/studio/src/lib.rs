@@ -2,7 +2,8 @@
 //! prints. Every prompt of every folder and dialect; one prompt's argument form, its render cut
 //! into the template's text and the values substituted (each with the layer it came from), its
 //! token count, its `check` diagnostics and its `promptd test` cases (run read-only); and the
-//! served tool definitions, with a form that calls one ([`tools`]).
+//! served tool definitions, with a form that calls one ([`tools`]); a prompt's git history and
+//! two variants (versions, argument sets or prompts) compared side by side ([`versions`]).
 //!
 //! It also runs a prompt against the configured model ([`web`]'s run route, through
 //! [`promptd_stages::Stages::run`]) and lists the runs recorded for it ([`RunPanel`]). Nothing
@@ -12,6 +13,7 @@
 
 pub mod address;
 pub mod tools;
+pub mod versions;
 pub mod web;
 
 /// The studio's routes (the page's and the tool definitions page's) with their token guard;
@@ -24,7 +26,9 @@ pub fn router(
 ) -> axum::Router {
     let has_token = guard.token.is_some();
     let state = std::sync::Arc::new(state);
-    let routes = web::routes(state.clone(), streams).merge(tools::routes(state, has_token));
+    let routes = web::routes(state.clone(), streams)
+        .merge(tools::routes(state.clone(), has_token))
+        .merge(versions::routes(state));
     web::guarded(routes, std::sync::Arc::new(guard))
 }
 
