@@ -2,7 +2,7 @@
 //! `prompts/review.md` (tagged `v1`, on branch `first` at the first commit, the second committed,
 //! the third only in the working copy) and a prompt `later` added by the second commit.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 /// Runs `git args` in `dir` with no user or system config, a fixed author, and commit dates
@@ -51,11 +51,6 @@ pub struct Versioned {
 impl Versioned {
     pub fn path(&self) -> &Path {
         self.dir.path()
-    }
-
-    /// The prompt folder.
-    pub fn prompts(&self) -> PathBuf {
-        self.dir.path().join("prompts")
     }
 }
 

@@ -294,12 +294,13 @@ fn side(
     }
 }
 
-fn compare_view(state: &StudioState, pairs: &[(String, String)]) -> Result<ComparePage, Response> {
+/// The page for the form's fields; the error when `left` is missing.
+fn compare_view(
+    state: &StudioState,
+    pairs: &[(String, String)],
+) -> Result<ComparePage, &'static str> {
     let Some(left) = field(pairs, "left") else {
-        return Err(plain(
-            StatusCode::BAD_REQUEST,
-            "query parameter `left` is required (NAME or NAME@REV)\n",
-        ));
+        return Err("query parameter `left` is required (NAME or NAME@REV)\n");
     };
     let right = field(pairs, "right").unwrap_or(left);
     let library = &state.library;
@@ -322,7 +323,7 @@ async fn compare_page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs
     state.library.wait_loaded().await;
     let built = tokio::task::spawn_blocking(move || match compare_view(&state, &pairs) {
         Ok(view) => page("compare.html", &view),
-        Err(refused) => refused,
+        Err(refused) => plain(StatusCode::BAD_REQUEST, refused),
     })
     .await;
     built.unwrap_or_else(|_| fault("the comparison could not be built"))
@@ -340,7 +341,7 @@ async fn compare_run(State(state): State<Arc<StudioState>>, body: String) -> Res
     };
     let mut view = match viewed {
         Ok(Ok(view)) => view,
-        Ok(Err(refused)) => return refused,
+        Ok(Err(refused)) => return plain(StatusCode::BAD_REQUEST, refused),
         Err(_) => return fault("the comparison could not be built"),
     };
     view.ran = true;

@@ -1,5 +1,6 @@
 //! Where prompt files come from: a small trait with a folder implementation and the built-in
-//! prompts compiled into the binary. A git checkout or an HTTP store would be another impl.
+//! prompts compiled into the binary; a folder at a git commit is another
+//! ([`crate::versions::tree::TreeSource`]).
 
 use std::path::{Component, Path, PathBuf};
 

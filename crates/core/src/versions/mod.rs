@@ -28,7 +28,7 @@ use crate::registry::{PromptSource, PromptTemplate, Registry, content_hash};
 /// Snapshots at a commit kept for the next request.
 pub const SNAPSHOTS_KEPT: usize = 8;
 /// Histories kept (by prompt file and tip commit).
-pub const HISTORIES_KEPT: usize = 32;
+pub const HISTORIES_KEPT: usize = 128;
 /// The most commits one history walks; an older change is not listed (the history says so).
 pub const MAX_HISTORY_WALK: usize = 100_000;
 /// The most versions a history lists unless the caller asks for fewer.
@@ -122,6 +122,9 @@ struct Repo {
     workdir: PathBuf,
 }
 
+/// A kept history's key: the file's path in its repository, the tip commit, the limit.
+type HistoryKey = (String, String, usize);
+
 /// The git side of a library: its repositories and what was read from them.
 #[derive(Debug, Default)]
 pub struct Versions {
@@ -130,7 +133,7 @@ pub struct Versions {
     /// By git dir: the one handle of each repository.
     handles: Mutex<HashMap<PathBuf, Repo>>,
     snapshots: Mutex<Option<lru::LruCache<String, Arc<Snapshot>>>>,
-    histories: Mutex<Option<lru::LruCache<(String, String, usize), Arc<History>>>>,
+    histories: Mutex<Option<lru::LruCache<HistoryKey, Arc<History>>>>,
 }
 
 fn git_error(repo: &Path) -> impl Fn(gix::Error) -> VersionError + '_ {
