@@ -1,7 +1,8 @@
 //! The studio's history panel and compare page in a real headless Chromium, over a git
 //! repository the test makes: the commits that changed a prompt with its version hash at each,
-//! two picked versions diffed side by side, two argument sets diffed, and both variants run
-//! against the local recording OpenAI-compatible server with the answers side by side.
+//! two picked versions diffed side by side, two argument sets diffed, both variants run
+//! against the local recording OpenAI-compatible server with the answers side by side, and the
+//! two recorded runs diffed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -277,4 +278,26 @@ fn compare_diffs_argument_sets_and_runs_both_variants_side_by_side() {
         ]
     );
     screenshot(&tab, "versions-03-answers-side-by-side");
+
+    // Both runs are recorded; the newer one links to a diff with the one before it.
+    studio.go("/studio/runs?prompt=review");
+    tab.wait_for_element("a.run-diff").unwrap().click().unwrap();
+    let (diff, _) = wait_for(
+        &tab,
+        "the diff of two runs",
+        LIVE,
+        "const a = document.getElementById('answers-diff');          return a && [[...a.querySelectorAll('tr.changed')].map(r => [r.querySelector('.left').textContent, r.querySelector('.right').textContent]),                       [...document.querySelectorAll('#sent-diff tr.changed')].map(r => [r.querySelector('.left').textContent, r.querySelector('.right').textContent]),                       document.querySelector('#right-run').textContent.includes('at v1')]",
+    );
+    assert_eq!(
+        diff,
+        json!([
+            [["Answer to the working copy.", "Answer to <b>v1</b>."]],
+            [[
+                "Review this Go change line by line.",
+                "Review this Go change."
+            ]],
+            true
+        ])
+    );
+    screenshot(&tab, "versions-04-two-runs");
 }

@@ -314,6 +314,24 @@ impl RunStore {
         Ok(path)
     }
 
+    /// The run `id` of `prompt`; `None` when there is none (or `id` is not a run id: letters,
+    /// digits, `.` and `-` only, so it names a file of the prompt's folder and nothing else).
+    pub fn get(&self, prompt: &str, id: &str) -> Option<RunRecord> {
+        let safe = !id.is_empty()
+            && !id.starts_with('.')
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
+        if !safe {
+            return None;
+        }
+        let path = self.prompt_dir(prompt).join(format!("{id}.json"));
+        let bytes = promptd_base::limits::read_text_capped(&path, 64 << 20, "runs").ok()?;
+        serde_json::from_str::<RunRecord>(&bytes)
+            .ok()
+            .filter(|r| r.prompt == prompt && r.id == id)
+    }
+
     /// The newest [`RUNS_LISTED`] runs of `prompt`, newest first; a file that does not parse is
     /// skipped.
     pub fn list(&self, prompt: &str) -> Vec<RunRecord> {
@@ -348,6 +366,37 @@ mod tests {
         );
         assert_eq!(store.prompt_dir("../x"), Path::new("/p/.promptd/runs/_x"));
         assert_eq!(store.prompt_dir(".."), Path::new("/p/.promptd/runs/_"));
+    }
+
+    #[test]
+    fn a_run_is_read_back_by_its_id_and_an_id_that_is_a_path_reads_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::for_project(dir.path());
+        let record = RunRecord {
+            id: "20261202T000000.000Z-0123abcd".into(),
+            prompt: "team:review".into(),
+            revision: Some("v1".into()),
+            version_hash: "h".into(),
+            arguments: Map::new(),
+            model: "m".into(),
+            settings: ModelSettings::default(),
+            messages: Vec::new(),
+            answer: "ok".into(),
+            error: None,
+            started_at: "2026-12-02T00:00:00.000Z".into(),
+            tokens_in: 1,
+            tokens_out: 1,
+            tokens_estimated: true,
+            first_byte_ms: 1.0,
+            latency_ms: 2.0,
+        };
+        store.save(&record).unwrap();
+        assert_eq!(store.get("team:review", &record.id), Some(record.clone()));
+        assert_eq!(store.get("other", &record.id), None);
+        std::fs::write(dir.path().join(".promptd/x.json"), "{}").unwrap();
+        for id in ["../x", "..", "", "/etc/passwd", "a/b"] {
+            assert_eq!(store.get("team:review", id), None, "{id}");
+        }
     }
 
     fn settings_of(path: &str, text: &str) -> ModelSettings {

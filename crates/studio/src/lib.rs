@@ -726,6 +726,8 @@ pub struct RunView {
     pub tokens_out: u64,
     pub tokens_estimated: bool,
     pub latency_ms: u64,
+    /// This run against the one recorded before it (set by the run panel).
+    pub diff_href: Option<String>,
 }
 
 impl RunView {
@@ -747,6 +749,7 @@ impl RunView {
             tokens_out: r.tokens_out,
             tokens_estimated: r.tokens_estimated,
             latency_ms: r.latency_ms.round() as u64,
+            diff_href: None,
         }
     }
 }
@@ -777,11 +780,17 @@ pub fn run_panel(stages: &Stages, prompt: &PromptTemplate) -> RunPanel {
         model: declared
             .or_else(|| configured.map(str::to_string))
             .unwrap_or_default(),
-        runs: stages
-            .runs()
-            .list(&prompt.name)
-            .iter()
-            .map(RunView::of)
-            .collect(),
+        runs: {
+            let runs = stages.runs().list(&prompt.name);
+            runs.iter()
+                .enumerate()
+                .map(|(i, r)| RunView {
+                    diff_href: runs
+                        .get(i + 1)
+                        .map(|older| versions::run_diff_href(&prompt.name, &older.id, &r.id)),
+                    ..RunView::of(r)
+                })
+                .collect()
+        },
     }
 }

@@ -8,7 +8,9 @@
 //! Routes: `GET /studio/history?prompt=NAME`; `GET /studio/compare?left=SPEC&right=SPEC`
 //! with `l.ARG=VALUE` / `r.ARG=VALUE` for each side's arguments (`a.ARG=VALUE`, the prompt
 //! page's form, fills both sides); `POST /studio/compare` (the same form, both variants run
-//! against the configured model, one after the other, and recorded like any run). Behind the
+//! against the configured model, one after the other, and recorded like any run);
+//! `GET /studio/runs/diff?prompt=NAME&a=ID&b=ID` (two recorded runs: their facts, and the diffs
+//! of the messages sent and of the answers). Behind the
 //! studio's token and `Host`/`Origin` guards ([`super::router`]); server-rendered, every value
 //! HTML-escaped, no script.
 //!
@@ -36,6 +38,8 @@ use super::web::{StudioState, fault, plain};
 pub const HISTORY_PATH: &str = "/studio/history";
 /// The compare page (GET: rendered diff; POST: both variants run).
 pub const COMPARE_PATH: &str = "/studio/compare";
+/// Two recorded runs of one prompt compared (`?prompt=NAME&a=ID&b=ID`).
+pub const RUN_DIFF_PATH: &str = "/studio/runs/diff";
 /// The most commits the history page lists.
 pub const HISTORY_LISTED: usize = 200;
 
@@ -48,6 +52,8 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         .expect("history template");
     env.add_template("compare.html", include_str!("assets/compare.html"))
         .expect("compare template");
+    env.add_template("run-diff.html", include_str!("assets/run-diff.html"))
+        .expect("run diff template");
     env
 });
 
@@ -55,6 +61,7 @@ pub(crate) fn routes(state: Arc<StudioState>) -> axum::Router {
     axum::Router::new()
         .route(HISTORY_PATH, get(history_page))
         .route(COMPARE_PATH, get(compare_page).post(compare_run))
+        .route(RUN_DIFF_PATH, get(run_diff_page))
         .route("/studio/versions.css", get(versions_css))
         .with_state(state)
 }
@@ -369,6 +376,89 @@ async fn compare_run(State(state): State<Arc<StudioState>>, body: String) -> Res
         }
     }
     page("compare.html", &view)
+}
+
+/// The page comparing the runs `a` and `b` of `prompt`.
+pub fn run_diff_href(prompt: &str, a: &str, b: &str) -> String {
+    format!(
+        "{RUN_DIFF_PATH}?prompt={}&a={}&b={}",
+        encoded(prompt),
+        encoded(a),
+        encoded(b)
+    )
+}
+
+/// One recorded run's facts.
+#[derive(Debug, Serialize)]
+struct RunFacts {
+    id: String,
+    started_at: String,
+    revision: Option<String>,
+    version_hash: String,
+    model: String,
+    arguments: String,
+    error: Option<String>,
+}
+
+impl RunFacts {
+    fn of(r: &RunRecord) -> RunFacts {
+        RunFacts {
+            id: r.id.clone(),
+            started_at: r.started_at.clone(),
+            revision: r.revision.clone(),
+            version_hash: r.version_hash.clone(),
+            model: r.model.clone(),
+            arguments: serde_json::to_string(&r.arguments).unwrap_or_default(),
+            error: r.error.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct RunDiffPage {
+    prompt: String,
+    left: RunFacts,
+    right: RunFacts,
+    /// The messages sent, then the answers.
+    sent: SideBySide,
+    answers: SideBySide,
+}
+
+async fn run_diff_page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
+    state.library.wait_loaded().await;
+    let built = tokio::task::spawn_blocking(move || {
+        let snapshot = state.library.snapshot();
+        let (Some(name), Some(a), Some(b)) = (
+            field(&pairs, "prompt"),
+            field(&pairs, "a"),
+            field(&pairs, "b"),
+        ) else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "query parameters `prompt`, `a` and `b` are required\n",
+            );
+        };
+        if state.options.prompt(&snapshot, name).is_none() {
+            return plain(StatusCode::NOT_FOUND, "no such prompt\n");
+        }
+        let store = state.stages.runs();
+        let (Some(left), Some(right)) = (store.get(name, a), store.get(name, b)) else {
+            return plain(StatusCode::NOT_FOUND, "no such run of this prompt\n");
+        };
+        let sent = |r: &RunRecord| promptd_stages::run::sent_text(&r.messages);
+        page(
+            "run-diff.html",
+            &RunDiffPage {
+                prompt: name.to_string(),
+                sent: compare::side_by_side(&sent(&left), &sent(&right)),
+                answers: compare::side_by_side(&left.answer, &right.answer),
+                left: RunFacts::of(&left),
+                right: RunFacts::of(&right),
+            },
+        )
+    })
+    .await;
+    built.unwrap_or_else(|_| fault("the runs could not be compared"))
 }
 
 async fn versions_css() -> Response {
