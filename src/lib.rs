@@ -12,7 +12,9 @@
 pub mod cli;
 
 pub use promptd_base::{config, filesystem, limits, memory, metrics, panics, tokens, workspace};
-pub use promptd_core::{dialect, library, lint, prompt_tests, registry, render, watch};
+pub use promptd_core::{
+    compare, dialect, library, lint, prompt_tests, registry, render, versions, watch,
+};
 pub use promptd_guard as guard;
 pub use promptd_http::{auth, streams};
 pub use promptd_mcp as mcp;

@@ -1107,6 +1107,7 @@ async fn every_route_takes_the_same_host_and_origin_rule() {
             ("/metrics", get("/metrics")),
             ("/", get("/")),
             ("/studio/tools", get("/studio/tools")),
+            ("/studio/compare", get("/studio/compare?left=x")),
         ] {
             let reply = exchange(to, None, raw.as_bytes()).await;
             assert_eq!(

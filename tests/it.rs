@@ -68,5 +68,7 @@ mod studio_http;
 mod studio_navigation;
 mod studio_playground;
 mod studio_tools;
+mod studio_versions;
 mod suggestions;
 mod tools_defined;
+mod versions;

@@ -47,6 +47,22 @@ async fn the_token_guards_every_route_and_the_cookie_carries_it() {
     assert_eq!(status, 401, "POST /studio/run");
     let (status, _, _) = answer(http.get(format!("{base}/studio/runs?prompt=review"))).await;
     assert_eq!(status, 401, "/studio/runs");
+    // The history and compare pages, and compare's runs.
+    for path in [
+        "/studio/history?prompt=review",
+        "/studio/compare?left=review&right=review",
+    ] {
+        let (status, _, body) = answer(http.get(format!("{base}{path}"))).await;
+        assert_eq!(status, 401, "{path}");
+        assert!(!body.contains("Code review"), "{path} leaked: {body}");
+    }
+    let (status, _, _) = answer(
+        http.post(format!("{base}/studio/compare"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("left=review&right=review&a.language=go"),
+    )
+    .await;
+    assert_eq!(status, 401, "POST /studio/compare");
 
     // `/?token=` sets an HttpOnly, SameSite=Strict cookie and drops the token from the address.
     let (status, headers, _) =
@@ -147,6 +163,14 @@ async fn foreign_hosts_and_origins_are_refused_and_nothing_writes() {
     )
     .await;
     assert_eq!(status, 403, "POST /studio/run from a foreign origin");
+    let (status, _, _) = answer(
+        http.post(format!("{base}/studio/compare"))
+            .header("origin", "https://evil.example")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("left=review&right=review&a.language=go"),
+    )
+    .await;
+    assert_eq!(status, 403, "POST /studio/compare from a foreign origin");
     assert!(!dir.path().join(".promptd").exists(), "a refused run wrote");
 
     // Every other route is read-only.

@@ -54,8 +54,11 @@ pub enum Command {
     /// Compose the final prompt: system prompt, tools, project rules and docs under a budget.
     Compose(stage_calls::ComposeArgs),
     /// Run a prompt against the configured model (LLM_* env), streaming the answer; the run
-    /// is recorded in .promptd/runs/.
+    /// is recorded in .promptd/runs/. `--vs REV|NAME` runs a second variant and compares.
     Run(stage_calls::RunArgs),
+    /// The git commits that changed a prompt's file, newest first, with its version hash at
+    /// each.
+    History(HistoryArgs),
     /// Serve the prompts over MCP: stdio by default, streamable HTTP with --http (and the
     /// studio page at /).
     Serve(ServeArgs),
@@ -143,7 +146,7 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 pub struct GetArgs {
-    /// Prompt name.
+    /// Prompt name; `NAME@REV` renders it as of a git revision (tag, branch, commit).
     pub name: String,
     /// Argument as key=value (repeatable); values are coerced to the declared type.
     #[arg(long = "arg", value_name = "KEY=VALUE")]
@@ -155,6 +158,18 @@ pub struct GetArgs {
     #[arg(long)]
     pub no_content: bool,
     /// Print the wit-get-prompts envelope as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Prompt name.
+    pub name: String,
+    /// At most this many commits.
+    #[arg(long, default_value_t = 50, value_name = "N")]
+    pub limit: usize,
+    /// Print the history as JSON.
     #[arg(long)]
     pub json: bool,
 }
@@ -207,6 +222,7 @@ pub fn run(cli: Cli) -> Result<u8> {
         Command::Enhance(args) => stage_calls::enhance(&cli.common, &args, &mut out()),
         Command::Compose(args) => stage_calls::compose(&cli.common, &args, &mut out()),
         Command::Run(args) => stage_calls::run(&cli.common, &args, &mut out()),
+        Command::History(args) => history(&cli.common, &args, &mut out()),
         Command::Serve(args) => serve(&cli.common, &args),
         Command::Studio(args) => studio(&cli.common, &args),
         Command::Tools(args) => tools::run(&cli.common, &args, &mut out()),
@@ -351,6 +367,13 @@ fn get(common: &CommonArgs, args: &GetArgs, out: &mut dyn Write) -> Result<u8> {
             1
         });
     }
+    if resp.metadata.found == Some(false) && args.name.contains('@') && !resp.errors.is_empty() {
+        // `NAME@REV`: the revision or the prompt at it is missing; the error says which.
+        for e in &resp.errors {
+            eprintln!("error: {e}");
+        }
+        return Ok(1);
+    }
     if resp.metadata.found == Some(false) {
         // The contract's message points agents at the tool; a CLI user gets the command.
         eprintln!(
@@ -382,6 +405,48 @@ fn get(common: &CommonArgs, args: &GetArgs, out: &mut dyn Write) -> Result<u8> {
         if !text.ends_with('\n') {
             writeln!(out)?;
         }
+    }
+    Ok(0)
+}
+
+fn history(common: &CommonArgs, args: &HistoryArgs, out: &mut dyn Write) -> Result<u8> {
+    let lib = common.open_library()?;
+    let snap = lib.snapshot();
+    let Some(prompt) = snap.registry.get(&args.name) else {
+        eprintln!(
+            "error: unknown prompt `{}` (`promptd list` shows every prompt)",
+            args.name
+        );
+        return Ok(1);
+    };
+    let history = match lib.versions().history(prompt, args.limit) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Ok(1);
+        }
+    };
+    if args.json {
+        print_json(out, &*history)?;
+        return Ok(0);
+    }
+    writeln!(
+        out,
+        "{} ({}), working copy {}",
+        history.prompt, history.path, history.working
+    )?;
+    for v in &history.versions {
+        writeln!(
+            out,
+            "{}  {}  {}  {}",
+            v.short,
+            v.date,
+            v.version_hash.as_deref().unwrap_or("(deleted)"),
+            v.summary
+        )?;
+    }
+    if history.truncated {
+        writeln!(out, "(older commits not listed)")?;
     }
     Ok(0)
 }

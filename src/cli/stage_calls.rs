@@ -43,7 +43,13 @@ pub struct RunArgs {
     /// The model (default: the prompt's frontmatter `model`, else LLM_MODEL).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// Print the recorded run as JSON (after the answer is complete).
+    /// Also run a second variant with the same arguments and compare: the prompt at a git
+    /// revision (tag, branch, commit), or another prompt (a name the registry holds, or
+    /// `OTHER@REV`). Both answers are printed, then the diff of the rendered texts.
+    #[arg(long, value_name = "REV|NAME")]
+    pub vs: Option<String>,
+    /// Print the recorded run as JSON (after the answer is complete); with --vs, both runs
+    /// and the rendered diff.
     #[arg(long)]
     pub json: bool,
 }
@@ -162,6 +168,9 @@ pub fn run(common: &CommonArgs, args: &RunArgs, out: &mut dyn Write) -> Result<u
             ..Default::default()
         },
     };
+    if let Some(vs) = &args.vs {
+        return run_versus(&stages, request, vs, args.json, out);
+    }
     let json = args.json;
     let mut on_text = move |t: &str| {
         if !json {
@@ -181,6 +190,12 @@ pub fn run(common: &CommonArgs, args: &RunArgs, out: &mut dyn Write) -> Result<u
     if let Some(e) = &record.error {
         eprintln!("error: {e}");
     }
+    print_run_facts(&record);
+    Ok(u8::from(record.error.is_some()))
+}
+
+/// The model, token counts, timings and record id of a run, on stderr.
+fn print_run_facts(record: &crate::stages::run::RunRecord) {
     eprintln!(
         "{} · {} tokens in · {} out{} · first byte {:.0} ms · {:.0} ms · recorded as {}",
         record.model,
@@ -195,5 +210,68 @@ pub fn run(common: &CommonArgs, args: &RunArgs, out: &mut dyn Write) -> Result<u
         record.latency_ms,
         record.id
     );
-    Ok(u8::from(record.error.is_some()))
+}
+
+/// `promptd run NAME --vs REV|OTHER`: both variants rendered first (a bad revision or argument
+/// fails before any model call), then run one after the other; both answers, then the unified
+/// diff of the rendered texts.
+fn run_versus(
+    stages: &Arc<Stages>,
+    left: crate::stages::run::RunRequest,
+    vs: &str,
+    json: bool,
+    out: &mut dyn Write,
+) -> Result<u8> {
+    let library = stages.library();
+    let other = if vs.contains('@') || library.snapshot().registry.get(vs).is_some() {
+        vs.to_string()
+    } else {
+        format!("{}@{vs}", left.prompt)
+    };
+    let right = crate::stages::run::RunRequest {
+        prompt: other,
+        ..left.clone()
+    };
+    let render = |spec: &str| {
+        crate::compare::render_variant(
+            library,
+            spec,
+            &left.arguments,
+            crate::library::Visibility::All,
+        )
+    };
+    let (a, b) = (render(&left.prompt)?, render(&right.prompt)?);
+    let diff = crate::compare::unified(&a.text, &b.text, &a.spec, &b.spec);
+    let rt = runtime()?;
+    let mut quiet = |_: &str| {};
+    let first = rt.block_on(stages.run(left, crate::library::Visibility::All, &mut quiet))?;
+    let second = rt.block_on(stages.run(right, crate::library::Visibility::All, &mut quiet))?;
+    if json {
+        serde_json::to_writer_pretty(
+            &mut *out,
+            &serde_json::json!({ "left": first, "right": second, "renderedDiff": diff }),
+        )?;
+        writeln!(out)?;
+    } else {
+        for (spec, record) in [(&a.spec, &first), (&b.spec, &second)] {
+            writeln!(out, "=== {spec} ===")?;
+            write!(out, "{}", record.answer)?;
+            if !record.answer.ends_with('\n') {
+                writeln!(out)?;
+            }
+        }
+        writeln!(out, "=== rendered diff ===")?;
+        if diff.is_empty() {
+            writeln!(out, "(the rendered texts are identical)")?;
+        } else {
+            write!(out, "{diff}")?;
+        }
+    }
+    for (spec, record) in [(&a.spec, &first), (&b.spec, &second)] {
+        if let Some(e) = &record.error {
+            eprintln!("error: {spec}: {e}");
+        }
+        print_run_facts(record);
+    }
+    Ok(u8::from(first.error.is_some() || second.error.is_some()))
 }

@@ -14,11 +14,13 @@
 //! - [`browser`]: a real headless Chromium over the DevTools protocol, with screenshots;
 //!   [`browser_page`]: a studio served with a token and a tab opened on it;
 //! - [`fuse`]: a real FUSE mount (bindfs), whose writes from outside send no file events;
+//! - [`git`]: a prompt project with a git history, made with the `git` command line;
 //! - here: a prompt library over fixture folders, and path redaction for snapshots.
 
 pub mod browser;
 pub mod browser_page;
 pub mod fuse;
+pub mod git;
 pub mod guard;
 pub mod llm_server;
 pub mod mcp;

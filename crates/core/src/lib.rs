@@ -6,10 +6,12 @@
 //! **Invariant:** depends only on `promptd-base`; knows nothing of retrieval, the guard, MCP or
 //! HTTP.
 
+pub mod compare;
 pub mod dialect;
 pub mod library;
 pub mod lint;
 pub mod prompt_tests;
 pub mod registry;
 pub mod render;
+pub mod versions;
 pub mod watch;

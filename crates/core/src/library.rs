@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use crate::dialect::Dialect;
 use crate::registry::{ArgType, PromptCategory, PromptSource, PromptTemplate, Registry, Touched};
 use crate::render::{Clock, RenderError, RenderedPrompt, Renderer, VariableSource};
+use crate::versions::VersionError;
 use promptd_base::config::{ConfigError, ProjectConfig};
 use promptd_base::limits::Limits;
 
@@ -310,6 +311,8 @@ pub struct PromptLibrary {
     loading: std::sync::Mutex<()>,
     /// Counts snapshot swaps (a load, a reload that changed prompts, config or diagnostics).
     swaps: tokio::sync::watch::Sender<u64>,
+    /// The prompt folders' git repositories: `NAME@REV` and histories.
+    versions: crate::versions::Versions,
 }
 
 impl PromptLibrary {
@@ -336,6 +339,7 @@ impl PromptLibrary {
             loaded: tokio::sync::watch::Sender::new(false),
             loading: std::sync::Mutex::new(()),
             swaps: tokio::sync::watch::Sender::new(0),
+            versions: crate::versions::Versions::new(),
         })
     }
 
@@ -390,6 +394,7 @@ impl PromptLibrary {
             loaded: tokio::sync::watch::Sender::new(true),
             loading: std::sync::Mutex::new(()),
             swaps: tokio::sync::watch::Sender::new(0),
+            versions: crate::versions::Versions::new(),
         })
     }
 
@@ -504,6 +509,31 @@ impl PromptLibrary {
         self.snapshot().render(name, args, &self.options.clock)
     }
 
+    /// The git side of the library: prompts as of a revision, and their histories.
+    pub fn versions(&self) -> &crate::versions::Versions {
+        &self.versions
+    }
+
+    /// The snapshot that serves `name`, and the prompt's name in it: the current snapshot, or,
+    /// for `NAME@REV` when the current snapshot holds no prompt of that whole name, the
+    /// snapshot as of `REV` ([`crate::versions`]), which holds `NAME` (else the error says
+    /// it does not exist there). A name without `@` gets the current snapshot, whether or not
+    /// it holds the prompt.
+    pub fn resolve(&self, name: &str) -> Result<(Arc<Snapshot>, String), VersionError> {
+        let snap = self.snapshot();
+        if snap.registry.get(name).is_some() {
+            return Ok((snap, name.to_string()));
+        }
+        match crate::versions::split_spec(name) {
+            None => Ok((snap, name.to_string())),
+            Some(Err(e)) => Err(e),
+            Some(Ok((bare, rev))) => {
+                let (at, _) = self.versions.prompt_at(&snap, bare, rev)?;
+                Ok((at, bare.to_string()))
+            }
+        }
+    }
+
     /// The `wit-get-prompts` contract for a trusted caller (the CLI): every prompt is visible,
     /// and a request over a limit is answered with `success: false` and the limit's message.
     pub fn get_prompts(&self, req: &GetPromptsRequest) -> GetPromptsResponse {
@@ -518,8 +548,37 @@ impl PromptLibrary {
         req: &GetPromptsRequest,
         visibility: Visibility,
     ) -> Result<GetPromptsResponse, GetPromptsError> {
-        self.snapshot()
-            .get_prompts(&self.options.clock, req, visibility)
+        let Some(name) = req.prompt_name.as_deref().filter(|n| n.contains('@')) else {
+            return self
+                .snapshot()
+                .get_prompts(&self.options.clock, req, visibility);
+        };
+        // `NAME@REV`: answered from the snapshot at the revision, under the name asked for.
+        match self.resolve(name) {
+            Ok((snap, bare)) => {
+                let at = GetPromptsRequest {
+                    prompt_name: Some(bare),
+                    ..req.clone()
+                };
+                let mut resp = snap.get_prompts(&self.options.clock, &at, visibility)?;
+                resp.metadata.prompt_name = Some(name.to_string());
+                Ok(resp)
+            }
+            Err(e) => {
+                let mut metadata = GetPromptsMetadata::new();
+                metadata.prompt_name = Some(name.to_string());
+                if e.is_caller_error() {
+                    metadata.found = Some(false);
+                }
+                Ok(GetPromptsResponse {
+                    success: false,
+                    data: None,
+                    errors: vec![e.to_string()],
+                    warnings: Vec::new(),
+                    metadata,
+                })
+            }
+        }
     }
 }
 

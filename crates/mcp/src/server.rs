@@ -241,8 +241,19 @@ impl ServerHandler for PromptServer {
     ) -> Result<GetPromptResponse, ErrorData> {
         let started = Instant::now();
         self.library().wait_loaded().await;
-        let snap = self.library().snapshot();
-        let result = match snap.registry.get(&request.name).filter(|t| self.offered(t)) {
+        // `NAME@REV`: the prompt as of a git revision, from the snapshot at it.
+        let (snap, name) = match self.library().resolve(&request.name) {
+            Ok(found) => found,
+            Err(e) => {
+                let error = if e.is_caller_error() {
+                    ErrorData::invalid_params(e.to_string(), None)
+                } else {
+                    ErrorData::internal_error(e.to_string(), None)
+                };
+                return counted(Method::prompts_get, started, Err(error));
+            }
+        };
+        let result = match snap.registry.get(&name).filter(|t| self.offered(t)) {
             None => Err(self.unknown_prompt(&snap, &request.name)),
             Some(t) => snap
                 .render_template(

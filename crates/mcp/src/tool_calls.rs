@@ -310,8 +310,9 @@ fn get_prompts_call(ctx: ToolContext, args: JsonObject) -> ToolFuture {
         let answer = move || {
             let library = ctx.stages.library();
             let snap = library.snapshot();
-            let resp = snap
-                .get_prompts(library.clock(), &req, ctx.visibility)
+            // Through the library: `promptName: "NAME@REV"` is answered as of the revision.
+            let resp = library
+                .get_prompts_for(&req, ctx.visibility)
                 .map_err(|e| ErrorData::invalid_params(format!("{GET_PROMPTS}: {e}"), None))?;
             sized_envelope_result(GET_PROMPTS, &resp, &snap.limits, structured)
         };

@@ -607,7 +607,8 @@ impl Stages {
     }
 
     /// Runs a prompt against the configured model (`LLM_*`, as `enhance`): rendered from the
-    /// current snapshot (only a prompt `visibility` serves), each piece of the answer handed to
+    /// current snapshot, or for `NAME@REV` the snapshot at that git revision (only a prompt
+    /// `visibility` serves), each piece of the answer handed to
     /// `on_text` as it streams, the run recorded under the project's `.promptd/runs/` (a failed
     /// call too: its record says why).
     pub async fn run(
@@ -618,8 +619,19 @@ impl Stages {
     ) -> Result<run::RunRecord, run::RunError> {
         let stages = Arc::clone(self);
         let (prepared, llm) = blocking(move || {
-            let snap = stages.library.snapshot();
-            let prepared = run::prepare(&snap, &req, visibility, stages.library.clock())?;
+            // `NAME@REV`: rendered from the snapshot at the revision.
+            let (snap, name) = stages.library.resolve(&req.prompt)?;
+            let revision = req
+                .prompt
+                .get(name.len() + 1..)
+                .filter(|_| name != req.prompt)
+                .map(str::to_string);
+            let req = run::RunRequest {
+                prompt: name,
+                ..req
+            };
+            let mut prepared = run::prepare(&snap, &req, visibility, stages.library.clock())?;
+            prepared.revision = revision;
             Ok::<_, run::RunError>((prepared, stages.llm(&snap)))
         })
         .await?;

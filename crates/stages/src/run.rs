@@ -30,6 +30,8 @@ pub const RUNS_LISTED: usize = 50;
 pub enum RunError {
     #[error(transparent)]
     Render(#[from] RenderError),
+    #[error(transparent)]
+    Version(#[from] promptd_core::versions::VersionError),
     #[error("no model is configured: set LLM_BASE_URL and LLM_MODEL (as for enhance)")]
     NotConfigured,
     #[error("cannot record the run in {path}: {source}")]
@@ -43,13 +45,18 @@ pub enum RunError {
 impl RunError {
     /// Whether the caller is at fault (an unknown prompt, a bad argument).
     pub fn is_caller_error(&self) -> bool {
-        matches!(self, RunError::Render(e) if e.is_caller_error())
+        match self {
+            RunError::Render(e) => e.is_caller_error(),
+            RunError::Version(e) => e.is_caller_error(),
+            _ => false,
+        }
     }
 }
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
+    /// `NAME`, or `NAME@REV` for the prompt as of a git revision.
     pub prompt: String,
     /// As `get` takes them (strings are coerced to the declared types).
     pub arguments: Map<String, Value>,
@@ -64,6 +71,9 @@ pub struct RunRecord {
     /// The file name's stem: the start time and a short hash, sortable by time.
     pub id: String,
     pub prompt: String,
+    /// The git revision the prompt was read at (`NAME@REV`); none for the working copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
     pub version_hash: String,
     pub arguments: Map<String, Value>,
     /// The model that answered (as the gateway names it), else the one asked for.
@@ -137,6 +147,7 @@ impl ModelSettings {
 #[derive(Debug, Clone)]
 pub struct PreparedRun {
     pub prompt: String,
+    pub revision: Option<String>,
     pub version_hash: String,
     pub arguments: Map<String, Value>,
     pub settings: ModelSettings,
@@ -160,6 +171,7 @@ pub fn prepare(
     let rendered = snapshot.render_template(prompt, &req.arguments, clock)?;
     Ok(PreparedRun {
         prompt: prompt.name.clone(),
+        revision: None,
         version_hash: prompt.version_hash.clone(),
         arguments: req.arguments.clone(),
         settings: ModelSettings::of_prompt(prompt).overridden_by(&req.settings),
@@ -229,6 +241,7 @@ pub async fn call(
     RunRecord {
         id,
         prompt: run.prompt,
+        revision: run.revision,
         version_hash: run.version_hash,
         arguments: run.arguments,
         model,
@@ -246,7 +259,7 @@ pub async fn call(
 }
 
 /// The text sent, as counted when the gateway reports no usage: the messages, a line apart.
-fn sent_text(messages: &[ChatMessage]) -> String {
+pub fn sent_text(messages: &[ChatMessage]) -> String {
     messages
         .iter()
         .map(|m| m.content.as_str())
@@ -309,6 +322,24 @@ impl RunStore {
         Ok(path)
     }
 
+    /// The run `id` of `prompt`; `None` when there is none (or `id` is not a run id: letters,
+    /// digits, `.` and `-` only, so it names a file of the prompt's folder and nothing else).
+    pub fn get(&self, prompt: &str, id: &str) -> Option<RunRecord> {
+        let safe = !id.is_empty()
+            && !id.starts_with('.')
+            && id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
+        if !safe {
+            return None;
+        }
+        let path = self.prompt_dir(prompt).join(format!("{id}.json"));
+        let bytes = promptd_base::limits::read_text_capped(&path, 64 << 20, "runs").ok()?;
+        serde_json::from_str::<RunRecord>(&bytes)
+            .ok()
+            .filter(|r| r.prompt == prompt && r.id == id)
+    }
+
     /// The newest [`RUNS_LISTED`] runs of `prompt`, newest first; a file that does not parse is
     /// skipped.
     pub fn list(&self, prompt: &str) -> Vec<RunRecord> {
@@ -343,6 +374,37 @@ mod tests {
         );
         assert_eq!(store.prompt_dir("../x"), Path::new("/p/.promptd/runs/_x"));
         assert_eq!(store.prompt_dir(".."), Path::new("/p/.promptd/runs/_"));
+    }
+
+    #[test]
+    fn a_run_is_read_back_by_its_id_and_an_id_that_is_a_path_reads_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = RunStore::for_project(dir.path());
+        let record = RunRecord {
+            id: "20261202T000000.000Z-0123abcd".into(),
+            prompt: "team:review".into(),
+            revision: Some("v1".into()),
+            version_hash: "h".into(),
+            arguments: Map::new(),
+            model: "m".into(),
+            settings: ModelSettings::default(),
+            messages: Vec::new(),
+            answer: "ok".into(),
+            error: None,
+            started_at: "2026-12-02T00:00:00.000Z".into(),
+            tokens_in: 1,
+            tokens_out: 1,
+            tokens_estimated: true,
+            first_byte_ms: 1.0,
+            latency_ms: 2.0,
+        };
+        store.save(&record).unwrap();
+        assert_eq!(store.get("team:review", &record.id), Some(record.clone()));
+        assert_eq!(store.get("other", &record.id), None);
+        std::fs::write(dir.path().join(".promptd/x.json"), "{}").unwrap();
+        for id in ["../x", "..", "", "/etc/passwd", "a/b"] {
+            assert_eq!(store.get("team:review", id), None, "{id}");
+        }
     }
 
     fn settings_of(path: &str, text: &str) -> ModelSettings {

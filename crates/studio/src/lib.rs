@@ -2,7 +2,8 @@
 //! prints. Every prompt of every folder and dialect; one prompt's argument form, its render cut
 //! into the template's text and the values substituted (each with the layer it came from), its
 //! token count, its `check` diagnostics and its `promptd test` cases (run read-only); and the
-//! served tool definitions, with a form that calls one ([`tools`]).
+//! served tool definitions, with a form that calls one ([`tools`]); a prompt's git history and
+//! two variants (versions, argument sets or prompts) compared side by side ([`versions`]).
 //!
 //! It also runs a prompt against the configured model ([`web`]'s run route, through
 //! [`promptd_stages::Stages::run`]) and lists the runs recorded for it ([`RunPanel`]). Nothing
@@ -12,6 +13,7 @@
 
 pub mod address;
 pub mod tools;
+pub mod versions;
 pub mod web;
 
 /// The studio's routes (the page's and the tool definitions page's) with their token guard;
@@ -24,7 +26,9 @@ pub fn router(
 ) -> axum::Router {
     let has_token = guard.token.is_some();
     let state = std::sync::Arc::new(state);
-    let routes = web::routes(state.clone(), streams).merge(tools::routes(state, has_token));
+    let routes = web::routes(state.clone(), streams)
+        .merge(tools::routes(state.clone(), has_token))
+        .merge(versions::routes(state));
     web::guarded(routes, std::sync::Arc::new(guard))
 }
 
@@ -876,6 +880,8 @@ pub struct RunView {
     pub tokens_out: u64,
     pub tokens_estimated: bool,
     pub latency_ms: u64,
+    /// This run against the one recorded before it (set by the run panel).
+    pub diff_href: Option<String>,
 }
 
 impl RunView {
@@ -897,6 +903,7 @@ impl RunView {
             tokens_out: r.tokens_out,
             tokens_estimated: r.tokens_estimated,
             latency_ms: r.latency_ms.round() as u64,
+            diff_href: None,
         }
     }
 }
@@ -927,11 +934,17 @@ pub fn run_panel(stages: &Stages, prompt: &PromptTemplate) -> RunPanel {
         model: declared
             .or_else(|| configured.map(str::to_string))
             .unwrap_or_default(),
-        runs: stages
-            .runs()
-            .list(&prompt.name)
-            .iter()
-            .map(RunView::of)
-            .collect(),
+        runs: {
+            let runs = stages.runs().list(&prompt.name);
+            runs.iter()
+                .enumerate()
+                .map(|(i, r)| RunView {
+                    diff_href: runs
+                        .get(i + 1)
+                        .map(|older| versions::run_diff_href(&prompt.name, &older.id, &r.id)),
+                    ..RunView::of(r)
+                })
+                .collect()
+        },
     }
 }

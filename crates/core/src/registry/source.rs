@@ -1,5 +1,6 @@
 //! Where prompt files come from: a small trait with a folder implementation and the built-in
-//! prompts compiled into the binary. A git checkout or an HTTP store would be another impl.
+//! prompts compiled into the binary; a folder at a git commit is another
+//! ([`crate::versions::tree::TreeSource`]).
 
 use std::path::{Component, Path, PathBuf};
 
@@ -509,24 +510,7 @@ impl PromptSource for DirSource {
                 _ => return None,
             }
         }
-        let (&name, folders) = parts.split_last()?;
-        if parts.iter().any(|p| p.starts_with('.')) {
-            return None;
-        }
-        let category = match self.dialect {
-            Some(d) if d.nested() => d.accepts(name).then_some(PromptCategory::User)?,
-            _ => {
-                if !Dialect::promptd_folder_accepts(name) {
-                    return None;
-                }
-                match folders {
-                    ["system"] => PromptCategory::System,
-                    [first, ..] if *first == "system" => return None,
-                    _ if parts.iter().any(|p| is_include_name(p)) => return None,
-                    _ => PromptCategory::User,
-                }
-            }
-        };
+        let category = listed_category(self.dialect, &parts)?;
         Some(SourceFile {
             rel_path: parts.join("/"),
             display_path: self.display_path(&parts.join("/")),
@@ -536,6 +520,31 @@ impl PromptSource for DirSource {
 
     fn dialect(&self) -> Option<Dialect> {
         self.dialect
+    }
+}
+
+/// Whether a folder of `dialect` (`None`: a promptd folder) lists the file at the root-relative
+/// path `parts` (its folders, then its name), and as which category; `None` for a file its
+/// listing leaves out (hidden, another extension, an include file, below `system/`). The one
+/// rule of what a folder lists, whatever holds the folder (a disk, a git tree).
+pub fn listed_category(dialect: Option<Dialect>, parts: &[&str]) -> Option<PromptCategory> {
+    let (&name, folders) = parts.split_last()?;
+    if parts.iter().any(|p| p.starts_with('.')) {
+        return None;
+    }
+    match dialect {
+        Some(d) if d.nested() => d.accepts(name).then_some(PromptCategory::User),
+        _ => {
+            if !Dialect::promptd_folder_accepts(name) {
+                return None;
+            }
+            match folders {
+                ["system"] => Some(PromptCategory::System),
+                [first, ..] if *first == "system" => None,
+                _ if parts.iter().any(|p| is_include_name(p)) => None,
+                _ => Some(PromptCategory::User),
+            }
+        }
     }
 }
 
