@@ -125,6 +125,11 @@ pub struct RagConfig {
     pub read_reports: bool,
     /// Multiplier of the chunks of a file the request mentions by path or name.
     pub mentioned_file_boost: f32,
+    /// Judge file kinds from the repository too, not only from paths: a folder with its own
+    /// licence inside the project's code is vendored, a file whose header says it is
+    /// generated (or a lock file, or minified code) is generated, and a chunk of test code
+    /// in a source file (a Rust test module) weighs as a test.
+    pub content_kinds: bool,
     /// Score multipliers of chunks by the kind of their file, for kinds the request does not
     /// ask about by name (source code is 1).
     pub kind_weights: KindWeights,
@@ -213,6 +218,7 @@ impl Default for RagConfig {
             repeated_term_weight: 0.5,
             read_reports: true,
             mentioned_file_boost: 2.0,
+            content_kinds: false,
             kind_weights: KindWeights::SOURCE_FIRST,
             max_chunks_per_file: 1,
             file_rank_weight: 0.5,
