@@ -10,7 +10,7 @@ use promptd::rag::kind::FileKind;
 use promptd::rag::{Retrieval, RetrievalQuery, retrieve};
 
 use crate::support::process::{json_stdout, promptd};
-use crate::support::rag::{copy_tree, lexical_config};
+use crate::support::rag::{copy_tree, lexical_config, write_files};
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -126,4 +126,70 @@ fn the_binary_ranks_the_same() {
         paths.iter().all(|p| FileKind::of(p) == FileKind::Source),
         "{paths:?}"
     );
+}
+
+/// Top files for `text` in a project made of `files`, with `config`.
+fn ask_in(files: &[(&str, String)], config: promptd::rag::RagConfig, text: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), files);
+    let r = retrieve(dir.path(), config, &RetrievalQuery::new(text)).unwrap();
+    let mut out: Vec<String> = Vec::new();
+    for c in &r.chunks {
+        if !out.contains(&c.chunk.path) {
+            out.push(c.chunk.path.clone());
+        }
+    }
+    out
+}
+
+#[test]
+fn file_kinds_from_the_repository() {
+    // A copy of another project inside the package (its own licence) and a Rust test module
+    // share the request's words with the project's own code.
+    let own =
+        "def parse_header(line):\n    name, value = line.split(':', 1)\n    return name, value\n"
+            .to_string();
+    let copy = "def parse_header(line):\n    # parse the header line into name and value\n    \
+                name, value = line.split(':', 1)\n    header = (name, value)\n    return header\n"
+        .to_string();
+    let files = [
+        ("shop/__init__.py", String::new()),
+        ("shop/http.py", own),
+        ("shop/compat/__init__.py", String::new()),
+        ("shop/compat/headers/LICENSE", "MIT License\n".to_string()),
+        ("shop/compat/headers/parse.py", copy),
+    ];
+    let on = promptd::rag::RagConfig {
+        content_kinds: true,
+        ..lexical_config()
+    };
+    let request = "parse_header splits the header line wrongly";
+    let with = ask_in(&files, on.clone(), request);
+    assert_eq!(with[0], "shop/http.py", "{with:?}");
+    let off = ask_in(
+        &files,
+        promptd::rag::RagConfig {
+            content_kinds: false,
+            ..lexical_config()
+        },
+        request,
+    );
+    assert_eq!(off[0], "shop/compat/headers/parse.py", "{off:?}");
+
+    let mut rust =
+        String::from("pub fn width(line: &str) -> usize {\n    line.chars().count()\n}\n");
+    rust.push_str(&"\n".repeat(60));
+    rust.push_str(
+        "#[cfg(test)]\nmod tests {\n    #[test]\n    fn width_of_wide_line() {\n        \
+         let line = \"wide line width\";\n        assert_eq!(super::width(line), 15);\n    }\n}\n",
+    );
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), &[("src/width.rs", rust)]);
+    let r = retrieve(
+        dir.path(),
+        on,
+        &RetrievalQuery::new("width of a wide line is wrong"),
+    )
+    .unwrap();
+    assert_eq!(r.chunks[0].chunk.start_line, 1, "{:?}", r.chunks[0].chunk);
 }

@@ -34,7 +34,8 @@
 //! - `EVAL_HISTORY_OUT`: the JSON file (default `<work>/results.json`).
 //! - `EVAL_FOLLOW_HITS`: best hits whose used symbols the third configuration follows
 //!   (default 0; the shipped configuration follows 3).
-//! - `EVAL_VERBOSE=1`: one line per case.
+//! - `EVAL_VERBOSE=1`: one line per case (each configuration's rank of the first gold file, `*`
+//!   when a gold file is among the six chunks' files).
 //! - `EVAL_VARIANTS`: extra lexical configurations to compare, `name={json};name2={json}`, each
 //!   a `rag` config section applied over the shipped defaults (e.g.
 //!   `nocap={"maxChunksPerFile":0}`).
@@ -382,7 +383,12 @@ fn record(
     if env_flag("EVAL_VERBOSE") {
         let ranks: Vec<String> = outcomes
             .iter()
-            .map(|(n, _, s)| format!("{n}: {}", s.rank.map_or("-".into(), |r| r.to_string())))
+            .map(|(n, _, s)| {
+                let rank = s.rank.map_or("-".into(), |r| r.to_string());
+                // `*`: a gold file among the six chunks' files (Chunks@6).
+                let chunks6 = if s.chunks6 { "*" } else { "" };
+                format!("{n}: {rank}{chunks6}")
+            })
             .collect();
         let shown = if show_repo {
             format!(" {:<8}", repo.short())

@@ -121,10 +121,19 @@ pub struct RagConfig {
     /// `× (1 + repeatedTermWeight × ln(count))` (0: each term once).
     pub repeated_term_weight: f32,
     /// Read a request as an issue report: drop template boilerplate (HTML comments, heading
-    /// lines of plain words) and take the kinds of files it asks about from its first line.
+    /// lines of plain words, with `drop_checklists` checklist lines) and take the kinds of
+    /// files it asks about from its first line.
     pub read_reports: bool,
+    /// With `read_reports`, also drop a report's checklist lines (`- [x] I've searched the
+    /// existing issues`): a template's boxes the user ticked, not what the report is about.
+    pub drop_checklists: bool,
     /// Multiplier of the chunks of a file the request mentions by path or name.
     pub mentioned_file_boost: f32,
+    /// Judge file kinds from the repository too, not only from paths: a folder with its own
+    /// licence inside the project's code is vendored, a file whose header says it is
+    /// generated (or a lock file, or minified code) is generated, and a chunk of test code
+    /// in a source file (a Rust test module) weighs as a test.
+    pub content_kinds: bool,
     /// Score multipliers of chunks by the kind of their file, for kinds the request does not
     /// ask about by name (source code is 1).
     pub kind_weights: KindWeights,
@@ -212,7 +221,9 @@ impl Default for RagConfig {
             plain_words: 0,
             repeated_term_weight: 0.5,
             read_reports: true,
+            drop_checklists: true,
             mentioned_file_boost: 2.0,
+            content_kinds: false,
             kind_weights: KindWeights::SOURCE_FIRST,
             max_chunks_per_file: 1,
             file_rank_weight: 0.5,
@@ -258,6 +269,7 @@ impl RagConfig {
             plain_words: self.plain_words,
             repeated: self.repeated_term_weight,
             read_reports: self.read_reports,
+            drop_checklists: self.drop_checklists,
         }
     }
 
@@ -298,6 +310,7 @@ mod tests {
             "the index is lexical unless embeddings are turned on"
         );
         assert!(config.read_reports);
+        assert!(config.drop_checklists);
         assert_eq!(json["repeatedTermWeight"], 0.5);
         let opted: RagConfig = serde_json::from_str(r#"{"embeddings": true}"#).unwrap();
         assert!(opted.embeddings);

@@ -34,12 +34,13 @@ use super::chunk::{Chunk, ChunkOptions, chunk_file};
 use super::discover::{DiscoveredFile, looks_binary};
 use super::error::RagError;
 use super::hash::{ContentHash, content_hash, tagged_hash};
+use super::kind::{self, FileKind};
 use super::request::QueryTerm;
 use super::store::{RagDir, write_atomic};
 use super::tokenize;
 
 /// Bumped whenever the schema, chunking or manifest layout changes.
-pub const INDEX_FORMAT_VERSION: u32 = 2;
+pub const INDEX_FORMAT_VERSION: u32 = 3;
 /// The `kind` of a whole-file document (chunks have none).
 const FILE_DOC: &str = "file";
 /// Files chunked between two deadline checks.
@@ -164,6 +165,9 @@ struct Fields {
     symbols: Field,
     tags: Field,
     body: Field,
+    /// What a chunk's content says its kind is when its path does not
+    /// ([`kind::content_kind`], [`kind::is_test_chunk`]).
+    content_kind: Field,
     start_line: Field,
     end_line: Field,
     language: Field,
@@ -188,6 +192,7 @@ fn schema() -> (Schema, Fields) {
         symbols: builder.add_text_field("symbols", searchable.clone().set_stored()),
         tags: builder.add_text_field("tags", STORED),
         body: builder.add_text_field("body", searchable.clone().set_stored()),
+        content_kind: builder.add_text_field("content_kind", STORED),
         start_line: builder.add_u64_field("start_line", STORED),
         end_line: builder.add_u64_field("end_line", STORED),
         language: builder.add_text_field("language", STRING | STORED),
@@ -222,6 +227,10 @@ pub struct IndexedChunk {
     /// Raw BM25 score (0 when not from a search).
     #[serde(skip)]
     pub bm25: f32,
+    /// The kind its content says it is, when its path does not say so: generated (the
+    /// file's header, a lock file, minified code) or test code in a source file.
+    #[serde(skip)]
+    pub content_kind: Option<FileKind>,
 }
 
 impl IndexedChunk {
@@ -238,6 +247,7 @@ impl IndexedChunk {
             symbols: chunk.symbols,
             text: chunk.text,
             bm25: 0.0,
+            content_kind: None,
         }
     }
 }
@@ -967,6 +977,11 @@ impl CodeIndex {
             text: text(f.body),
             hash,
             bm25,
+            content_kind: match doc.get_first(f.content_kind).and_then(|v| v.as_str()) {
+                Some("generated") => Some(FileKind::Generated),
+                Some("test") => Some(FileKind::Test),
+                _ => None,
+            },
         }
     }
 }
@@ -1162,6 +1177,7 @@ fn process_file(
     let chunks = chunk_file(&file.rel_path, &text, options);
     record.chunks = chunks.len() as u32;
     let path_terms = file.rel_path.replace(['/', '.', '-'], " ");
+    let generated = kind::content_kind(&file.rel_path, &text) == Some(FileKind::Generated);
     let mut docs: Vec<TantivyDocument> = Vec::with_capacity(chunks.len() + 1);
     if !chunks.is_empty() {
         docs.push(doc!(
@@ -1173,7 +1189,15 @@ fn process_file(
     }
     docs.extend(chunks.into_iter().map(|c| {
         let hash = tagged_hash(&c.tags, &c.text);
+        let content_kind = if generated {
+            "generated"
+        } else if kind::is_test_chunk(&c) {
+            "test"
+        } else {
+            ""
+        };
         doc!(
+            fields.content_kind => content_kind,
             fields.path => file.rel_path.as_str(),
             fields.path_terms => path_terms.as_str(),
             fields.symbols => c.symbols.join("\n"),

@@ -143,6 +143,7 @@ mod tests {
                 text: "fn a() {}".into(),
                 hash: [7; 16],
                 bm25: 4.5,
+                content_kind: None,
             },
             score: 0.75,
             lexical: 1.0,

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use super::config::{Fusion, RagConfig};
 use super::index::{FileHit, IndexedChunk};
-use super::kind::FileKind;
+use super::kind::{FileKind, RepoLayout};
 use super::query::{Action, FilterCounts, RetrievedChunk};
 use super::request::Request;
 use promptd_base::tokens::count_tokens;
@@ -124,6 +124,7 @@ fn rank_by_file(
     weights: &HashMap<String, f32>,
     config: &RagConfig,
     request: &Request,
+    layout: Option<&RepoLayout>,
 ) {
     let max_file = files
         .iter()
@@ -135,7 +136,7 @@ fn rank_by_file(
         let weight = weights
             .get(&f.path)
             .copied()
-            .unwrap_or_else(|| file_weight(&f.path, config, request));
+            .unwrap_or_else(|| file_weight(&f.path, path_kind(&f.path, layout), config, request));
         whole.insert(f.path.as_str(), (f.bm25 / max_file * weight, f.chunks));
     }
     let mut best: HashMap<String, f32> = HashMap::new();
@@ -154,10 +155,15 @@ fn rank_by_file(
     }
 }
 
-/// The multiplier of every chunk of `path`: its kind's weight (1 for source code and for a
-/// kind the request asks about), times the mentioned-file boost when the request names it.
-fn file_weight(path: &str, config: &RagConfig, request: &Request) -> f32 {
-    let kind = FileKind::of(path);
+/// The kind of `path`: from the repository's layout when there is one, else from the path.
+fn path_kind(path: &str, layout: Option<&RepoLayout>) -> FileKind {
+    layout.map_or_else(|| FileKind::of(path), |l| l.kind(path))
+}
+
+/// The multiplier of every chunk of `path`, a file of `kind`: the kind's weight (1 for source
+/// code and for a kind the request asks about), times the mentioned-file boost when the
+/// request names it.
+fn file_weight(path: &str, kind: FileKind, config: &RagConfig, request: &Request) -> f32 {
     let mut weight = if request.asked.includes(kind) {
         1.0
     } else {
@@ -171,7 +177,9 @@ fn file_weight(path: &str, config: &RagConfig, request: &Request) -> f32 {
 
 /// Scores candidates (in BM25 order) for `request` and sorts them best first. `vectors[i]` is
 /// the cosine of candidate `i` when every candidate has one; `files` are the best whole-file
-/// matches with their BM25 scores (empty when file-level ranking is off).
+/// matches with their BM25 scores (empty when file-level ranking is off). With a `layout`
+/// (the repository's, [`RagConfig::content_kinds`]) file kinds come from it and from what each
+/// chunk's content says ([`IndexedChunk::content_kind`]); without, from paths alone.
 pub fn fuse(
     candidates: Vec<IndexedChunk>,
     vectors: Option<Vec<f32>>,
@@ -179,6 +187,7 @@ pub fn fuse(
     config: &RagConfig,
     request: &Request,
     action: Option<Action>,
+    layout: Option<&RepoLayout>,
 ) -> Vec<RetrievedChunk> {
     let max_bm25 = candidates
         .iter()
@@ -233,12 +242,24 @@ pub fn fuse(
     let mut file_weights: HashMap<String, f32> = HashMap::new();
     for s in &mut scored {
         let path = &s.chunk.path;
+        let content = layout.and(s.chunk.content_kind);
+        let kind = match content {
+            Some(FileKind::Generated) => FileKind::Generated,
+            _ => path_kind(path, layout),
+        };
         s.score *= *file_weights
             .entry(path.clone())
-            .or_insert_with(|| file_weight(path, config, request));
+            .or_insert_with(|| file_weight(path, kind, config, request));
+        // A test module in a source file weighs as a test, its file as source.
+        if content == Some(FileKind::Test)
+            && kind == FileKind::Source
+            && !request.asked.includes(FileKind::Test)
+        {
+            s.score *= config.kind_weights.test;
+        }
     }
     if config.file_rank_weight > 0.0 {
-        rank_by_file(&mut scored, files, &file_weights, config, request);
+        rank_by_file(&mut scored, files, &file_weights, config, request, layout);
     }
     if config.file_aggregation > 0.0 {
         let mut per_file: HashMap<String, f32> = HashMap::new();
@@ -352,6 +373,7 @@ mod tests {
             text: format!("fn f{start}() {{}}"),
             hash: [0; 16],
             bm25,
+            content_kind: None,
         }
     }
 
@@ -367,7 +389,15 @@ mod tests {
             chunk("b.rs", 1, 10, 8.0),
             chunk("c.rs", 1, 10, 1.0),
         ];
-        let scored = fuse(candidates, None, &[], &config, &Request::default(), None);
+        let scored = fuse(
+            candidates,
+            None,
+            &[],
+            &config,
+            &Request::default(),
+            None,
+            None,
+        );
         let (kept, counts) = filter(scored, 0.3, 6, 0, 10_000, |s| s.chunk.text.clone());
         assert_eq!(
             counts,
@@ -386,6 +416,7 @@ mod tests {
                 &[],
                 &config,
                 &Request::default(),
+                None,
                 None,
             ),
             2.0,

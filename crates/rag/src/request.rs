@@ -35,6 +35,8 @@ pub struct TermWeights {
     /// Read the request as an issue report ([`report_text`]): template boilerplate dropped,
     /// the kinds of files asked about read from its first line only.
     pub read_reports: bool,
+    /// With `read_reports`, drop checklist lines too ([`report_text`]).
+    pub drop_checklists: bool,
 }
 
 /// A request read for searching.
@@ -113,19 +115,28 @@ fn template_heading_pattern() -> &'static Regex {
 }
 
 /// An issue report without what its template wrote: HTML comments (the template's
-/// instructions, `<!-- Summary. -->`) and heading lines of plain words. Everything the user
+/// instructions, `<!-- Summary. -->`), heading lines of plain words and, with
+/// `drop_checklists`, checklist lines (`- [x] I have searched …`). Everything else the user
 /// wrote, code blocks and tracebacks included, stays.
-pub fn report_text(text: &str) -> String {
+pub fn report_text(text: &str, drop_checklists: bool) -> String {
     let without_comments = html_comment_pattern().replace_all(text, "\n");
     let mut out = String::with_capacity(without_comments.len());
     for line in without_comments.lines() {
-        if template_heading_pattern().is_match(line) {
+        if template_heading_pattern().is_match(line)
+            || (drop_checklists && checklist_pattern().is_match(line))
+        {
             continue;
         }
         out.push_str(line);
         out.push('\n');
     }
     out
+}
+
+/// A checklist line of an issue template: `- [x] I have searched …`, `* [ ] …`.
+fn checklist_pattern() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"^\s*[-*+] \[[ xX]\]\s").expect("checklist pattern"))
 }
 
 fn backtick_pattern() -> &'static Regex {
@@ -138,7 +149,7 @@ impl Request {
     pub fn parse(text: &str, weights: TermWeights) -> Request {
         let cleaned;
         let text = if weights.read_reports {
-            cleaned = report_text(text);
+            cleaned = report_text(text, weights.drop_checklists);
             cleaned.as_str()
         } else {
             text
@@ -263,6 +274,7 @@ mod tests {
         plain_words: 8,
         repeated: 0.0,
         read_reports: false,
+        drop_checklists: false,
     };
 
     #[test]
@@ -292,7 +304,7 @@ mod tests {
                       Calling `Session.send` raises\n**Expected behavior**\n\
                       ## `parse_args()` ignores --notes\n<!-- unterminated";
         assert_eq!(
-            report_text(report),
+            report_text(report, false),
             "\n\nCalling `Session.send` raises\n## `parse_args()` ignores --notes\n\n"
         );
         let r = Request::parse(report, REPORTS);
@@ -310,6 +322,17 @@ mod tests {
                 .any(|t| template.contains(&t.text))
         );
         assert!(r.identifiers.iter().any(|i| i == "Session.send"));
+    }
+
+    #[test]
+    fn checklists_dropped_when_asked() {
+        let report = "- [x] I've verified that I have updated yt-dlp\n* [ ] searched the bugtracker\n\
+                      `--cookies-from-browser` fails\n- [link](x) stays";
+        assert_eq!(
+            report_text(report, true),
+            "`--cookies-from-browser` fails\n- [link](x) stays\n"
+        );
+        assert!(report_text(report, false).contains("verified"));
     }
 
     #[test]

@@ -21,7 +21,7 @@ use super::follow;
 use super::format::{active_section, chunk_block, format_context, summary_line};
 use super::hash::ContentHash;
 use super::index::{CodeIndex, FileHit, IndexedChunk, Manifest, RefreshCounts};
-use super::kind;
+use super::kind::{self, RepoLayout};
 use super::query::{
     ActiveFileContext, Retrieval, RetrievalMode, RetrievalQuery, RetrievalStats, RetrievedChunk,
 };
@@ -93,6 +93,9 @@ struct State {
     last_error: Option<String>,
     /// What the last refresh left out to stay within the index bounds.
     bounds_warning: Option<String>,
+    /// The repository layout read from the manifest of that generation
+    /// ([`RagConfig::content_kinds`]).
+    layout: Option<(u64, Arc<RepoLayout>)>,
 }
 
 struct Inner {
@@ -207,6 +210,7 @@ impl Retriever {
                 last_refresh: None,
                 last_error: None,
                 bounds_warning: None,
+                layout: None,
             }),
             changed: Condvar::new(),
             writer_turn: Mutex::new(()),
@@ -666,6 +670,22 @@ impl Inner {
         Ok(done)
     }
 
+    /// The layout of the indexed files ([`RepoLayout`]), read again when the manifest changed.
+    fn layout(&self) -> Arc<RepoLayout> {
+        let mut state = self.lock_state();
+        let generation = state.manifest.generation;
+        if let Some((g, layout)) = &state.layout
+            && *g == generation
+        {
+            return Arc::clone(layout);
+        }
+        let layout = Arc::new(RepoLayout::from_paths(
+            state.manifest.files.keys().map(String::as_str),
+        ));
+        state.layout = Some((generation, Arc::clone(&layout)));
+        layout
+    }
+
     /// Makes sure the index is as fresh as the budgets allow; returns warnings and the number
     /// of files indexed at that point.
     fn freshen(this: &Arc<Inner>) -> (Vec<String>, usize) {
@@ -807,7 +827,16 @@ impl Inner {
         if cosines.is_some() {
             stats.mode = RetrievalMode::Hybrid;
         }
-        let mut scored = rank::fuse(candidates, cosines, &files, config, &request, stats.action);
+        let layout = config.content_kinds.then(|| self.layout());
+        let mut scored = rank::fuse(
+            candidates,
+            cosines,
+            &files,
+            config,
+            &request,
+            stats.action,
+            layout.as_deref(),
+        );
         let follow_started = Instant::now();
         let active_abs = active.as_ref().map(|rel| self.repo.join(rel));
         follow::add_definitions(
