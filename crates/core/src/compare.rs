@@ -56,9 +56,7 @@ pub fn render_variant(
 ) -> Result<RenderedVariant, CompareError> {
     let (snap, name) = library.resolve(spec)?;
     let prompt = snap
-        .registry
-        .get(&name)
-        .filter(|t| visibility.shows(t))
+        .visible(&name, visibility)
         .ok_or_else(|| RenderError::UnknownPrompt {
             name: spec.to_string(),
         })?;

@@ -124,6 +124,11 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// The prompt `name`, when `visibility` serves it.
+    pub fn visible(&self, name: &str, visibility: Visibility) -> Option<&Arc<PromptTemplate>> {
+        self.registry.get(name).filter(|t| visibility.shows(t))
+    }
+
     /// The prompts `visibility` shows whose names a caller who asked for `name` most likely
     /// meant ([`similar_names`]).
     pub fn similar_names(&self, name: &str, visibility: Visibility) -> Vec<String> {
@@ -1243,7 +1248,7 @@ fn get_prompts(
             limit: limits.max_batch,
         });
     }
-    let lookup = |name: &str| snap.registry.get(name).filter(|t| visibility.shows(t));
+    let lookup = |name: &str| snap.visible(name, visibility);
     let include_system = req.include_system && visibility == Visibility::All;
     let args = req.args.clone().unwrap_or_default();
     let mut errors = Vec::new();

@@ -156,7 +156,7 @@ impl PromptServer {
             return Ok(CompleteResult::new(CompletionInfo::default()));
         };
         let snap = self.library().snapshot();
-        let Some(t) = snap.registry.get(&prompt.name).filter(|t| self.offered(t)) else {
+        let Some(t) = snap.visible(&prompt.name, self.visibility()) else {
             return Err(self.unknown_prompt(&snap, &prompt.name));
         };
         let info = t
@@ -253,7 +253,7 @@ impl ServerHandler for PromptServer {
                 return counted(Method::prompts_get, started, Err(error));
             }
         };
-        let result = match snap.registry.get(&name).filter(|t| self.offered(t)) {
+        let result = match snap.visible(&name, self.visibility()) {
             None => Err(self.unknown_prompt(&snap, &request.name)),
             Some(t) => snap
                 .render_template(

@@ -161,13 +161,12 @@ pub fn prepare(
     visibility: Visibility,
     clock: &Clock,
 ) -> Result<PreparedRun, RunError> {
-    let prompt = snapshot
-        .registry
-        .get(&req.prompt)
-        .filter(|t| visibility.shows(t))
-        .ok_or_else(|| RenderError::UnknownPrompt {
-            name: req.prompt.clone(),
-        })?;
+    let prompt =
+        snapshot
+            .visible(&req.prompt, visibility)
+            .ok_or_else(|| RenderError::UnknownPrompt {
+                name: req.prompt.clone(),
+            })?;
     let rendered = snapshot.render_template(prompt, &req.arguments, clock)?;
     Ok(PreparedRun {
         prompt: prompt.name.clone(),

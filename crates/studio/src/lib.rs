@@ -86,10 +86,7 @@ impl StudioOptions {
         snapshot: &'a Snapshot,
         name: &str,
     ) -> Option<&'a Arc<PromptTemplate>> {
-        snapshot
-            .registry
-            .get(name)
-            .filter(|t| self.visibility.shows(t))
+        snapshot.visible(name, self.visibility)
     }
 
     /// `path` as `promptd test` shows it: relative to the project when inside it (without a

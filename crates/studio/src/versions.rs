@@ -54,6 +54,8 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         .expect("compare template");
     env.add_template("run-diff.html", include_str!("assets/run-diff.html"))
         .expect("run diff template");
+    env.add_template("diff-rows.html", include_str!("assets/diff-rows.html"))
+        .expect("diff rows template");
     env
 });
 
