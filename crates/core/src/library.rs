@@ -318,6 +318,9 @@ pub struct PromptLibrary {
     swaps: tokio::sync::watch::Sender<u64>,
     /// The prompt folders' git repositories: `NAME@REV` and histories.
     versions: crate::versions::Versions,
+    /// Snapshots as of a revision, by [`RootsAt::key`](crate::versions::RootsAt): the last
+    /// [`SNAPSHOTS_KEPT`](crate::versions::SNAPSHOTS_KEPT).
+    at_revision: std::sync::Mutex<Option<lru::LruCache<String, Arc<Snapshot>>>>,
 }
 
 impl PromptLibrary {
@@ -345,6 +348,7 @@ impl PromptLibrary {
             loading: std::sync::Mutex::new(()),
             swaps: tokio::sync::watch::Sender::new(0),
             versions: crate::versions::Versions::new(),
+            at_revision: Default::default(),
         })
     }
 
@@ -400,6 +404,7 @@ impl PromptLibrary {
             loading: std::sync::Mutex::new(()),
             swaps: tokio::sync::watch::Sender::new(0),
             versions: crate::versions::Versions::new(),
+            at_revision: Default::default(),
         })
     }
 
@@ -533,10 +538,51 @@ impl PromptLibrary {
             None => Ok((snap, name.to_string())),
             Some(Err(e)) => Err(e),
             Some(Ok((bare, rev))) => {
-                let (at, _) = self.versions.prompt_at(&snap, bare, rev)?;
+                let (at, commit) = self.snapshot_at(&snap, rev)?;
+                if at.registry.get(bare).is_none() {
+                    return Err(VersionError::MissingAtRevision {
+                        name: bare.to_string(),
+                        rev: rev.to_string(),
+                        commit,
+                    });
+                }
                 Ok((at, bare.to_string()))
             }
         }
+    }
+
+    /// `current` as of `rev` ([`Versions::roots_at`](crate::versions::Versions::roots_at)):
+    /// the working copy's loader, dialects and renderer over the trees at that commit, and
+    /// `current`'s config; with the commit, shortened.
+    fn snapshot_at(
+        &self,
+        current: &Snapshot,
+        rev: &str,
+    ) -> Result<(Arc<Snapshot>, String), VersionError> {
+        let at = self.versions.roots_at(current.registry.roots(), rev)?;
+        let kept = |kept: &mut Option<lru::LruCache<String, Arc<Snapshot>>>| {
+            kept.get_or_insert_with(|| {
+                lru::LruCache::new(
+                    std::num::NonZeroUsize::new(crate::versions::SNAPSHOTS_KEPT).expect("non-zero"),
+                )
+            })
+            .get(&at.key)
+            // Built with the config `current` has (the config file is the working copy's).
+            .filter(|s| Arc::ptr_eq(&s.config, &current.config))
+            .cloned()
+        };
+        let mut cache = self.at_revision.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(snap) = kept(&mut cache) {
+            return Ok((snap, at.commit));
+        }
+        drop(cache);
+        let registry = Registry::load_capped(at.roots, current.limits.max_prompt_file_bytes);
+        let snap = Arc::new(Snapshot::new(registry, current.config.clone()));
+        let mut cache = self.at_revision.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(cache) = cache.as_mut() {
+            cache.put(at.key, snap.clone());
+        }
+        Ok((snap, at.commit))
     }
 
     /// The `wit-get-prompts` contract for a trusted caller (the CLI): every prompt is visible,

@@ -1,15 +1,16 @@
 //! Prompts as of a git revision, read in process with gitoxide (no `git` subprocess).
 //!
 //! `NAME@REV` names the prompt `NAME` as it was at revision `REV` (a tag, a branch, a commit or
-//! a unique prefix of one, anything `git rev-parse` takes). [`Versions::snapshot_at`] builds a
-//! [`Snapshot`] whose registry reads every prompt folder that lies in a git repository from
-//! that folder's tree at the commit ([`tree::TreeSource`]), the built-in prompts as they are;
-//! the registry's loader, dialects and renderer are the working copy's, and so is the config
-//! file. [`Versions::history`] lists the commits that changed a prompt's file, newest first, with
+//! a unique prefix of one, anything `git rev-parse` takes). [`Versions::roots_at`] gives the
+//! prompt roots that read every prompt folder that lies in a git repository from that folder's
+//! tree at the commit ([`tree::TreeSource`]), the built-in prompts as they are; the library
+//! builds its snapshot at that revision from them with the working copy's loader, dialects,
+//! renderer and config file. [`Versions::history`] lists the commits that changed a prompt's file, newest first, with
 //! the prompt's version hash (the content hash of the file) at each.
 //!
 //! Bounded: one repository handle per repository (opened once, kept), at most
-//! [`SNAPSHOTS_KEPT`] snapshots at a commit and [`HISTORIES_KEPT`] histories cached (a commit
+//! [`SNAPSHOTS_KEPT`] snapshots at a commit (kept by the library) and [`HISTORIES_KEPT`]
+//! histories cached (a commit
 //! never changes), at most [`MAX_HISTORY_WALK`] commits walked for one history.
 
 pub mod tree;
@@ -22,8 +23,7 @@ use std::sync::{Arc, Mutex};
 use gix::bstr::ByteSlice;
 use serde::Serialize;
 
-use crate::library::Snapshot;
-use crate::registry::{PromptSource, PromptTemplate, Registry, content_hash};
+use crate::registry::{PromptSource, PromptTemplate, content_hash};
 
 /// Snapshots at a commit kept for the next request.
 pub const SNAPSHOTS_KEPT: usize = 8;
@@ -125,6 +125,15 @@ struct Repo {
 /// A kept history's key: the file's path in its repository, the tip commit, the limit.
 type HistoryKey = (String, String, usize);
 
+/// A registry's prompt roots as of a revision ([`Versions::roots_at`]).
+pub struct RootsAt {
+    pub roots: Vec<Arc<dyn PromptSource>>,
+    /// Names the trees read: equal keys, equal roots.
+    pub key: String,
+    /// The commit, shortened, of the first root read from a tree.
+    pub commit: String,
+}
+
 /// The git side of a library: its repositories and what was read from them.
 #[derive(Debug, Default)]
 pub struct Versions {
@@ -132,7 +141,6 @@ pub struct Versions {
     repos: Mutex<HashMap<PathBuf, Option<Repo>>>,
     /// By git dir: the one handle of each repository.
     handles: Mutex<HashMap<PathBuf, Repo>>,
-    snapshots: Mutex<Option<lru::LruCache<String, Arc<Snapshot>>>>,
     histories: Mutex<Option<lru::LruCache<HistoryKey, Arc<History>>>>,
 }
 
@@ -197,22 +205,23 @@ impl Versions {
         Ok((commit.id, short, tree))
     }
 
-    /// `current` as of `rev`: every folder root inside a git repository that knows `rev` read
-    /// from its tree at that commit, other folders left out, the built-in prompts kept; the
-    /// config, limits and clock are `current`'s.
-    pub fn snapshot_at(
+    /// The prompt roots `roots` as of `rev`: every folder root inside a git repository that
+    /// knows `rev` read from its tree at that commit ([`tree::TreeSource`]), other folders left
+    /// out, the built-in prompts kept; with a key naming what was read (equal keys, equal
+    /// roots: a commit never changes).
+    pub fn roots_at(
         &self,
-        current: &Snapshot,
+        roots: &[Arc<dyn PromptSource>],
         rev: &str,
-    ) -> Result<Arc<Snapshot>, VersionError> {
-        let mut roots: Vec<Arc<dyn PromptSource>> = Vec::new();
+    ) -> Result<RootsAt, VersionError> {
+        let mut at: Vec<Arc<dyn PromptSource>> = Vec::new();
         let mut key = String::new();
         let mut first_error = None;
         let mut any_repo = false;
-        let mut resolved = 0usize;
-        for root in current.registry.roots() {
+        let mut commit_shown = None;
+        for root in roots {
             let Some(dir) = root.dir() else {
-                roots.push(root.clone());
+                at.push(root.clone());
                 key.push_str("builtin;");
                 continue;
             };
@@ -232,9 +241,9 @@ impl Versions {
                 .strip_prefix(&repo.workdir)
                 .map(|p| p.to_string_lossy().replace('\\', "/"))
                 .unwrap_or_default();
-            resolved += 1;
             key.push_str(&format!("{}:{prefix}@{commit};", repo.workdir.display()));
-            roots.push(Arc::new(
+            commit_shown.get_or_insert_with(|| short.clone());
+            at.push(Arc::new(
                 tree::TreeSource::new(&repo.handle, tree, &prefix, &short, root.dialect())
                     .map_err(git_error(&repo.workdir))?,
             ));
@@ -244,60 +253,16 @@ impl Versions {
                 rev: rev.to_string(),
             });
         }
-        if resolved == 0
-            && let Some(e) = first_error
-        {
-            return Err(e);
-        }
-        {
-            let mut kept = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
-            let kept = kept.get_or_insert_with(|| {
-                lru::LruCache::new(NonZeroUsize::new(SNAPSHOTS_KEPT).expect("non-zero"))
-            });
-            // A snapshot built with the config `current` has (the config file is the working
-            // copy's).
-            if let Some(snap) = kept.get(&key)
-                && Arc::ptr_eq(&snap.config, &current.config)
-            {
-                return Ok(snap.clone());
-            }
-        }
-        let registry = Registry::load_capped(roots, current.limits.max_prompt_file_bytes);
-        let snap = Arc::new(Snapshot::new(registry, current.config.clone()));
-        let mut kept = self.snapshots.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(kept) = kept.as_mut() {
-            kept.put(key, snap.clone());
-        }
-        Ok(snap)
-    }
-
-    /// The snapshot and the prompt `NAME@REV` names, or `MissingAtRevision`.
-    pub fn prompt_at(
-        &self,
-        current: &Snapshot,
-        name: &str,
-        rev: &str,
-    ) -> Result<(Arc<Snapshot>, Arc<PromptTemplate>), VersionError> {
-        let snap = self.snapshot_at(current, rev)?;
-        match snap.registry.get(name) {
-            Some(t) => {
-                let t = t.clone();
-                Ok((snap, t))
-            }
-            None => {
-                let commit = snap
-                    .registry
-                    .roots()
-                    .iter()
-                    .map(|r| r.describe())
-                    .find_map(|d| d.rsplit_once('@').map(|(_, c)| c.to_string()))
-                    .unwrap_or_default();
-                Err(VersionError::MissingAtRevision {
-                    name: name.to_string(),
-                    rev: rev.to_string(),
-                    commit,
-                })
-            }
+        match (commit_shown, first_error) {
+            (Some(commit), _) => Ok(RootsAt {
+                roots: at,
+                key,
+                commit,
+            }),
+            (None, Some(e)) => Err(e),
+            (None, None) => Err(VersionError::NoRepository {
+                rev: rev.to_string(),
+            }),
         }
     }
 
