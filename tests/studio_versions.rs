@@ -301,3 +301,128 @@ fn compare_diffs_argument_sets_and_runs_both_variants_side_by_side() {
     );
     screenshot(&tab, "versions-04-two-runs");
 }
+
+/// The diff table `id`'s rows that are not equal: [tag, left, right].
+fn changed_rows_of(tab: &Tab, id: &str) -> serde_json::Value {
+    eval(
+        tab,
+        &format!(
+            "return [...document.querySelectorAll('#{id} tbody tr')].filter(r => r.className !== 'same' && r.className !== 'fold').map(r => [r.className, r.querySelector('.left').textContent, r.querySelector('.right').textContent])"
+        ),
+    )
+}
+
+#[cfg_attr(
+    not(feature = "system-tests"),
+    ignore = "needs Chromium (scripts/setup installs it)"
+)]
+#[test]
+fn compare_takes_more_than_two_variants_and_runs_them_all() {
+    let p = versioned();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let llm = rt.block_on(LlmServer::start(vec![
+        Reply::Answer("one".into()),
+        Reply::Answer("two".into()),
+        Reply::Answer("three".into()),
+        Reply::Answer("four".into()),
+    ]));
+    let studio = Studio::open(
+        &rt,
+        p.path(),
+        &[("LLM_BASE_URL", &llm.url), ("LLM_MODEL", "compare-model")],
+    );
+    let tab = studio.tab.clone();
+    tab.wait_for_element("#prompt-name").unwrap();
+
+    // A third variant from the address: its own argument set, diffed against the left.
+    studio
+        .go("/studio/compare?left=review&right=review@v1&v3=review&a.language=Go&v3.language=Rust");
+    wait_for(
+        &tab,
+        "the third variant's diff",
+        LIVE,
+        "return !!document.getElementById('diff-v3')",
+    );
+    assert_eq!(
+        changed_rows(&tab),
+        json!([[
+            "changed",
+            "Review this Go change line by line.",
+            "Review this Go change."
+        ]])
+    );
+    assert_eq!(
+        changed_rows_of(&tab, "diff-v3"),
+        json!([[
+            "changed",
+            "Review this Go change line by line.",
+            "Review this Rust change line by line."
+        ]])
+    );
+    // Each side names the version it rendered (the file's content hash).
+    assert_eq!(
+        eval(
+            &tab,
+            "return [...document.querySelectorAll('fieldset.side code.version')].map(c => c.textContent.length === 12 && c.title.startsWith(c.textContent))"
+        ),
+        json!([true, true, true])
+    );
+    // A fourth one added through the form's empty field.
+    assert_eq!(
+        eval(&tab, "return document.getElementById('add-variant').name"),
+        json!("v4")
+    );
+    eval(
+        &tab,
+        "document.getElementById('add-variant').value = 'review@v1'; document.getElementById('show-diff').click(); return true",
+    );
+    wait_for(
+        &tab,
+        "the fourth variant's diff",
+        LIVE,
+        "return !!document.getElementById('diff-v4')",
+    );
+    assert_eq!(
+        eval(&tab, "return document.getElementById('v3-spec').value"),
+        json!("review")
+    );
+    // Run all four: every answer in its own column, in order.
+    tab.wait_for_element("#run-both").unwrap().click().unwrap();
+    let (answers, _) = wait_for(
+        &tab,
+        "four answers",
+        LIVE,
+        "const a = [...document.querySelectorAll('#answers article.answer')]; \
+         return a.length === 4 && a.every(x => x.querySelector('pre.text')) && \
+                a.map(x => [x.id, x.querySelector('h4').textContent, x.querySelector('pre.text').textContent])",
+    );
+    assert_eq!(
+        answers,
+        json!([
+            ["left-answer", "review", "one"],
+            ["right-answer", "review@v1", "two"],
+            ["v3-answer", "review", "three"],
+            ["v4-answer", "review@v1", "four"]
+        ])
+    );
+    let sent: Vec<String> = llm
+        .requests()
+        .iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            format!("{}\nBe kind.\n", WORKING.replace("{{ language }}", "Go")),
+            format!("{}\nBe kind.\n", V1.replace("{{ language }}", "Go")),
+            format!("{}\nBe kind.\n", WORKING.replace("{{ language }}", "Rust")),
+            format!("{}\nBe kind.\n", V1.replace("{{ language }}", "Go")),
+        ]
+    );
+    screenshot(&tab, "versions-05-four-variants");
+}

@@ -320,4 +320,81 @@ fn run_vs_runs_both_variants_and_prints_both_answers_and_the_rendered_diff() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(stderr(&out).contains("`nope` is not a revision"), "{out:?}");
     assert_eq!(llm.requests().len(), before);
+
+    // More than one --vs: every variant runs, each is diffed against the first.
+    let three = rt.block_on(LlmServer::start(vec![
+        Reply::Answer("First.".into()),
+        Reply::Answer("Second.".into()),
+        Reply::Answer("Third.".into()),
+    ]));
+    let out = promptd()
+        .args([
+            "run",
+            "review",
+            "--arg",
+            "language=Go",
+            "--vs",
+            "v1",
+            "--vs",
+            "main",
+            "--json",
+        ])
+        .env("LLM_BASE_URL", &three.url)
+        .env("LLM_MODEL", "compare-model")
+        .current_dir(p.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let all: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let answers: Vec<(&str, &str)> = all["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r.get("revision").and_then(Value::as_str).unwrap_or(""),
+                r["answer"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [("", "First."), ("v1", "Second."), ("main", "Third.")]
+    );
+    let diffs = all["renderedDiffs"].as_array().unwrap();
+    assert_eq!(diffs.len(), 2, "{all}");
+    assert_eq!(
+        (diffs[1]["left"].as_str(), diffs[1]["right"].as_str()),
+        (Some("review"), Some("review@main"))
+    );
+    assert!(
+        diffs[1]["diff"]
+            .as_str()
+            .unwrap()
+            .contains("+++ review@main\n"),
+        "{all}"
+    );
+    // The first pair keeps the two-variant shape.
+    assert_eq!(all["right"]["revision"], "v1");
+    assert_eq!(all["renderedDiff"], diffs[0]["diff"]);
+    let sent: Vec<String> = three
+        .requests()
+        .iter()
+        .map(|r| {
+            r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [rendered(WORKING), rendered(V1), rendered(V2)],
+        "each variant sent its own render"
+    );
+    // Six variants are too many, refused before any model call.
+    let many: Vec<&str> = ["--vs", "v1"].repeat(6);
+    let out = run(&many);
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(stderr(&out).contains("at most 5 variants"), "{out:?}");
 }

@@ -43,13 +43,14 @@ pub struct RunArgs {
     /// The model (default: the prompt's frontmatter `model`, else LLM_MODEL).
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// Also run a second variant with the same arguments and compare: the prompt at a git
-    /// revision (tag, branch, commit), or another prompt (a name the registry holds, or
-    /// `OTHER@REV`). Both answers are printed, then the diff of the rendered texts.
+    /// Also run another variant with the same arguments and compare (repeat for more, up to
+    /// 5): the prompt at a git revision (tag, branch, commit), or another prompt (a name the
+    /// registry holds, or `OTHER@REV`). Every answer is printed, then the diff of each variant's
+    /// rendered text against the first's.
     #[arg(long, value_name = "REV|NAME")]
-    pub vs: Option<String>,
-    /// Print the recorded run as JSON (after the answer is complete); with --vs, both runs
-    /// and the rendered diff.
+    pub vs: Vec<String>,
+    /// Print the recorded run as JSON (after the answer is complete); with --vs, every run
+    /// and the rendered diffs.
     #[arg(long)]
     pub json: bool,
 }
@@ -168,8 +169,8 @@ pub fn run(common: &CommonArgs, args: &RunArgs, out: &mut dyn Write) -> Result<u
             ..Default::default()
         },
     };
-    if let Some(vs) = &args.vs {
-        return run_versus(&stages, request, vs, args.json, out);
+    if !args.vs.is_empty() {
+        return run_versus(&stages, request, &args.vs, args.json, out);
     }
     let json = args.json;
     let mut on_text = move |t: &str| {
@@ -212,66 +213,106 @@ fn print_run_facts(record: &crate::stages::run::RunRecord) {
     );
 }
 
-/// `promptd run NAME --vs REV|OTHER`: both variants rendered first (a bad revision or argument
-/// fails before any model call), then run one after the other; both answers, then the unified
-/// diff of the rendered texts.
+/// The most variants `--vs` adds to the first.
+const MAX_VS: usize = 5;
+
+/// `promptd run NAME --vs REV|OTHER [--vs …]`: every variant rendered first (a bad revision or
+/// argument fails before any model call), then run one after the other; every answer, then the
+/// unified diff of each variant's rendered text against the first's.
 fn run_versus(
     stages: &Arc<Stages>,
-    left: crate::stages::run::RunRequest,
-    vs: &str,
+    first: crate::stages::run::RunRequest,
+    vs: &[String],
     json: bool,
     out: &mut dyn Write,
 ) -> Result<u8> {
+    if vs.len() > MAX_VS {
+        anyhow::bail!(
+            "--vs was given {} times; at most {MAX_VS} variants are compared with the first",
+            vs.len()
+        );
+    }
     let library = stages.library();
-    let other = if vs.contains('@') || library.snapshot().registry.get(vs).is_some() {
-        vs.to_string()
-    } else {
-        format!("{}@{vs}", left.prompt)
+    let spec_of = |vs: &str| {
+        if vs.contains('@') || library.snapshot().registry.get(vs).is_some() {
+            vs.to_string()
+        } else {
+            format!("{}@{vs}", first.prompt)
+        }
     };
-    let right = crate::stages::run::RunRequest {
-        prompt: other,
-        ..left.clone()
-    };
-    let render = |spec: &str| {
-        crate::compare::render_variant(
-            library,
-            spec,
-            &left.arguments,
-            crate::library::Visibility::All,
-        )
-    };
-    let (a, b) = (render(&left.prompt)?, render(&right.prompt)?);
-    let diff = crate::compare::unified(&a.text, &b.text, &a.spec, &b.spec);
+    let requests: Vec<crate::stages::run::RunRequest> = std::iter::once(first.clone())
+        .chain(vs.iter().map(|v| crate::stages::run::RunRequest {
+            prompt: spec_of(v),
+            ..first.clone()
+        }))
+        .collect();
+    let rendered = requests
+        .iter()
+        .map(|r| {
+            crate::compare::render_variant(
+                library,
+                &r.prompt,
+                &first.arguments,
+                crate::library::Visibility::All,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let base = &rendered[0];
+    let diffs: Vec<String> = rendered[1..]
+        .iter()
+        .map(|other| crate::compare::unified(&base.text, &other.text, &base.spec, &other.spec))
+        .collect();
     let rt = runtime()?;
     let mut quiet = |_: &str| {};
-    let first = rt.block_on(stages.run(left, crate::library::Visibility::All, &mut quiet))?;
-    let second = rt.block_on(stages.run(right, crate::library::Visibility::All, &mut quiet))?;
+    let mut records = Vec::with_capacity(requests.len());
+    for request in requests {
+        records.push(rt.block_on(stages.run(
+            request,
+            crate::library::Visibility::All,
+            &mut quiet,
+        ))?);
+    }
     if json {
+        let against: Vec<_> = rendered[1..]
+            .iter()
+            .zip(&diffs)
+            .map(|(other, diff)| {
+                serde_json::json!({ "left": base.spec, "right": other.spec, "diff": diff })
+            })
+            .collect();
         serde_json::to_writer_pretty(
             &mut *out,
-            &serde_json::json!({ "left": first, "right": second, "renderedDiff": diff }),
+            &serde_json::json!({
+                "left": records[0],
+                "right": records[1],
+                "renderedDiff": diffs[0],
+                "variants": records,
+                "renderedDiffs": against,
+            }),
         )?;
         writeln!(out)?;
     } else {
-        for (spec, record) in [(&a.spec, &first), (&b.spec, &second)] {
-            writeln!(out, "=== {spec} ===")?;
+        for (variant, record) in rendered.iter().zip(&records) {
+            writeln!(out, "=== {} ===", variant.spec)?;
             write!(out, "{}", record.answer)?;
             if !record.answer.ends_with('\n') {
                 writeln!(out)?;
             }
         }
-        writeln!(out, "=== rendered diff ===")?;
-        if diff.is_empty() {
-            writeln!(out, "(the rendered texts are identical)")?;
-        } else {
-            write!(out, "{diff}")?;
+        for diff in &diffs {
+            writeln!(out, "=== rendered diff ===")?;
+            if diff.is_empty() {
+                writeln!(out, "(the rendered texts are identical)")?;
+            } else {
+                write!(out, "{diff}")?;
+            }
         }
     }
-    for (spec, record) in [(&a.spec, &first), (&b.spec, &second)] {
+    for (variant, record) in rendered.iter().zip(&records) {
         if let Some(e) = &record.error {
-            eprintln!("error: {spec}: {e}");
+            eprintln!("error: {}: {e}", variant.spec);
         }
         print_run_facts(record);
     }
-    Ok(u8::from(first.error.is_some() || second.error.is_some()))
+    Ok(u8::from(records.iter().any(|r| r.error.is_some())))
 }

@@ -217,6 +217,10 @@ impl Answer {
 /// One variant: what was asked, its form, its render, its run.
 #[derive(Debug, Serialize)]
 struct SideView {
+    /// The form's key for its spec (`left`, `right`, `v3`, …) and the prefix of its own
+    /// arguments (`l.`, `r.`, `v3.`, …).
+    key: String,
+    prefix: String,
     spec: String,
     fields: Vec<ArgField>,
     rendered: Option<RenderedVariant>,
@@ -226,11 +230,22 @@ struct SideView {
     run_error: Option<String>,
 }
 
+/// A variant after the first two, diffed against the left one.
+#[derive(Debug, Serialize)]
+struct MoreView {
+    side: SideView,
+    diff: Option<SideBySide>,
+}
+
 #[derive(Debug, Serialize)]
 struct ComparePage {
     left: SideView,
     right: SideView,
     diff: Option<SideBySide>,
+    /// Variants 3 to [`MAX_VARIANTS`], each diffed against the left.
+    more: Vec<MoreView>,
+    /// The key of the empty field that adds one more variant (none at the limit).
+    next_key: Option<String>,
     /// Whether this answer comes from a run (POST).
     ran: bool,
     model_configured: bool,
@@ -254,10 +269,36 @@ fn side_args(pairs: &[(String, String)], prefix: &str) -> Map<String, Value> {
     args
 }
 
+/// The most variants one comparison shows side by side.
+pub const MAX_VARIANTS: usize = 6;
+
+/// The form keys of the variants after the first two that `pairs` fills (`v3`, `v4`, … in
+/// order, up to [`MAX_VARIANTS`]), with their specs.
+fn more_specs(pairs: &[(String, String)]) -> Vec<(String, String)> {
+    (3..=MAX_VARIANTS)
+        .filter_map(|n| {
+            let key = format!("v{n}");
+            field(pairs, &key).map(|spec| (key, spec.to_string()))
+        })
+        .collect()
+}
+
+/// The arguments of the variant whose fields start with `prefix`: [`side_args`]; a variant
+/// after the first two that has no fields of its own yet (just added) takes the left's.
+fn variant_args(pairs: &[(String, String)], prefix: &str) -> Map<String, Value> {
+    let own = pairs.iter().any(|(k, _)| k.starts_with(prefix));
+    if own || prefix == "l." || prefix == "r." {
+        side_args(pairs, prefix)
+    } else {
+        side_args(pairs, "l.")
+    }
+}
+
 /// Renders one side of the form.
 fn side(
     library: &PromptLibrary,
     state: &StudioState,
+    key: &str,
     spec: &str,
     prefix: &str,
     args: &Map<String, Value>,
@@ -294,6 +335,8 @@ fn side(
             Err(e) => (None, Some(e.to_string())),
         };
     SideView {
+        key: key.to_string(),
+        prefix: prefix.to_string(),
         spec: spec.to_string(),
         fields,
         rendered,
@@ -313,16 +356,51 @@ fn compare_view(
     };
     let right = field(pairs, "right").unwrap_or(left);
     let library = &state.library;
-    let left = side(library, state, left, "l.", &side_args(pairs, "l."));
-    let right = side(library, state, right, "r.", &side_args(pairs, "r."));
-    let diff = match (&left.rendered, &right.rendered) {
+    let left = side(library, state, "left", left, "l.", &side_args(pairs, "l."));
+    let right = side(
+        library,
+        state,
+        "right",
+        right,
+        "r.",
+        &side_args(pairs, "r."),
+    );
+    let against_left = |other: &SideView| match (&left.rendered, &other.rendered) {
         (Some(a), Some(b)) => Some(compare::side_by_side(&a.text, &b.text)),
         _ => None,
     };
+    let diff = against_left(&right);
+    let more: Vec<MoreView> = more_specs(pairs)
+        .into_iter()
+        .map(|(key, spec)| {
+            let prefix = format!("{key}.");
+            let side = side(
+                library,
+                state,
+                &key,
+                &spec,
+                &prefix,
+                &variant_args(pairs, &prefix),
+            );
+            MoreView {
+                diff: against_left(&side),
+                side,
+            }
+        })
+        .collect();
+    let next_key = (more.len() + 2 < MAX_VARIANTS).then(|| {
+        let taken: Vec<&str> = more.iter().map(|m| m.side.key.as_str()).collect();
+        (3..=MAX_VARIANTS)
+            .map(|n| format!("v{n}"))
+            .find(|k| !taken.contains(&k.as_str()))
+            .unwrap_or_default()
+    });
     Ok(ComparePage {
         left,
         right,
         diff,
+        more,
+        next_key,
         ran: false,
         model_configured: state.stages.default_model().is_some(),
     })
@@ -338,7 +416,7 @@ async fn compare_page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs
     built.unwrap_or_else(|_| fault("the comparison could not be built"))
 }
 
-/// Both variants of the form run against the model, left then right; the page with both
+/// Every variant of the form run against the model, left to right; the page with all the
 /// answers. A side that does not render is not run (its error is shown).
 async fn compare_run(State(state): State<Arc<StudioState>>, body: String) -> Response {
     state.library.wait_loaded().await;
@@ -355,13 +433,16 @@ async fn compare_run(State(state): State<Arc<StudioState>>, body: String) -> Res
     };
     view.ran = true;
     let model = field(&pairs, "model").map(str::to_string);
-    for (side, prefix) in [(&mut view.left, "l."), (&mut view.right, "r.")] {
+    let sides = [&mut view.left, &mut view.right]
+        .into_iter()
+        .chain(view.more.iter_mut().map(|m| &mut m.side));
+    for side in sides {
         if side.rendered.is_none() {
             continue;
         }
         let request = RunRequest {
             prompt: side.spec.clone(),
-            arguments: side_args(&pairs, prefix),
+            arguments: variant_args(&pairs, &side.prefix),
             settings: promptd_stages::llm::ModelSettings {
                 model: model.clone(),
                 ..Default::default()
