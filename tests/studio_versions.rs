@@ -260,16 +260,7 @@ fn compare_diffs_argument_sets_and_runs_both_variants_side_by_side() {
             .as_bool()
             .unwrap()
     );
-    let sent: Vec<String> = llm
-        .requests()
-        .iter()
-        .map(|r| {
-            r.body["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let sent = llm.first_message_texts();
     assert_eq!(
         sent,
         [
@@ -405,16 +396,7 @@ fn compare_takes_more_than_two_variants_and_runs_them_all() {
             ["v4-answer", "review@v1", "four"]
         ])
     );
-    let sent: Vec<String> = llm
-        .requests()
-        .iter()
-        .map(|r| {
-            r.body["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let sent = llm.first_message_texts();
     assert_eq!(
         sent,
         [

@@ -271,16 +271,7 @@ fn run_vs_runs_both_variants_and_prints_both_answers_and_the_rendered_diff() {
          === rendered diff ===\n--- review\n+++ review@v1\n@@ -1,2 +1,2 @@\n\
          -Review this Go change line by line.\n+Review this Go change.\n Be kind.\n"
     );
-    let sent: Vec<String> = llm
-        .requests()
-        .iter()
-        .map(|r| {
-            r.body["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let sent = llm.first_message_texts();
     assert_eq!(sent, [rendered(WORKING), rendered(V1)]);
 
     let out = run(&["--vs", "v1", "--json"]);
@@ -377,16 +368,7 @@ fn run_vs_runs_both_variants_and_prints_both_answers_and_the_rendered_diff() {
     // The first pair keeps the two-variant shape.
     assert_eq!(all["right"]["revision"], "v1");
     assert_eq!(all["renderedDiff"], diffs[0]["diff"]);
-    let sent: Vec<String> = three
-        .requests()
-        .iter()
-        .map(|r| {
-            r.body["messages"][0]["content"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let sent = three.first_message_texts();
     assert_eq!(
         sent,
         [rendered(WORKING), rendered(V1), rendered(V2)],

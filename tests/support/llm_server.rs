@@ -99,6 +99,20 @@ impl LlmServer {
     pub fn requests(&self) -> Vec<Recorded> {
         self.recorded.lock().unwrap().clone()
     }
+
+    /// The text of the first message of each request received, in order (a run sends a
+    /// prompt's render as one plain-text message).
+    pub fn first_message_texts(&self) -> Vec<String> {
+        self.requests()
+            .iter()
+            .map(|r| {
+                r.body["messages"][0]["content"]
+                    .as_str()
+                    .expect("a plain-text first message")
+                    .to_string()
+            })
+            .collect()
+    }
 }
 
 /// A chat-completions body with this assistant text.
