@@ -178,21 +178,19 @@ fn search_text(t: &PromptTemplate, file: &str) -> String {
 /// The page of the prompt `name`, keeping the list's server-side `query` when there is one.
 fn list_href(name: &str, query: Option<&str>) -> String {
     match query.filter(|q| !q.trim().is_empty()) {
-        Some(q) => format!(
-            "{}&q={}",
-            prompt_href(name),
-            percent_encoding::utf8_percent_encode(q, percent_encoding::NON_ALPHANUMERIC)
-        ),
+        Some(q) => format!("{}&q={}", prompt_href(name), encoded(q)),
         None => prompt_href(name),
     }
 }
 
 /// The page of the prompt `name`.
-fn prompt_href(name: &str) -> String {
-    format!(
-        "/?prompt={}",
-        percent_encoding::utf8_percent_encode(name, percent_encoding::NON_ALPHANUMERIC)
-    )
+pub(crate) fn prompt_href(name: &str) -> String {
+    format!("/?prompt={}", encoded(name))
+}
+
+/// `text` percent-encoded for a query value in a link.
+pub(crate) fn encoded(text: &str) -> String {
+    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// Every prompt of a snapshot, user prompts and system prompts apart, each sorted by name.

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -23,7 +23,7 @@ use promptd_base::workspace::ClientOrigin;
 use promptd_stages::tools::{DefinedTool, Execution, ToolCallError, ToolOutcome, ToolsSettings};
 use promptd_stages::{Caller, Stages};
 
-use super::web::{StudioState, fault, html_page, plain};
+use super::web::{StudioState, asset, fault, form_page, plain};
 
 /// The page.
 pub const TOOLS_PATH: &str = "/studio/tools";
@@ -315,17 +315,12 @@ struct PageContext<'a> {
     page: &'a ToolsPage,
 }
 
-/// The page with `status`. Its referrer policy is `same-origin`: a form POSTed under the
-/// studio's `no-referrer` would carry `Origin: null`, which the `Origin` rule refuses.
+/// The page with `status` (its form POSTs: [`form_page`]).
 fn render_page(page: &ToolsPage, status: StatusCode) -> Response {
-    let mut response = html_page("tools.html", &PageContext { page });
+    let mut response = form_page("tools.html", &PageContext { page });
     if response.status().is_success() {
         *response.status_mut() = status;
     }
-    response.headers_mut().insert(
-        axum::http::header::REFERRER_POLICY,
-        axum::http::HeaderValue::from_static("same-origin"),
-    );
     response
 }
 
@@ -350,11 +345,7 @@ async fn tools_page(State((state, _)): ToolsState) -> Response {
 }
 
 async fn tools_css() -> Response {
-    (
-        [(axum::http::header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        include_str!("assets/tools.css"),
-    )
-        .into_response()
+    asset("text/css; charset=utf-8", include_str!("assets/tools.css"))
 }
 
 async fn call(State((state, authenticated)): ToolsState, request: Request) -> Response {

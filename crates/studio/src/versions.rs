@@ -17,13 +17,12 @@
 //! [`Versions::history`]: promptd_core::versions::Versions::history
 //! [`Stages::run`]: promptd_stages::Stages::run
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use axum::extract::{Query, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use axum::routing::get;
-use minijinja::Environment;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -32,7 +31,8 @@ use promptd_core::library::PromptLibrary;
 use promptd_core::versions::History;
 use promptd_stages::run::{RunRecord, RunRequest};
 
-use super::web::{StudioState, fault, plain};
+use super::web::{StudioState, asset, fault, form_page, plain};
+use super::{encoded, prompt_href};
 
 /// The history page.
 pub const HISTORY_PATH: &str = "/studio/history";
@@ -44,20 +44,6 @@ pub const RUN_DIFF_PATH: &str = "/studio/runs/diff";
 pub const HISTORY_LISTED: usize = 200;
 
 const VERSIONS_CSS: &str = include_str!("assets/versions.css");
-
-static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
-    let mut env = Environment::new();
-    // `.html` names: every value printed is HTML-escaped.
-    env.add_template("history.html", include_str!("assets/history.html"))
-        .expect("history template");
-    env.add_template("compare.html", include_str!("assets/compare.html"))
-        .expect("compare template");
-    env.add_template("run-diff.html", include_str!("assets/run-diff.html"))
-        .expect("run diff template");
-    env.add_template("diff-rows.html", include_str!("assets/diff-rows.html"))
-        .expect("diff rows template");
-    env
-});
 
 pub(crate) fn routes(state: Arc<StudioState>) -> axum::Router {
     axum::Router::new()
@@ -76,10 +62,6 @@ fn field<'a>(pairs: &'a [(String, String)], key: &str) -> Option<&'a str> {
         .find(|(k, _)| k == key)
         .map(|(_, v)| v.trim())
         .filter(|v| !v.is_empty())
-}
-
-fn encoded(text: &str) -> String {
-    percent_encoding::utf8_percent_encode(text, percent_encoding::NON_ALPHANUMERIC).to_string()
 }
 
 /// One commit of the history as the page lists it.
@@ -112,7 +94,7 @@ fn history_view(name: &str, history: Result<Arc<History>, String>) -> HistoryPag
     match history {
         Ok(h) => HistoryPage {
             prompt: name.to_string(),
-            prompt_href: format!("/?prompt={}", encoded(name)),
+            prompt_href: prompt_href(name),
             path: h.path.clone(),
             working: h.working.clone(),
             rows: h
@@ -140,7 +122,7 @@ fn history_view(name: &str, history: Result<Arc<History>, String>) -> HistoryPag
         },
         Err(e) => HistoryPage {
             prompt: name.to_string(),
-            prompt_href: format!("/?prompt={}", encoded(name)),
+            prompt_href: prompt_href(name),
             path: String::new(),
             working: String::new(),
             rows: Vec::new(),
@@ -171,7 +153,7 @@ async fn history_page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs
             .versions()
             .history(prompt, HISTORY_LISTED)
             .map_err(|e| e.to_string());
-        page("history.html", &history_view(name, history))
+        form_page("history.html", &history_view(name, history))
     })
     .await;
     built.unwrap_or_else(|_| fault("the history could not be built"))
@@ -409,7 +391,7 @@ fn compare_view(
 async fn compare_page(State(state): State<Arc<StudioState>>, Query(pairs): Pairs) -> Response {
     state.library.wait_loaded().await;
     let built = tokio::task::spawn_blocking(move || match compare_view(&state, &pairs) {
-        Ok(view) => page("compare.html", &view),
+        Ok(view) => form_page("compare.html", &view),
         Err(refused) => plain(StatusCode::BAD_REQUEST, refused),
     })
     .await;
@@ -458,7 +440,7 @@ async fn compare_run(State(state): State<Arc<StudioState>>, body: String) -> Res
             Err(e) => side.run_error = Some(e.to_string()),
         }
     }
-    page("compare.html", &view)
+    form_page("compare.html", &view)
 }
 
 /// The page comparing the runs `a` and `b` of `prompt`.
@@ -529,7 +511,7 @@ async fn run_diff_page(State(state): State<Arc<StudioState>>, Query(pairs): Pair
             return plain(StatusCode::NOT_FOUND, "no such run of this prompt\n");
         };
         let sent = |r: &RunRecord| promptd_stages::run::sent_text(&r.messages);
-        page(
+        form_page(
             "run-diff.html",
             &RunDiffPage {
                 prompt: name.to_string(),
@@ -545,33 +527,7 @@ async fn run_diff_page(State(state): State<Arc<StudioState>>, Query(pairs): Pair
 }
 
 async fn versions_css() -> Response {
-    (
-        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
-        VERSIONS_CSS,
-    )
-        .into_response()
-}
-
-/// A page. Its referrer policy is `same-origin`: the compare form POSTs its runs, and under
-/// `no-referrer` Chromium sends a form with `Origin: null`, which the `Origin` rule refuses.
-fn page<S: Serialize>(template: &str, context: &S) -> Response {
-    match TEMPLATES
-        .get_template(template)
-        .and_then(|t| t.render(minijinja::value::Serde(context)))
-    {
-        Ok(html) => (
-            [
-                (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-                (header::REFERRER_POLICY, "same-origin"),
-            ],
-            html,
-        )
-            .into_response(),
-        Err(e) => {
-            tracing::error!("studio template {template}: {e:#}");
-            fault("the page template failed")
-        }
-    }
+    asset("text/css; charset=utf-8", VERSIONS_CSS)
 }
 
 #[cfg(test)]

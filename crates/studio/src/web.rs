@@ -122,6 +122,14 @@ static TEMPLATES: LazyLock<Environment<'static>> = LazyLock::new(|| {
         .expect("tools template");
     env.add_template("runs.html", include_str!("assets/runs.html"))
         .expect("runs template");
+    env.add_template("history.html", include_str!("assets/history.html"))
+        .expect("history template");
+    env.add_template("compare.html", include_str!("assets/compare.html"))
+        .expect("compare template");
+    env.add_template("run-diff.html", include_str!("assets/run-diff.html"))
+        .expect("run diff template");
+    env.add_template("diff-rows.html", include_str!("assets/diff-rows.html"))
+        .expect("diff rows template");
     env
 });
 
@@ -420,7 +428,7 @@ async fn studio_css() -> Response {
     asset("text/css; charset=utf-8", STUDIO_CSS)
 }
 
-fn asset(content_type: &'static str, body: &'static str) -> Response {
+pub(crate) fn asset(content_type: &'static str, body: &'static str) -> Response {
     ([(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
@@ -435,6 +443,20 @@ pub(crate) fn html_page<S: Serialize>(template: &str, context: &S) -> Response {
             fault("the page template failed")
         }
     }
+}
+
+/// [`html_page`] for a page whose form POSTs: its referrer policy is `same-origin`, since under
+/// the studio's `no-referrer` Chromium sends such a form with `Origin: null`, which the `Origin`
+/// rule refuses.
+pub(crate) fn form_page<S: Serialize>(template: &str, context: &S) -> Response {
+    let mut response = html_page(template, context);
+    if response.status().is_success() {
+        response.headers_mut().insert(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        );
+    }
+    response
 }
 
 pub(crate) fn plain(status: StatusCode, text: &str) -> Response {
