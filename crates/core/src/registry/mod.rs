@@ -748,12 +748,15 @@ impl Registry {
     /// (its content hash is the prompt's version hash): `None` when the file is gone, changed
     /// since (a newer version that did not load, say), over the size limit or unreadable.
     pub fn source_text(&self, prompt: &PromptTemplate) -> Option<String> {
-        let root = self
+        // The load's own record of the file: its root, and the hash of what it read last (a
+        // newer version that did not load has another: no read needed).
+        let state = self.files.get(&prompt.path)?;
+        if state.hash != prompt.version_hash {
+            return None;
+        }
+        let text = self
             .roots
-            .iter()
-            .rev()
-            .find(|r| r.display_path(&prompt.rel_path) == prompt.path)?;
-        let text = root
+            .get(state.root)?
             .read(&prompt.rel_path, self.max_file_bytes)
             .ok()
             .flatten()?;
