@@ -744,6 +744,9 @@ pub struct PromptView {
     pub cases: Vec<CaseView>,
     pub cases_passed: usize,
     pub source: SourceView,
+    /// The prompt's git history, and Compare with it on the left.
+    pub history_href: String,
+    pub compare_href: String,
 }
 
 /// The prompt's file as the page shows it beside the render.
@@ -836,6 +839,8 @@ pub fn prompt_view(
         promptd_core::registry::content_hash(spec.as_bytes())
     };
     Some(PromptView {
+        history_href: versions::history_href(&prompt.name),
+        compare_href: versions::compare_href(&prompt.name),
         entry: Entry::of(prompt, options, None),
         source: source_view(snapshot, prompt),
         cases_passed: cases.iter().filter(|c| c.passed).count(),

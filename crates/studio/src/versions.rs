@@ -443,6 +443,16 @@ async fn compare_run(State(state): State<Arc<StudioState>>, body: String) -> Res
     form_page("compare.html", &view)
 }
 
+/// The history page of `prompt`.
+pub fn history_href(prompt: &str) -> String {
+    format!("{HISTORY_PATH}?prompt={}", encoded(prompt))
+}
+
+/// The compare page with `prompt` on the left.
+pub fn compare_href(prompt: &str) -> String {
+    format!("{COMPARE_PATH}?left={}", encoded(prompt))
+}
+
 /// The page comparing the runs `a` and `b` of `prompt`.
 pub fn run_diff_href(prompt: &str, a: &str, b: &str) -> String {
     format!(
