@@ -129,17 +129,11 @@ fn the_binary_ranks_the_same() {
 }
 
 /// Top files for `text` in a project made of `files`, with `config`.
-fn ask_in(files: &[(&str, String)], config: promptd::rag::RagConfig, text: &str) -> Vec<String> {
+fn ask_in(tree: &[(&str, String)], config: promptd::rag::RagConfig, text: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    write_files(dir.path(), files);
+    write_files(dir.path(), tree);
     let r = retrieve(dir.path(), config, &RetrievalQuery::new(text)).unwrap();
-    let mut out: Vec<String> = Vec::new();
-    for c in &r.chunks {
-        if !out.contains(&c.chunk.path) {
-            out.push(c.chunk.path.clone());
-        }
-    }
-    out
+    files(&r).into_iter().map(String::from).collect()
 }
 
 #[test]

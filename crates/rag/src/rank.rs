@@ -121,7 +121,7 @@ const RRF_K: f32 = 60.0;
 fn rank_by_file(
     scored: &mut [RetrievedChunk],
     files: &[FileHit],
-    weights: &HashMap<String, f32>,
+    weights: &HashMap<String, FileWeight>,
     config: &RagConfig,
     request: &Request,
     layout: Option<&RepoLayout>,
@@ -133,10 +133,10 @@ fn rank_by_file(
         .max(f32::MIN_POSITIVE);
     let mut whole: HashMap<&str, (f32, usize)> = HashMap::new();
     for f in files {
-        let weight = weights
-            .get(&f.path)
-            .copied()
-            .unwrap_or_else(|| file_weight(&f.path, path_kind(&f.path, layout), config, request));
+        let weight = weights.get(&f.path).map_or_else(
+            || file_weight(&f.path, path_kind(&f.path, layout), config, request),
+            |w| w.weight,
+        );
         whole.insert(f.path.as_str(), (f.bm25 / max_file * weight, f.chunks));
     }
     let mut best: HashMap<String, f32> = HashMap::new();
@@ -155,20 +155,32 @@ fn rank_by_file(
     }
 }
 
+/// A file's kind and the multiplier of its chunks ([`file_weight`]), computed once per file.
+#[derive(Clone, Copy)]
+struct FileWeight {
+    weight: f32,
+    kind: FileKind,
+}
+
 /// The kind of `path`: from the repository's layout when there is one, else from the path.
 fn path_kind(path: &str, layout: Option<&RepoLayout>) -> FileKind {
     layout.map_or_else(|| FileKind::of(path), |l| l.kind(path))
 }
 
-/// The multiplier of every chunk of `path`, a file of `kind`: the kind's weight (1 for source
-/// code and for a kind the request asks about), times the mentioned-file boost when the
-/// request names it.
-fn file_weight(path: &str, kind: FileKind, config: &RagConfig, request: &Request) -> f32 {
-    let mut weight = if request.asked.includes(kind) {
+/// The multiplier of `kind`: 1 for source code and for a kind the request asks about, else
+/// the configured weight.
+fn kind_weight(kind: FileKind, config: &RagConfig, request: &Request) -> f32 {
+    if request.asked.includes(kind) {
         1.0
     } else {
         config.kind_weights.of(kind)
-    };
+    }
+}
+
+/// The multiplier of every chunk of `path`, a file of `kind`: the kind's weight, times the
+/// mentioned-file boost when the request names it.
+fn file_weight(path: &str, kind: FileKind, config: &RagConfig, request: &Request) -> f32 {
+    let mut weight = kind_weight(kind, config, request);
     if request.mentions(path) {
         weight *= config.mentioned_file_boost;
     }
@@ -239,23 +251,30 @@ pub fn fuse(
             }
         })
         .collect();
-    let mut file_weights: HashMap<String, f32> = HashMap::new();
+    let mut file_weights: HashMap<String, FileWeight> = HashMap::new();
     for s in &mut scored {
-        let path = &s.chunk.path;
         let content = layout.and(s.chunk.content_kind);
-        let kind = match content {
-            Some(FileKind::Generated) => FileKind::Generated,
-            _ => path_kind(path, layout),
+        let file = match file_weights.get(&s.chunk.path) {
+            Some(file) => *file,
+            None => {
+                let path = &s.chunk.path;
+                // A generated file's header marks every one of its chunks.
+                let kind = match content {
+                    Some(FileKind::Generated) => FileKind::Generated,
+                    _ => path_kind(path, layout),
+                };
+                let file = FileWeight {
+                    weight: file_weight(path, kind, config, request),
+                    kind,
+                };
+                file_weights.insert(path.clone(), file);
+                file
+            }
         };
-        s.score *= *file_weights
-            .entry(path.clone())
-            .or_insert_with(|| file_weight(path, kind, config, request));
+        s.score *= file.weight;
         // A test module in a source file weighs as a test, its file as source.
-        if content == Some(FileKind::Test)
-            && kind == FileKind::Source
-            && !request.asked.includes(FileKind::Test)
-        {
-            s.score *= config.kind_weights.test;
+        if content == Some(FileKind::Test) && file.kind == FileKind::Source {
+            s.score *= kind_weight(FileKind::Test, config, request);
         }
     }
     if config.file_rank_weight > 0.0 {

@@ -670,19 +670,30 @@ impl Inner {
         Ok(done)
     }
 
-    /// The layout of the indexed files ([`RepoLayout`]), read again when the manifest changed.
+    /// The layout of the indexed files ([`RepoLayout`]), read again when the manifest changed:
+    /// built from a snapshot of the manifest outside the state lock, the newest generation's
+    /// kept.
     fn layout(&self) -> Arc<RepoLayout> {
-        let mut state = self.lock_state();
-        let generation = state.manifest.generation;
-        if let Some((g, layout)) = &state.layout
-            && *g == generation
-        {
-            return Arc::clone(layout);
-        }
+        let manifest = {
+            let state = self.lock_state();
+            if let Some((g, layout)) = &state.layout
+                && *g == state.manifest.generation
+            {
+                return Arc::clone(layout);
+            }
+            Arc::clone(&state.manifest)
+        };
         let layout = Arc::new(RepoLayout::from_paths(
-            state.manifest.files.keys().map(String::as_str),
+            manifest.files.keys().map(String::as_str),
         ));
-        state.layout = Some((generation, Arc::clone(&layout)));
+        let mut state = self.lock_state();
+        if state
+            .layout
+            .as_ref()
+            .is_none_or(|(g, _)| *g < manifest.generation)
+        {
+            state.layout = Some((manifest.generation, Arc::clone(&layout)));
+        }
         layout
     }
 
