@@ -91,7 +91,10 @@ pub struct RagConfig {
     pub chunk_lines: usize,
     /// Lines shared by consecutive windows of a long unit.
     pub overlap: usize,
-    /// Lexical candidates considered per returned chunk (`top_k * candidate_multiplier`).
+    /// Lexical candidates considered per returned chunk (`top_k * candidate_multiplier`), and
+    /// whole files ranked beside them. A pool the size of the file ranking's keeps a file that
+    /// ranks well as a whole in the answer although none of its chunks is among the best few
+    /// dozen.
     pub candidate_multiplier: usize,
     /// How lexical and vector scores combine when vectors exist.
     pub fusion: Fusion,
@@ -148,7 +151,8 @@ pub struct RagConfig {
     pub file_size_prior: f32,
     /// Most chunks returned from one file (0: no limit); more only when nothing else is left.
     pub max_chunks_per_file: usize,
-    /// Minimum final score kept (the best chunk is always kept).
+    /// Minimum final score kept (the best chunk is always kept). Low enough that the files
+    /// ranked after the best few still fill the answer to a long report.
     pub threshold: f32,
     /// Token budget of the formatted context (cl100k_base tokens).
     pub token_budget: usize,
@@ -209,7 +213,7 @@ impl Default for RagConfig {
             top_k: 6,
             chunk_lines: 48,
             overlap: 8,
-            candidate_multiplier: 12,
+            candidate_multiplier: 20,
             fusion: Fusion::Rrf,
             lexical_weight: 0.5,
             vector_weight: 0.5,
@@ -229,7 +233,7 @@ impl Default for RagConfig {
             file_rank_weight: 0.5,
             whole_file_weight: 0.8,
             file_size_prior: 0.25,
-            threshold: 0.3,
+            threshold: 0.15,
             token_budget: 8000,
             follow_definitions: 3,
             follow_hits: 0,
@@ -300,8 +304,8 @@ mod tests {
         assert_eq!(config.fusion, Fusion::Blend);
         assert_eq!(config.token_budget, 500);
         assert_eq!(config.chunk_lines, 48);
-        assert_eq!(config.candidate_multiplier, 12);
-        assert_eq!(config.threshold, 0.3);
+        assert_eq!(config.candidate_multiplier, 20);
+        assert_eq!(config.threshold, 0.15);
         let json = serde_json::to_value(RagConfig::default()).unwrap();
         assert_eq!(json["indexBudgetSecs"], 20);
         assert_eq!(json["fusion"], "rrf");
