@@ -54,7 +54,11 @@ pub fn render_variant(
     args: &Map<String, Value>,
     visibility: Visibility,
 ) -> Result<RenderedVariant, CompareError> {
-    let (snap, name) = library.resolve(spec)?;
+    let crate::library::Resolved {
+        snapshot: snap,
+        name,
+        ..
+    } = library.resolve(spec)?;
     let prompt = snap
         .visible(&name, visibility)
         .ok_or_else(|| RenderError::UnknownPrompt {

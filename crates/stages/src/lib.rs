@@ -620,12 +620,11 @@ impl Stages {
         let stages = Arc::clone(self);
         let (prepared, llm) = blocking(move || {
             // `NAME@REV`: rendered from the snapshot at the revision.
-            let (snap, name) = stages.library.resolve(&req.prompt)?;
-            let revision = req
-                .prompt
-                .get(name.len() + 1..)
-                .filter(|_| name != req.prompt)
-                .map(str::to_string);
+            let promptd_core::library::Resolved {
+                snapshot: snap,
+                name,
+                revision,
+            } = stages.library.resolve(&req.prompt)?;
             let req = run::RunRequest {
                 prompt: name,
                 ..req

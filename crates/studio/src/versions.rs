@@ -287,9 +287,9 @@ fn side(
 ) -> SideView {
     let resolved = library.resolve(spec);
     let fields = match &resolved {
-        Ok((snap, name)) => state
+        Ok(found) => state
             .options
-            .prompt(snap, name)
+            .prompt(&found.snapshot, &found.name)
             .map(|t| {
                 t.arguments
                     .iter()
