@@ -435,7 +435,7 @@ fn history(common: &CommonArgs, args: &HistoryArgs, out: &mut dyn Write) -> Resu
         "{} ({}), working copy {}",
         history.prompt, history.path, history.working
     )?;
-    for v in &history.versions {
+    for v in history.versions.iter() {
         writeln!(
             out,
             "{}  {}  {}  {}",

@@ -264,13 +264,10 @@ fn run_versus(
         .collect();
     let rt = runtime()?;
     let mut quiet = |_: &str| {};
-    let mut records = Vec::with_capacity(requests.len());
-    for request in requests {
-        records.push(rt.block_on(stages.run(
-            request,
-            crate::library::Visibility::All,
-            &mut quiet,
-        ))?);
+    // Each variant runs as it was rendered for the diffs (the first's arguments and settings).
+    let mut records = Vec::with_capacity(rendered.len());
+    for variant in &rendered {
+        records.push(rt.block_on(stages.run_rendered(variant, &first.settings, &mut quiet))?);
     }
     if json {
         let against: Vec<_> = rendered[1..]

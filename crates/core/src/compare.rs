@@ -7,8 +7,11 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use similar::{DiffOp, TextDiff};
 
-use crate::library::{PromptLibrary, Visibility};
-use crate::render::RenderError;
+use std::sync::Arc;
+
+use crate::library::{PromptLibrary, Resolved, Snapshot, Visibility};
+use crate::registry::PromptTemplate;
+use crate::render::{PromptMessage, RenderError};
 use crate::versions::VersionError;
 
 /// Equal lines kept around a change; longer equal stretches fold into one row.
@@ -44,6 +47,20 @@ pub struct RenderedVariant {
     pub path: String,
     pub arguments: Map<String, Value>,
     pub text: String,
+    /// What a run of the variant sends (not serialised).
+    #[serde(skip)]
+    pub render: VariantRender,
+}
+
+/// A variant's render as a run takes it: the snapshot and prompt it was rendered from, the
+/// revision it was read at, and its messages.
+#[derive(Debug, Clone)]
+pub struct VariantRender {
+    pub snapshot: Arc<Snapshot>,
+    pub prompt: Arc<PromptTemplate>,
+    /// `REV` of a `NAME@REV`; `None` for the working copy.
+    pub revision: Option<String>,
+    pub messages: Vec<PromptMessage>,
 }
 
 /// Renders `spec` (`NAME` or `NAME@REV`) with `args`, as `get` renders it, showing only what
@@ -54,19 +71,30 @@ pub fn render_variant(
     args: &Map<String, Value>,
     visibility: Visibility,
 ) -> Result<RenderedVariant, CompareError> {
-    let (snap, name) = library.resolve(spec)?;
-    let prompt = snap
+    let Resolved {
+        snapshot,
+        name,
+        revision,
+    } = library.resolve(spec)?;
+    let prompt = snapshot
         .visible(&name, visibility)
         .ok_or_else(|| RenderError::UnknownPrompt {
             name: spec.to_string(),
-        })?;
-    let rendered = snap.render_template(prompt, args, library.clock())?;
+        })?
+        .clone();
+    let rendered = snapshot.render_template(&prompt, args, library.clock())?;
     Ok(RenderedVariant {
         spec: spec.to_string(),
         version_hash: prompt.version_hash.clone(),
         path: prompt.path.clone(),
         arguments: args.clone(),
         text: rendered.text,
+        render: VariantRender {
+            snapshot,
+            prompt,
+            revision,
+            messages: rendered.messages,
+        },
     })
 }
 

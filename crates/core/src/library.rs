@@ -110,6 +110,17 @@ fn configured_roots(
     }))
 }
 
+/// Where a `NAME` or `NAME@REV` is served from ([`PromptLibrary::resolve`]).
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The current snapshot, or the snapshot as of the revision.
+    pub snapshot: Arc<Snapshot>,
+    /// The prompt's name in `snapshot` (`NAME`, without `@REV`).
+    pub name: String,
+    /// `REV` of a `NAME@REV` read at a revision; `None` for the current snapshot.
+    pub revision: Option<String>,
+}
+
 /// One consistent view: prompts, the renderer over them, the config and its limits.
 #[derive(Debug)]
 pub struct Snapshot {
@@ -524,18 +535,23 @@ impl PromptLibrary {
         &self.versions
     }
 
-    /// The snapshot that serves `name`, and the prompt's name in it: the current snapshot, or,
-    /// for `NAME@REV` when the current snapshot holds no prompt of that whole name, the
-    /// snapshot as of `REV` ([`crate::versions`]), which holds `NAME` (else the error says
-    /// it does not exist there). A name without `@` gets the current snapshot, whether or not
-    /// it holds the prompt.
-    pub fn resolve(&self, name: &str) -> Result<(Arc<Snapshot>, String), VersionError> {
+    /// The snapshot that serves `name`, the prompt's name in it and the revision it was read at:
+    /// the current snapshot, or, for `NAME@REV` when the current snapshot holds no prompt of
+    /// that whole name, the snapshot as of `REV` ([`crate::versions`]), which holds `NAME`
+    /// (else the error says it does not exist there). A name without `@` gets the current
+    /// snapshot, whether or not it holds the prompt.
+    pub fn resolve(&self, name: &str) -> Result<Resolved, VersionError> {
         let snap = self.snapshot();
+        let current = |snapshot| Resolved {
+            snapshot,
+            name: name.to_string(),
+            revision: None,
+        };
         if snap.registry.get(name).is_some() {
-            return Ok((snap, name.to_string()));
+            return Ok(current(snap));
         }
         match crate::versions::split_spec(name) {
-            None => Ok((snap, name.to_string())),
+            None => Ok(current(snap)),
             Some(Err(e)) => Err(e),
             Some(Ok((bare, rev))) => {
                 let (at, commit) = self.snapshot_at(&snap, rev)?;
@@ -546,7 +562,11 @@ impl PromptLibrary {
                         commit,
                     });
                 }
-                Ok((at, bare.to_string()))
+                Ok(Resolved {
+                    snapshot: at,
+                    name: bare.to_string(),
+                    revision: Some(rev.to_string()),
+                })
             }
         }
     }
@@ -606,7 +626,11 @@ impl PromptLibrary {
         };
         // `NAME@REV`: answered from the snapshot at the revision, under the name asked for.
         match self.resolve(name) {
-            Ok((snap, bare)) => {
+            Ok(Resolved {
+                snapshot: snap,
+                name: bare,
+                ..
+            }) => {
                 let at = GetPromptsRequest {
                     prompt_name: Some(bare),
                     ..req.clone()

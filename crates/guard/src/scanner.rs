@@ -97,14 +97,14 @@ impl Scanner {
     }
 
     /// Why each of `findings` (all of `text`) was reported; see [`Explanation`]. The keywords
-    /// present in `text` are found in one pass of the prefilter, then each finding's own lines
-    /// are searched for its rule's keywords: linear in the text and in the findings' lines.
+    /// present in `text` are found in one pass of the prefilter, then the text around each
+    /// finding (at most [`EXPLAIN_REACH`] bytes either side) is searched for its rule's keywords:
+    /// linear in the text and in the findings.
     pub(crate) fn explain_all(&self, text: &str, findings: &[SecretFinding]) -> Vec<Explanation> {
         let present = self.keywords_present(text.as_bytes());
-        let lines = (!findings.is_empty()).then(|| LineIndex::new(text));
         findings
             .iter()
-            .map(|f| self.explain_one(text, lines.as_ref(), &present, f))
+            .map(|f| self.explain_one(text, &present, f))
             .collect()
     }
 
@@ -119,13 +119,7 @@ impl Scanner {
         seen
     }
 
-    fn explain_one(
-        &self,
-        text: &str,
-        lines: Option<&LineIndex>,
-        present: &[bool],
-        finding: &SecretFinding,
-    ) -> Explanation {
+    fn explain_one(&self, text: &str, present: &[bool], finding: &SecretFinding) -> Explanation {
         let decoded = finding.encodings.clone();
         let rule = (finding.source == FindingSource::Promptd)
             .then(|| {
@@ -156,20 +150,9 @@ impl Scanner {
         };
         // The keyword near the finding on its own line(s) if there is one, else one that occurs
         // anywhere in the text (as the prefilter saw it). Near is at most EXPLAIN_REACH bytes
-        // either side, found through the line index: a minified file is one line holding many
+        // either side, stopping at a line end: a minified file is one line holding many
         // findings, and searching the whole line for each would be quadratic.
-        let start = text.floor_char_boundary(finding.byte_start.min(text.len()));
-        let end = text.ceil_char_boundary(finding.byte_end.min(text.len()));
-        let (line_start, line_end) = match lines {
-            Some(li) => {
-                let around = li.lines_around(text.len(), start..end);
-                (around.start, around.end.max(end))
-            }
-            None => (0, text.len()),
-        };
-        let near_start = line_start.max(start.saturating_sub(EXPLAIN_REACH));
-        let near_end = line_end.min(end.saturating_add(EXPLAIN_REACH));
-        let near = &text.as_bytes()[near_start..near_end];
+        let near = near_bytes(text, finding.byte_start..finding.byte_end);
         let contains = |hay: &[u8], k: &str| {
             let k = k.as_bytes();
             !k.is_empty() && hay.windows(k.len()).any(|w| w.eq_ignore_ascii_case(k))
@@ -789,10 +772,12 @@ fn merge_overlaps(
             out.extend(members.pop());
             continue;
         }
-        let start = members.iter().map(|f| f.byte_start).min().unwrap_or(0);
-        let primary = members
+        // Members come in order of start: the first starts the union.
+        let start = members[0].byte_start;
+        let (i, primary) = members
             .iter()
-            .max_by_key(|f| {
+            .enumerate()
+            .max_by_key(|(_, f)| {
                 (
                     f.byte_end - f.byte_start,
                     std::cmp::Reverse(rank(&f.rule_id)),
@@ -800,10 +785,6 @@ fn merge_overlaps(
             })
             .expect("a cluster has members");
         if primary.byte_start == start && primary.byte_end == end {
-            let i = members
-                .iter()
-                .position(|f| std::ptr::eq(f, primary))
-                .expect("the primary is a member");
             out.push(members.swap_remove(i));
         } else {
             out.push(rebuild(primary, start..end));
@@ -811,6 +792,27 @@ fn merge_overlaps(
     }
     out.sort_by_key(|f| (f.byte_start, f.byte_end));
     out
+}
+
+/// The bytes of `text` around `span` (grown to character boundaries) that share its line(s): at
+/// most [`EXPLAIN_REACH`] bytes either side, cut after the last line end before the span and at
+/// the first line end after it. Byte slices: the cut may fall inside a multi-byte character,
+/// which the byte-wise keyword search does not mind.
+fn near_bytes(text: &str, span: std::ops::Range<usize>) -> &[u8] {
+    let bytes = text.as_bytes();
+    let start = text.floor_char_boundary(span.start.min(text.len()));
+    let end = text.ceil_char_boundary(span.end.min(text.len())).max(start);
+    let reach_start = start.saturating_sub(EXPLAIN_REACH);
+    let near_start = bytes[reach_start..start]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(reach_start, |i| reach_start + i + 1);
+    let reach_end = end.saturating_add(EXPLAIN_REACH).min(text.len());
+    let near_end = bytes[end..reach_end]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(reach_end, |i| end + i);
+    &bytes[near_start..near_end]
 }
 
 /// Shannon entropy of the secret in bits per character.
@@ -1211,6 +1213,43 @@ mod tests {
         let why = scanner.explain_all(&text, &findings);
         assert_eq!(why[0].keyword.as_deref(), Some("ghp_"));
         assert_eq!(why[1].keyword.as_deref(), Some("npm_"));
+    }
+
+    #[test]
+    fn near_bytes_stay_on_the_findings_lines_within_reach() {
+        // What the line index gives: the finding's line(s), cut to EXPLAIN_REACH either side.
+        let by_lines = |text: &str, span: std::ops::Range<usize>| {
+            let start = text.floor_char_boundary(span.start);
+            let end = text.ceil_char_boundary(span.end);
+            let around = LineIndex::new(text).lines_around(text.len(), start..end);
+            let from = around.start.max(start.saturating_sub(EXPLAIN_REACH));
+            let to = around.end.max(end).min(end + EXPLAIN_REACH);
+            text.as_bytes()[from..to].to_vec()
+        };
+        let long = "é".repeat(300);
+        let texts = [
+            String::from("head\nkey=SECRET tail\nnext"),
+            format!("{long}key=SECRET{long}"),
+            format!("{}\n{long}SECRET\n", "x".repeat(20)),
+            format!("a\n{}SECRET{}\nb", "y".repeat(255), "z".repeat(256)),
+            String::from("SECRET"),
+            String::from("\nSECRET\n"),
+        ];
+        for text in &texts {
+            let at = text.find("SECRET").unwrap();
+            // Spans inside a character too: the finding grows to its boundaries.
+            for span in [at..at + 6, at.saturating_sub(1)..at + 3] {
+                assert_eq!(
+                    near_bytes(text, span.clone()),
+                    by_lines(text, span.clone()).as_slice(),
+                    "{text:?} {span:?}"
+                );
+            }
+        }
+        assert_eq!(
+            near_bytes("head\nkey=SECRET tail\nnext", 9..15),
+            b"key=SECRET tail"
+        );
     }
 
     #[test]

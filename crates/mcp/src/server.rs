@@ -243,7 +243,7 @@ impl ServerHandler for PromptServer {
         self.library().wait_loaded().await;
         // `NAME@REV`: the prompt as of a git revision, from the snapshot at it.
         let (snap, name) = match self.library().resolve(&request.name) {
-            Ok(found) => found,
+            Ok(found) => (found.snapshot, found.name),
             Err(e) => {
                 let error = if e.is_caller_error() {
                     ErrorData::invalid_params(e.to_string(), None)

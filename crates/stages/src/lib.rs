@@ -620,12 +620,11 @@ impl Stages {
         let stages = Arc::clone(self);
         let (prepared, llm) = blocking(move || {
             // `NAME@REV`: rendered from the snapshot at the revision.
-            let (snap, name) = stages.library.resolve(&req.prompt)?;
-            let revision = req
-                .prompt
-                .get(name.len() + 1..)
-                .filter(|_| name != req.prompt)
-                .map(str::to_string);
+            let promptd_core::library::Resolved {
+                snapshot: snap,
+                name,
+                revision,
+            } = stages.library.resolve(&req.prompt)?;
             let req = run::RunRequest {
                 prompt: name,
                 ..req
@@ -635,6 +634,32 @@ impl Stages {
             Ok::<_, run::RunError>((prepared, stages.llm(&snap)))
         })
         .await?;
+        self.call_and_record(prepared, llm, on_text).await
+    }
+
+    /// Runs a variant a comparison already rendered ([`render_variant`]) as [`run`](Self::run)
+    /// runs its spec with the variant's arguments and `settings`: the same messages and record,
+    /// from the snapshot the variant was rendered from, without rendering it again.
+    ///
+    /// [`render_variant`]: promptd_core::compare::render_variant
+    pub async fn run_rendered(
+        &self,
+        variant: &promptd_core::compare::RenderedVariant,
+        settings: &crate::llm::ModelSettings,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<run::RunRecord, run::RunError> {
+        let prepared = run::prepare_rendered(variant, settings);
+        let llm = self.llm(&variant.render.snapshot);
+        self.call_and_record(prepared, llm, on_text).await
+    }
+
+    /// Calls the model with a prepared run and records it.
+    async fn call_and_record(
+        &self,
+        prepared: run::PreparedRun,
+        llm: Option<ChatClient>,
+        on_text: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<run::RunRecord, run::RunError> {
         let llm = llm.ok_or(run::RunError::NotConfigured)?;
         let record = run::call(&llm, prepared, on_text).await;
         let store = self.runs();

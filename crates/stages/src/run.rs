@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::llm::{ChatClient, ChatMessage, ModelSettings};
+use promptd_core::compare::RenderedVariant;
 use promptd_core::library::{Snapshot, Visibility};
 use promptd_core::registry::PromptTemplate;
 use promptd_core::render::{Clock, PromptMessage, RenderError};
@@ -176,6 +177,22 @@ pub fn prepare(
         settings: ModelSettings::of_prompt(prompt).overridden_by(&req.settings),
         messages: rendered.messages.into_iter().map(chat_message).collect(),
     })
+}
+
+/// The run of a variant already rendered ([`render_variant`]): what [`prepare`] makes of the
+/// same prompt, arguments and settings, without rendering it again.
+///
+/// [`render_variant`]: promptd_core::compare::render_variant
+pub fn prepare_rendered(variant: &RenderedVariant, settings: &ModelSettings) -> PreparedRun {
+    let render = &variant.render;
+    PreparedRun {
+        prompt: render.prompt.name.clone(),
+        revision: render.revision.clone(),
+        version_hash: render.prompt.version_hash.clone(),
+        arguments: variant.arguments.clone(),
+        settings: ModelSettings::of_prompt(&render.prompt).overridden_by(settings),
+        messages: render.messages.iter().cloned().map(chat_message).collect(),
+    }
 }
 
 /// A rendered message as the model gets it: a system section (a user message that starts with
@@ -475,6 +492,62 @@ mod tests {
             (sent.role.as_str(), sent.content.as_str()),
             ("system", "Be kind.\n")
         );
+    }
+
+    #[test]
+    fn a_rendered_variant_runs_as_its_request_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let prompts = dir.path().join("prompts");
+        std::fs::create_dir(&prompts).unwrap();
+        std::fs::write(
+            prompts.join("ask.md"),
+            "---\nroles: true\nmodel: front-model\narguments:\n  \
+             question: { required: true }\n---\n<!-- role: system -->\nBe brief.\n\
+             <!-- role: user -->\n{{ question }}\n",
+        )
+        .unwrap();
+        let options = promptd_core::library::LibraryOptions {
+            prompt_dirs: vec![prompts],
+            cwd: dir.path().to_path_buf(),
+            no_discover: true,
+            no_builtin_prompts: true,
+            ..Default::default()
+        };
+        let library = promptd_core::library::PromptLibrary::open(options).unwrap();
+        let mut arguments = Map::new();
+        arguments.insert("question".into(), Value::String("Why?".into()));
+        let settings = ModelSettings {
+            model: Some("asked-model".into()),
+            ..ModelSettings::default()
+        };
+        let variant =
+            promptd_core::compare::render_variant(&library, "ask", &arguments, Visibility::All)
+                .unwrap();
+        let once = prepare_rendered(&variant, &settings);
+        let req = RunRequest {
+            prompt: "ask".into(),
+            arguments,
+            settings,
+        };
+        let again = prepare(&library.snapshot(), &req, Visibility::All, library.clock()).unwrap();
+        assert_eq!(
+            (
+                &once.prompt,
+                &once.revision,
+                &once.version_hash,
+                &once.arguments
+            ),
+            (
+                &again.prompt,
+                &again.revision,
+                &again.version_hash,
+                &again.arguments
+            )
+        );
+        assert_eq!(once.settings, again.settings);
+        assert_eq!(once.settings.model.as_deref(), Some("asked-model"));
+        assert_eq!(once.messages, again.messages);
+        assert_eq!(once.messages[0].role, "system");
     }
 
     #[test]

@@ -140,10 +140,17 @@ impl Entry {
     /// The entry of `t`; its page keeps the list's server-side `query`, if any.
     fn of(t: &PromptTemplate, options: &StudioOptions, query: Option<&str>) -> Entry {
         let file = options.shown(&t.path);
+        let search = search_text(t, &file);
+        Entry::with_search(t, file, search, query)
+    }
+
+    /// The entry of `t` in a list, its file shown as `file` and its filter text `search`
+    /// (a [`ListIndex`]'s).
+    fn with_search(t: &PromptTemplate, file: String, search: String, query: Option<&str>) -> Entry {
         let description = t.description.clone().unwrap_or_default();
         let arguments: Vec<String> = t.arguments.iter().map(|a| a.name.clone()).collect();
         Entry {
-            search: search_text(t, &file),
+            search,
             href: list_href(&t.name, query),
             name: t.name.clone(),
             title: t.title.clone(),
@@ -262,21 +269,23 @@ impl ListIndex {
 }
 
 impl StudioOptions {
-    /// The list index of `snapshot`: the one kept when it lists the same registry.
+    /// The list index of `snapshot`: the one kept when it lists the same registry, else one
+    /// built under the lock, so that requests arriving together after a reload (the page's
+    /// list part and its prompt part) build it once and share it.
     fn list_index(&self, snapshot: &Snapshot) -> Arc<ListIndex> {
-        let kept = self
+        let mut kept = self
             .list_index
             .lock()
-            .ok()
-            .and_then(|k| k.clone())
-            .filter(|i| std::sync::Weak::ptr_eq(&i.registry, &Arc::downgrade(&snapshot.registry)));
-        if let Some(index) = kept {
-            return index;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let registry = Arc::downgrade(&snapshot.registry);
+        if let Some(index) = kept
+            .as_ref()
+            .filter(|i| std::sync::Weak::ptr_eq(&i.registry, &registry))
+        {
+            return index.clone();
         }
         let index = Arc::new(ListIndex::of(snapshot, self));
-        if let Ok(mut k) = self.list_index.lock() {
-            *k = Some(index.clone());
-        }
+        *kept = Some(index.clone());
         index
     }
 }
@@ -323,7 +332,12 @@ pub fn prompt_list(
             if finders.iter().all(|f| f.find(search.as_bytes()).is_some()) {
                 total += 1;
                 if shown.len() < LIST_CAP {
-                    shown.push(Entry::of(t, options, query));
+                    shown.push(Entry::with_search(
+                        t,
+                        options.shown(&t.path),
+                        search.clone(),
+                        query,
+                    ));
                 }
             }
         }
@@ -946,5 +960,47 @@ pub fn run_panel(stages: &Stages, prompt: &PromptTemplate) -> RunPanel {
                 })
                 .collect()
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use promptd_core::registry::{BuiltinSource, Registry};
+
+    fn builtin_snapshot() -> Snapshot {
+        let registry = Registry::load(vec![Arc::new(BuiltinSource)]);
+        Snapshot::new(registry, Arc::default())
+    }
+
+    #[test]
+    fn requests_together_share_one_list_index_per_registry() {
+        let options = StudioOptions::for_project(Path::new("."), Visibility::All);
+        let snapshot = builtin_snapshot();
+        let indexes: Vec<Arc<ListIndex>> = std::thread::scope(|s| {
+            let calls: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| options.list_index(&snapshot)))
+                .collect();
+            calls.into_iter().map(|c| c.join().unwrap()).collect()
+        });
+        assert!(indexes.iter().all(|i| Arc::ptr_eq(i, &indexes[0])));
+        assert!(!indexes[0].prompts.is_empty());
+        // Another registry (a reload) gets an index of its own.
+        let reloaded = builtin_snapshot();
+        assert!(!Arc::ptr_eq(&options.list_index(&reloaded), &indexes[0]));
+    }
+
+    #[test]
+    fn a_listed_entry_is_the_entry_of_its_prompt() {
+        let options = StudioOptions::for_project(Path::new("."), Visibility::All);
+        let snapshot = builtin_snapshot();
+        let list = prompt_list(&snapshot, &options, Some("a"));
+        let listed = list.prompts.first().expect("a built-in prompt matches");
+        let prompt = options.prompt(&snapshot, &listed.name).unwrap();
+        let entry = Entry::of(prompt, &options, Some("a"));
+        assert_eq!(
+            serde_json::to_value(listed).unwrap(),
+            serde_json::to_value(&entry).unwrap()
+        );
     }
 }

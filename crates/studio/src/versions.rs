@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 use promptd_core::compare::{self, RenderedVariant, SideBySide};
 use promptd_core::library::PromptLibrary;
 use promptd_core::versions::History;
-use promptd_stages::run::{RunRecord, RunRequest};
+use promptd_stages::run::RunRecord;
 
 use super::web::{StudioState, asset, fault, form_page, plain};
 use super::{encoded, prompt_href};
@@ -287,9 +287,9 @@ fn side(
 ) -> SideView {
     let resolved = library.resolve(spec);
     let fields = match &resolved {
-        Ok((snap, name)) => state
+        Ok(found) => state
             .options
-            .prompt(snap, name)
+            .prompt(&found.snapshot, &found.name)
             .map(|t| {
                 t.arguments
                     .iter()
@@ -418,22 +418,19 @@ async fn compare_run(State(state): State<Arc<StudioState>>, body: String) -> Res
     let sides = [&mut view.left, &mut view.right]
         .into_iter()
         .chain(view.more.iter_mut().map(|m| &mut m.side));
+    let settings = promptd_stages::llm::ModelSettings {
+        model,
+        ..Default::default()
+    };
     for side in sides {
-        if side.rendered.is_none() {
+        // The variant as the page rendered it (with the side's arguments) is what runs.
+        let Some(rendered) = &side.rendered else {
             continue;
-        }
-        let request = RunRequest {
-            prompt: side.spec.clone(),
-            arguments: variant_args(&pairs, &side.prefix),
-            settings: promptd_stages::llm::ModelSettings {
-                model: model.clone(),
-                ..Default::default()
-            },
         };
         let mut quiet = |_: &str| {};
         match state
             .stages
-            .run(request, state.options.visibility, &mut quiet)
+            .run_rendered(rendered, &settings, &mut quiet)
             .await
         {
             Ok(record) => side.run = Some(Answer::of(&record)),

@@ -207,7 +207,8 @@ fn args(pairs: &[(String, String)]) -> serde_json::Map<String, serde_json::Value
 struct PageContext<'a> {
     /// The list (the whole page), else none (the prompt's part alone).
     list: Option<&'a PromptList>,
-    counts: super::ListCounts,
+    /// How many prompts the page lists, for the view without a prompt ("Pick a prompt").
+    counts: Option<super::ListCounts>,
     view: Option<&'a PromptView>,
     /// A `?prompt=` the registry does not hold.
     missing: Option<&'a str>,
@@ -250,7 +251,9 @@ async fn prompt_page(
             if whole { "page.html" } else { "prompt.html" },
             &PageContext {
                 list: list.as_ref(),
-                counts: super::list_counts(&snapshot, options),
+                counts: name
+                    .is_none()
+                    .then(|| super::list_counts(&snapshot, options)),
                 view: view.as_ref(),
                 missing,
                 output: view.as_ref().map(|v| &v.output),

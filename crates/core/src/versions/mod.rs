@@ -109,7 +109,8 @@ pub struct History {
     pub path: String,
     /// The working copy's version hash.
     pub working: String,
-    pub versions: Vec<Version>,
+    /// Shared with the kept history of the same file and tip, whatever prompt asks.
+    pub versions: Arc<Vec<Version>>,
     /// More changes may be older than the last one listed (the limit, or the walk's bound).
     pub truncated: bool,
 }
@@ -301,7 +302,7 @@ impl Versions {
                     prompt: prompt.name.clone(),
                     path: rel,
                     working: prompt.version_hash.clone(),
-                    versions: Vec::new(),
+                    versions: Arc::default(),
                     truncated: false,
                 }));
             }
@@ -313,10 +314,13 @@ impl Versions {
                 lru::LruCache::new(NonZeroUsize::new(HISTORIES_KEPT).expect("non-zero"))
             });
             if let Some(h) = kept.get(&key) {
-                let mut h = (**h).clone();
-                h.prompt = prompt.name.clone();
-                h.working = prompt.version_hash.clone();
-                return Ok(Arc::new(h));
+                return Ok(Arc::new(History {
+                    prompt: prompt.name.clone(),
+                    path: h.path.clone(),
+                    working: prompt.version_hash.clone(),
+                    versions: h.versions.clone(),
+                    truncated: h.truncated,
+                }));
             }
         }
         let path = Path::new(&rel);
@@ -403,7 +407,7 @@ impl Versions {
             prompt: prompt.name.clone(),
             path: rel,
             working: prompt.version_hash.clone(),
-            versions,
+            versions: Arc::new(versions),
             truncated,
         });
         let mut kept = self.histories.lock().unwrap_or_else(|e| e.into_inner());
