@@ -105,6 +105,16 @@ pub enum Half {
     Acceptance,
 }
 
+impl Half {
+    /// The split a case of this half belongs to (acceptance cases are held out).
+    pub fn split(self) -> Split {
+        match self {
+            Half::HeldOut | Half::Acceptance => Split::HeldOut,
+            Half::Tuning => Split::Tuning,
+        }
+    }
+}
+
 /// A repository whose issue reports are cases.
 pub struct IssueRepo {
     pub repo: Repo,
@@ -472,10 +482,7 @@ pub fn build(
                 parent: report.base.clone(),
                 request: report.request.clone(),
                 gold,
-                split: match repo.half {
-                    Half::HeldOut | Half::Acceptance => Split::HeldOut,
-                    Half::Tuning => Split::Tuning,
-                },
+                split: repo.half.split(),
             });
         }
     }

@@ -669,10 +669,12 @@ fn main() {
             let started = Instant::now();
             let mut results = Vec::new();
             let mut runs = Vec::new();
-            for repo in ISSUE_REPOS
-                .iter()
-                .filter(|r| wanted.contains(&r.half) && selected(r.repo.short()))
-            {
+            for repo in ISSUE_REPOS.iter().filter(|r| {
+                // A run of one half needs no mirror of the other's repositories.
+                wanted.contains(&r.half)
+                    && split.is_none_or(|s| r.half.split() == s)
+                    && selected(r.repo.short())
+            }) {
                 let mine = reports
                     .get(&repo.repo.slug.to_ascii_lowercase())
                     .map_or(&[][..], Vec::as_slice);
