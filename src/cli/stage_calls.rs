@@ -240,18 +240,12 @@ fn run_versus(
             format!("{}@{vs}", first.prompt)
         }
     };
-    let requests: Vec<crate::stages::run::RunRequest> = std::iter::once(first.clone())
-        .chain(vs.iter().map(|v| crate::stages::run::RunRequest {
-            prompt: spec_of(v),
-            ..first.clone()
-        }))
-        .collect();
-    let rendered = requests
-        .iter()
-        .map(|r| {
+    let rendered = std::iter::once(first.prompt.clone())
+        .chain(vs.iter().map(|v| spec_of(v)))
+        .map(|spec| {
             crate::compare::render_variant(
                 library,
-                &r.prompt,
+                &spec,
                 &first.arguments,
                 crate::library::Visibility::All,
             )

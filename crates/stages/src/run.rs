@@ -169,14 +169,13 @@ pub fn prepare(
                 name: req.prompt.clone(),
             })?;
     let rendered = snapshot.render_template(prompt, &req.arguments, clock)?;
-    Ok(PreparedRun {
-        prompt: prompt.name.clone(),
-        revision: None,
-        version_hash: prompt.version_hash.clone(),
-        arguments: req.arguments.clone(),
-        settings: ModelSettings::of_prompt(prompt).overridden_by(&req.settings),
-        messages: rendered.messages.into_iter().map(chat_message).collect(),
-    })
+    Ok(PreparedRun::of(
+        prompt,
+        None,
+        &req.arguments,
+        &req.settings,
+        rendered.messages,
+    ))
 }
 
 /// The run of a variant already rendered ([`render_variant`]): what [`prepare`] makes of the
@@ -185,13 +184,33 @@ pub fn prepare(
 /// [`render_variant`]: promptd_core::compare::render_variant
 pub fn prepare_rendered(variant: &RenderedVariant, settings: &ModelSettings) -> PreparedRun {
     let render = &variant.render;
-    PreparedRun {
-        prompt: render.prompt.name.clone(),
-        revision: render.revision.clone(),
-        version_hash: render.prompt.version_hash.clone(),
-        arguments: variant.arguments.clone(),
-        settings: ModelSettings::of_prompt(&render.prompt).overridden_by(settings),
-        messages: render.messages.iter().cloned().map(chat_message).collect(),
+    PreparedRun::of(
+        &render.prompt,
+        render.revision.clone(),
+        &variant.arguments,
+        settings,
+        render.messages.clone(),
+    )
+}
+
+impl PreparedRun {
+    /// The run of `prompt` (read at `revision`) rendered as `messages` from `arguments`, with
+    /// the caller's `settings` over the frontmatter's.
+    fn of(
+        prompt: &PromptTemplate,
+        revision: Option<String>,
+        arguments: &Map<String, Value>,
+        settings: &ModelSettings,
+        messages: Vec<PromptMessage>,
+    ) -> PreparedRun {
+        PreparedRun {
+            prompt: prompt.name.clone(),
+            revision,
+            version_hash: prompt.version_hash.clone(),
+            arguments: arguments.clone(),
+            settings: ModelSettings::of_prompt(prompt).overridden_by(settings),
+            messages: messages.into_iter().map(chat_message).collect(),
+        }
     }
 }
 
